@@ -1,0 +1,293 @@
+//! Aggregates on our event store: the cqrs-es [`EventStore`] implementation and the command
+//! executor.
+//!
+//! Aggregates are written against cqrs-es 0.5 (`Aggregate`, `EventSink`, `TestFramework`).
+//! [`AggregateStore`] implements cqrs-es's `EventStore` over our [`Store`], and
+//! [`CommandExecutor`] runs load → handle → commit itself instead of `CqrsFramework::execute`,
+//! because that returns `()` and we need the committed global positions (for read-your-writes and
+//! API responses), the jobs written with the events, and typed version conflicts.
+
+use cqrs_es::event_sink::EventSink;
+use cqrs_es::{Aggregate, AggregateContext, AggregateError, DomainEvent, EventEnvelope, EventStore};
+use kuatia_domain::tenancy::TenantId;
+use std::collections::HashMap;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use crate::event_store::{
+    AppendOutcome, AppendRequest, EventMetadata, ExpectedVersion, NewEvent, RecordedEvent, SharedStore, StoreError,
+    StreamRef,
+};
+use crate::jobs::NewJob;
+
+/// An aggregate loaded from its stream, with the version it was loaded at.
+#[derive(Debug)]
+pub struct LoadedAggregate<A> {
+    aggregate: A,
+    stream_id: String,
+    version: u64,
+}
+
+impl<A> LoadedAggregate<A> {
+    /// The stream version the aggregate was folded from (0: new stream).
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+}
+
+impl<A: Aggregate> AggregateContext<A> for LoadedAggregate<A> {
+    fn aggregate(&mut self) -> &mut A {
+        &mut self.aggregate
+    }
+}
+
+/// cqrs-es's `EventStore` for aggregates of type `A` owned by one tenant.
+pub struct AggregateStore<A> {
+    store: SharedStore,
+    tenant: TenantId,
+    _aggregate: PhantomData<fn() -> A>,
+}
+
+impl<A> AggregateStore<A> {
+    /// The store of one tenant's `A` streams.
+    pub fn new(store: SharedStore, tenant: TenantId) -> Self {
+        Self {
+            store,
+            tenant,
+            _aggregate: PhantomData,
+        }
+    }
+}
+
+fn store_error<E: std::error::Error>(err: StoreError) -> AggregateError<E> {
+    match err {
+        StoreError::VersionConflict { .. } => AggregateError::AggregateConflict,
+        StoreError::Corrupt(m) => AggregateError::DeserializationError(m.into()),
+        other => AggregateError::DatabaseConnectionError(Box::new(other)),
+    }
+}
+
+impl<A: Aggregate + 'static> AggregateStore<A> {
+    async fn load_owned(&self, stream_id: &str) -> Result<Vec<RecordedEvent>, StoreError> {
+        let events = self.store.load_stream(stream_id).await?;
+        if let Some(first) = events.first() {
+            if first.tenant_id != self.tenant || first.stream_type != A::TYPE {
+                // Someone else's stream looks like no stream at all: never reveal or touch it.
+                return Err(StoreError::Invalid(format!("stream {stream_id} is not a {} of this tenant", A::TYPE)));
+            }
+        }
+        Ok(events)
+    }
+
+    fn decode(event: &RecordedEvent) -> Result<A::Event, StoreError> {
+        serde_json::from_value(event.payload.clone()).map_err(|e| {
+            StoreError::Corrupt(format!(
+                "event {} ({} v{}) does not decode: {e}",
+                event.event_id, event.event_type, event.schema_version
+            ))
+        })
+    }
+
+    fn encode(event: &A::Event) -> Result<NewEvent, StoreError> {
+        let schema_version = kuatia_domain::event::schema_version(event)
+            .ok_or_else(|| StoreError::Invalid(format!("event {} has no integer schema version", event.event_type())))?;
+        let payload = serde_json::to_value(event).map_err(|e| StoreError::Invalid(e.to_string()))?;
+        Ok(NewEvent::new(event.event_type(), schema_version, payload))
+    }
+
+    /// Commits events and jobs, returning the store's outcome (positions, version).
+    pub async fn commit_events(
+        &self,
+        events: &[A::Event],
+        context: &LoadedAggregate<A>,
+        metadata: EventMetadata,
+        jobs: Vec<NewJob>,
+    ) -> Result<AppendOutcome, StoreError> {
+        let new_events = events.iter().map(Self::encode).collect::<Result<Vec<_>, _>>()?;
+        self.store
+            .append(AppendRequest {
+                stream: StreamRef {
+                    tenant_id: self.tenant,
+                    stream_type: A::TYPE.to_owned(),
+                    stream_id: context.stream_id.clone(),
+                },
+                expected: ExpectedVersion::from_current(context.version),
+                events: new_events,
+                metadata,
+                jobs,
+            })
+            .await
+    }
+
+    /// Loads and folds an aggregate.
+    pub async fn load(&self, stream_id: &str) -> Result<LoadedAggregate<A>, StoreError> {
+        let events = self.load_owned(stream_id).await?;
+        let mut aggregate = A::default();
+        let mut version = 0;
+        for event in &events {
+            aggregate.apply(Self::decode(event)?);
+            version = event.stream_version;
+        }
+        Ok(LoadedAggregate {
+            aggregate,
+            stream_id: stream_id.to_owned(),
+            version,
+        })
+    }
+}
+
+impl<A: Aggregate + 'static> EventStore<A> for AggregateStore<A>
+where
+    A::Event: Send,
+{
+    type AC = LoadedAggregate<A>;
+
+    async fn load_events(&self, aggregate_id: &str) -> Result<Vec<EventEnvelope<A>>, AggregateError<A::Error>> {
+        let events = self.load_owned(aggregate_id).await.map_err(store_error)?;
+        events
+            .iter()
+            .map(|event| {
+                Ok(EventEnvelope {
+                    aggregate_id: event.stream_id.clone(),
+                    sequence: event.stream_version as usize,
+                    payload: Self::decode(event).map_err(store_error)?,
+                    metadata: event.metadata.to_map(),
+                })
+            })
+            .collect()
+    }
+
+    async fn load_aggregate(&self, aggregate_id: &str) -> Result<Self::AC, AggregateError<A::Error>> {
+        self.load(aggregate_id).await.map_err(store_error)
+    }
+
+    async fn commit(
+        &self,
+        events: Vec<A::Event>,
+        context: Self::AC,
+        metadata: HashMap<String, String>,
+    ) -> Result<Vec<EventEnvelope<A>>, AggregateError<A::Error>> {
+        if events.is_empty() {
+            return Ok(Vec::new());
+        }
+        let meta = EventMetadata::from_map(&metadata);
+        let outcome = self
+            .commit_events(&events, &context, meta, Vec::new())
+            .await
+            .map_err(store_error)?;
+        let first = outcome.stream_version - events.len() as u64 + 1;
+        Ok(events
+            .into_iter()
+            .enumerate()
+            .map(|(i, payload)| EventEnvelope {
+                aggregate_id: context.stream_id.clone(),
+                sequence: (first + i as u64) as usize,
+                payload,
+                metadata: metadata.clone(),
+            })
+            .collect())
+    }
+}
+
+/// What a command committed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Committed {
+    /// Global positions of the new events (empty when the command changed nothing).
+    pub positions: Vec<i64>,
+    /// Stream version after the command.
+    pub stream_version: u64,
+}
+
+/// Why a command did not commit.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecuteError<E: std::error::Error> {
+    /// The aggregate refused the command (a domain rule).
+    #[error("{0}")]
+    Rejected(E),
+    /// The stream does not belong to this tenant and aggregate type.
+    #[error("not found")]
+    NotFound,
+    /// Another command committed first; reload and retry if that makes sense.
+    #[error("concurrent modification of stream {0}")]
+    Conflict(String),
+    /// The store failed.
+    #[error(transparent)]
+    Store(StoreError),
+}
+
+/// Jobs an aggregate's new events cause (the outbox policy), computed before the commit so they
+/// land in the same transaction.
+pub type JobPolicy<A> = dyn Fn(&StreamRef, &[<A as Aggregate>::Event]) -> Vec<NewJob> + Send + Sync;
+
+/// Runs commands against aggregates of type `A`.
+pub struct CommandExecutor<A: Aggregate> {
+    store: SharedStore,
+    services: A::Services,
+    jobs: Option<Arc<JobPolicy<A>>>,
+}
+
+impl<A: Aggregate + 'static> CommandExecutor<A>
+where
+    A::Event: Send,
+{
+    /// An executor with the aggregate's services.
+    pub fn new(store: SharedStore, services: A::Services) -> Self {
+        Self {
+            store,
+            services,
+            jobs: None,
+        }
+    }
+
+    /// Sets the outbox policy.
+    pub fn with_jobs(mut self, policy: Arc<JobPolicy<A>>) -> Self {
+        self.jobs = Some(policy);
+        self
+    }
+
+    /// Loads the stream, handles the command, and commits its events with their jobs.
+    /// A command that yields no event commits nothing (repeating a command is harmless).
+    pub async fn execute(
+        &self,
+        tenant: TenantId,
+        stream_id: &str,
+        command: A::Command,
+        metadata: EventMetadata,
+    ) -> Result<Committed, ExecuteError<A::Error>> {
+        let store = AggregateStore::<A>::new(self.store.clone(), tenant);
+        let mut loaded = store.load(stream_id).await.map_err(|e| match e {
+            StoreError::Invalid(_) => ExecuteError::NotFound,
+            other => ExecuteError::Store(other),
+        })?;
+        let sink = EventSink::default();
+        loaded
+            .aggregate
+            .handle(command, &self.services, &sink)
+            .await
+            .map_err(ExecuteError::Rejected)?;
+        let events = sink.collect().await;
+        if events.is_empty() {
+            return Ok(Committed {
+                positions: Vec::new(),
+                stream_version: loaded.version,
+            });
+        }
+        let stream = StreamRef {
+            tenant_id: tenant,
+            stream_type: A::TYPE.to_owned(),
+            stream_id: stream_id.to_owned(),
+        };
+        let jobs = self.jobs.as_ref().map(|policy| policy(&stream, &events)).unwrap_or_default();
+        let outcome = store
+            .commit_events(&events, &loaded, metadata, jobs)
+            .await
+            .map_err(|e| match e {
+                StoreError::VersionConflict { stream_id, .. } => ExecuteError::Conflict(stream_id),
+                other => ExecuteError::Store(other),
+            })?;
+        Ok(Committed {
+            positions: outcome.positions,
+            stream_version: outcome.stream_version,
+        })
+    }
+}

@@ -1,0 +1,348 @@
+//! The event store port: one append-only log of all streams, in commit order.
+//!
+//! Every event has a global position (commit-ordered: position N visible means every lower
+//! position is final), a per-stream version (a concurrent writer gets
+//! [`StoreError::VersionConflict`], never an overwrite), a UUIDv7 id, a database-clock timestamp
+//! and a per-stream hash chain ([`crate::hash`]). Payloads are versioned; every read path runs the
+//! upcaster chain ([`crate::upcast`]) before handing events out.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use kuatia_domain::tenancy::TenantId;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::sync::Arc;
+use tokio::sync::watch;
+use uuid::Uuid;
+
+use crate::jobs::NewJob;
+use crate::projection::Projection;
+
+/// Which stream an append goes to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamRef {
+    /// Owner of the stream.
+    pub tenant_id: TenantId,
+    /// The aggregate type (`document`, `tenant`, …).
+    pub stream_type: String,
+    /// Globally unique id of the stream (a UUID in text form for aggregates).
+    pub stream_id: String,
+}
+
+/// The version a writer believes the stream is at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ExpectedVersion {
+    /// The stream must not exist yet.
+    NoStream,
+    /// The stream's last event must have exactly this version (1-based).
+    Exact(u64),
+    /// No check: append after whatever is there (for streams with one writer by construction).
+    Any,
+}
+
+impl ExpectedVersion {
+    /// The version the stream is expected to be at, with 0 for an empty stream.
+    pub fn from_current(version: u64) -> Self {
+        if version == 0 {
+            Self::NoStream
+        } else {
+            Self::Exact(version)
+        }
+    }
+
+    /// Whether a stream whose last version is `actual` (0 when empty) satisfies this expectation.
+    pub fn admits(&self, actual: u64) -> bool {
+        match self {
+            Self::NoStream => actual == 0,
+            Self::Exact(v) => *v == actual,
+            Self::Any => true,
+        }
+    }
+}
+
+/// Who and what caused an event. Stored with the event and covered by its hash.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EventMetadata {
+    /// Who acted: `user:<id>`, `api_key:<id>`, `system:<worker>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actor: Option<String>,
+    /// The HTTP request that caused the event, when there was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+    /// Groups every event of one business flow (a document's whole pipeline).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correlation_id: Option<String>,
+    /// The event or job that directly caused this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub causation_id: Option<String>,
+}
+
+impl EventMetadata {
+    /// Reads the metadata out of cqrs-es's string map (keys `actor`, `request_id`,
+    /// `correlation_id`, `causation_id`; other keys are ignored).
+    pub fn from_map(map: &std::collections::HashMap<String, String>) -> Self {
+        Self {
+            actor: map.get("actor").cloned(),
+            request_id: map.get("request_id").cloned(),
+            correlation_id: map.get("correlation_id").cloned(),
+            causation_id: map.get("causation_id").cloned(),
+        }
+    }
+
+    /// The same metadata as cqrs-es's string map.
+    pub fn to_map(&self) -> std::collections::HashMap<String, String> {
+        let mut map = std::collections::HashMap::new();
+        let fields = [
+            ("actor", &self.actor),
+            ("request_id", &self.request_id),
+            ("correlation_id", &self.correlation_id),
+            ("causation_id", &self.causation_id),
+        ];
+        for (key, value) in fields {
+            if let Some(value) = value {
+                map.insert(key.to_owned(), value.clone());
+            }
+        }
+        map
+    }
+}
+
+/// An event to append. Its id is chosen by the writer (UUIDv7) so that a retried append can be
+/// recognised; position, version, timestamp and hash are assigned by the store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewEvent {
+    /// UUIDv7, unique across the store.
+    pub event_id: Uuid,
+    /// Stable type name (`DocumentReceived`).
+    pub event_type: String,
+    /// Payload schema version, from 1.
+    pub schema_version: u32,
+    /// The event body.
+    pub payload: Value,
+}
+
+impl NewEvent {
+    /// A new event with a fresh UUIDv7.
+    pub fn new(event_type: impl Into<String>, schema_version: u32, payload: Value) -> Self {
+        Self {
+            event_id: Uuid::now_v7(),
+            event_type: event_type.into(),
+            schema_version,
+            payload,
+        }
+    }
+}
+
+/// One atomic append: events to one stream, and the jobs they cause (the outbox), committed
+/// together or not at all.
+#[derive(Debug, Clone)]
+pub struct AppendRequest {
+    /// Target stream.
+    pub stream: StreamRef,
+    /// Optimistic concurrency check.
+    pub expected: ExpectedVersion,
+    /// At least one event.
+    pub events: Vec<NewEvent>,
+    /// Shared by all events of this append.
+    pub metadata: EventMetadata,
+    /// Jobs written in the same transaction (a duplicate idempotency key is skipped).
+    pub jobs: Vec<NewJob>,
+}
+
+/// What an append committed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppendOutcome {
+    /// Global positions of the appended events, in order.
+    pub positions: Vec<i64>,
+    /// The stream's version after the append.
+    pub stream_version: u64,
+}
+
+/// An event as stored, after upcasting (unless read raw for verification).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordedEvent {
+    /// Commit-ordered position across all streams.
+    pub global_position: i64,
+    /// UUIDv7.
+    pub event_id: Uuid,
+    /// Owner.
+    pub tenant_id: TenantId,
+    /// Aggregate type.
+    pub stream_type: String,
+    /// Stream id.
+    pub stream_id: String,
+    /// 1-based version within the stream.
+    pub stream_version: u64,
+    /// Stable type name.
+    pub event_type: String,
+    /// Schema version of `payload` (after upcasting, the newest known).
+    pub schema_version: u32,
+    /// The body.
+    pub payload: Value,
+    /// Actor, request, correlation, causation.
+    pub metadata: EventMetadata,
+    /// Database clock at append, microsecond precision on PostgreSQL, millisecond on SQLite.
+    pub recorded_at: DateTime<Utc>,
+    /// Hash of the previous event of the stream, hex (`None` for version 1).
+    pub prev_hash: Option<String>,
+    /// Hash of this event over its stored (not upcast) form, hex.
+    pub hash: String,
+}
+
+/// Which events a global read returns.
+#[derive(Debug, Clone, Default)]
+pub struct ReadFilter {
+    /// Only positions strictly greater than this.
+    pub after: i64,
+    /// At most this many.
+    pub limit: usize,
+    /// Only this tenant's events.
+    pub tenant: Option<TenantId>,
+    /// Only this stream's events.
+    pub stream_id: Option<String>,
+}
+
+/// Errors of the event store. A version conflict is a normal, typed outcome; the rest are
+/// infrastructure failures.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// Another writer appended first.
+    #[error("stream {stream_id} is at version {actual}, expected {expected:?}")]
+    VersionConflict {
+        /// The stream.
+        stream_id: String,
+        /// What the writer expected.
+        expected: ExpectedVersion,
+        /// What the stream is at.
+        actual: u64,
+    },
+    /// An append or read request that can never succeed (empty append, bad type name).
+    #[error("invalid request: {0}")]
+    Invalid(String),
+    /// A projection failed inside the transaction; nothing was committed.
+    #[error("projection {name} failed: {message}")]
+    Projection {
+        /// The projection.
+        name: String,
+        /// Its error.
+        message: String,
+    },
+    /// Stored data that cannot be read back (bad JSON, unknown state).
+    #[error("corrupt stored data: {0}")]
+    Corrupt(String),
+    /// The database failed.
+    #[error("database error: {0}")]
+    Database(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// Progress of a subscription batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchOutcome {
+    /// Applied this many events and moved the checkpoint to `position`.
+    Applied {
+        /// Events applied.
+        count: usize,
+        /// New checkpoint.
+        position: i64,
+    },
+    /// Nothing past the checkpoint.
+    CaughtUp,
+    /// Another instance holds the subscription's checkpoint row.
+    Busy,
+}
+
+/// How a projection is fed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProjectionKind {
+    /// Updated in the append transaction: read-your-writes.
+    Inline,
+    /// A catch-up subscription: eventually consistent, pure read model.
+    CatchUp,
+    /// A catch-up subscription with side effects (writes jobs): never rebuilt.
+    SideEffect,
+}
+
+impl ProjectionKind {
+    /// The name stored in the subscriptions table.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Inline => "inline",
+            Self::CatchUp => "catch_up",
+            Self::SideEffect => "side_effect",
+        }
+    }
+}
+
+/// Where a subscription stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SubscriptionStatus {
+    /// Projection name.
+    pub name: String,
+    /// How it is fed.
+    pub kind: String,
+    /// Last applied global position.
+    pub position: i64,
+    /// Head of the store minus position.
+    pub lag: i64,
+    /// Last error, cleared by the next successful batch.
+    pub last_error: Option<String>,
+    /// When the checkpoint last moved.
+    pub updated_at: Option<DateTime<Utc>>,
+}
+
+/// The event store: one trait, a PostgreSQL and a SQLite implementation.
+#[async_trait]
+pub trait Store: Send + Sync {
+    /// Appends events (and their jobs, and runs the inline projections) in one transaction.
+    async fn append(&self, request: AppendRequest) -> Result<AppendOutcome, StoreError>;
+
+    /// Every event of one stream in version order, upcast.
+    async fn load_stream(&self, stream_id: &str) -> Result<Vec<RecordedEvent>, StoreError>;
+
+    /// Events in global (commit) order, upcast.
+    async fn read_all(&self, filter: &ReadFilter) -> Result<Vec<RecordedEvent>, StoreError>;
+
+    /// Events in global order exactly as stored (no upcasting): for hash verification and export.
+    async fn read_all_raw(&self, filter: &ReadFilter) -> Result<Vec<RecordedEvent>, StoreError>;
+
+    /// The highest committed position (0 when empty).
+    async fn head_position(&self) -> Result<i64, StoreError>;
+
+    /// Changes whenever this process sees new events committed (a hint; always poll as well).
+    fn position_hint(&self) -> watch::Receiver<i64>;
+
+    /// Makes sure the projection has a checkpoint row.
+    async fn register_projection(&self, projection: &dyn Projection) -> Result<(), StoreError>;
+
+    /// Applies the next batch past the checkpoint and moves the checkpoint, in one transaction,
+    /// holding the checkpoint row lock (another instance gets [`BatchOutcome::Busy`]).
+    async fn run_batch(
+        &self,
+        projection: &dyn Projection,
+        max_events: usize,
+    ) -> Result<BatchOutcome, StoreError>;
+
+    /// Records a failed batch on the checkpoint row.
+    async fn record_projection_error(&self, name: &str, error: &str) -> Result<(), StoreError>;
+
+    /// Empties the projection's tables and moves its checkpoint to 0, holding its lock.
+    async fn reset_projection(&self, projection: &dyn Projection) -> Result<(), StoreError>;
+
+    /// Rebuilds an inline projection from position 0 in one transaction that blocks appends, so
+    /// no append can slip between the replay and the switch back to inline updates.
+    async fn rebuild_inline(
+        &self,
+        projection: &dyn Projection,
+        progress: &(dyn Fn(i64, i64) + Send + Sync),
+    ) -> Result<u64, StoreError>;
+
+    /// Checkpoints and lag of every registered projection.
+    async fn subscription_statuses(&self) -> Result<Vec<SubscriptionStatus>, StoreError>;
+
+    /// Whether the database answers.
+    async fn ping(&self) -> Result<(), StoreError>;
+}
+
+/// A shared store.
+pub type SharedStore = Arc<dyn Store>;

@@ -1,0 +1,15 @@
+//! kuatia's application layer: use cases, process managers, and the ports adapters implement.
+//!
+//! Depends on `domain` only (plus runtime utilities); never on a database driver or a web
+//! framework. The ports are traits: [`event_store::Store`] (append, load, read all, subscription
+//! batches), [`jobs::JobQueue`] (the outbox), [`projection::Projection`] (a read model written
+//! through [`projection::SqlTx`]). Start reading at [`event_store`], then [`aggregate`] for how a
+//! command becomes committed events, then [`jobs`] and [`worker`] for side effects.
+
+pub mod aggregate;
+pub mod event_store;
+pub mod hash;
+pub mod jobs;
+pub mod projection;
+pub mod upcast;
+pub mod worker;

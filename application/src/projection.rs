@@ -1,0 +1,97 @@
+//! Read models: the [`Projection`] port and the small SQL surface projections write through.
+//!
+//! A projection is written once and runs on both backends: it speaks portable SQL (`$1`
+//! placeholders, `INSERT … ON CONFLICT`) through [`SqlTx`], which the store implements over its
+//! open transaction. That transaction is the append transaction for inline projections and the
+//! checkpoint transaction for catch-up subscriptions, so a read model and its checkpoint always
+//! move together. sqlx's `Any` driver was rejected because it lacks UUID and timestamp types.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use crate::event_store::{ProjectionKind, RecordedEvent, StoreError};
+use crate::jobs::NewJob;
+
+/// A value bound to or read from SQL. UUIDs and timestamps map to native types on PostgreSQL and
+/// to text on SQLite.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SqlValue {
+    /// NULL.
+    Null,
+    /// Any integer.
+    Int(i64),
+    /// Text.
+    Text(String),
+    /// Boolean (an integer on SQLite).
+    Bool(bool),
+    /// JSON (`jsonb` on PostgreSQL, text on SQLite).
+    Json(Value),
+    /// UUID (`uuid` on PostgreSQL, text on SQLite).
+    Uuid(uuid::Uuid),
+    /// Timestamp (`timestamptz` on PostgreSQL, RFC 3339 text on SQLite).
+    Timestamp(DateTime<Utc>),
+}
+
+impl SqlValue {
+    /// The integer, if this is one.
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Self::Int(v) => Some(*v),
+            Self::Bool(b) => Some(i64::from(*b)),
+            _ => None,
+        }
+    }
+
+    /// The text, if this is text (or a UUID, rendered).
+    pub fn as_text(&self) -> Option<String> {
+        match self {
+            Self::Text(v) => Some(v.clone()),
+            Self::Uuid(v) => Some(v.to_string()),
+            _ => None,
+        }
+    }
+}
+
+/// Which database a transaction runs on, for the rare statement that must differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// PostgreSQL.
+    Postgres,
+    /// SQLite.
+    Sqlite,
+}
+
+/// An open transaction, as a projection sees it.
+#[async_trait]
+pub trait SqlTx: Send {
+    /// The backend.
+    fn backend(&self) -> Backend;
+    /// Runs a statement, returns the rows affected.
+    async fn execute(&mut self, sql: &'static str, params: &[SqlValue]) -> Result<u64, StoreError>;
+    /// Runs a query, returns every row as values in column order.
+    async fn query(
+        &mut self,
+        sql: &'static str,
+        params: &[SqlValue],
+    ) -> Result<Vec<Vec<SqlValue>>, StoreError>;
+    /// Writes a job in this transaction (a duplicate idempotency key is skipped; returns whether
+    /// the job was new).
+    async fn enqueue_job(&mut self, job: &NewJob) -> Result<bool, StoreError>;
+}
+
+/// A read model or process manager fed by events.
+///
+/// `apply` must be idempotent: applying an event a second time changes nothing (guard with the
+/// event's position or stream version). A rebuild empties `tables()` and replays from position 0.
+#[async_trait]
+pub trait Projection: Send + Sync {
+    /// Unique, stable name (the checkpoint row's key).
+    fn name(&self) -> &'static str;
+    /// How it is fed.
+    fn kind(&self) -> ProjectionKind;
+    /// The tables it owns (emptied by a rebuild).
+    fn tables(&self) -> &'static [&'static str];
+    /// Applies one event inside the given transaction.
+    async fn apply(&self, tx: &mut dyn SqlTx, event: &RecordedEvent) -> Result<(), StoreError>;
+}

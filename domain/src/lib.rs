@@ -1,0 +1,12 @@
+//! kuatia's domain: the pure rules of e-invoicing in Paraguay.
+//!
+//! This crate must not depend on IO, an async runtime, a database driver or a web framework
+//! (a test over `cargo metadata` in `tests/` enforces that for sqlx, axum, tokio and reqwest).
+//! Aggregates implement [`cqrs_es::Aggregate`]: they decide from state and command and return
+//! events; `apply` only folds. Time and ids come in as arguments, never from a clock.
+//!
+//! Start reading at [`tenancy`] for the identifiers every stream carries, and [`event`] for the
+//! naming rules every event follows.
+
+pub mod event;
+pub mod tenancy;

@@ -1,0 +1,9 @@
+//! kuatia's adapters: the event store and job queue on PostgreSQL and SQLite, configuration,
+//! and telemetry.
+//!
+//! Implements the ports of `kuatia-application`; knows nothing of HTTP. Start reading at
+//! [`store`] (the two backends behind one `Store` trait), then [`config`].
+
+pub mod config;
+pub mod store;
+pub mod telemetry;

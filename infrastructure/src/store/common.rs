@@ -1,0 +1,134 @@
+//! What both backends do the same way: validating an append, checking the stream head, hashing,
+//! upcasting.
+
+use chrono::{DateTime, Utc};
+use kuatia_application::event_store::{AppendRequest, RecordedEvent, StoreError};
+use kuatia_application::hash::{HashInput, chain_hash};
+use kuatia_application::upcast::UpcasterChain;
+use kuatia_domain::tenancy::TenantId;
+use uuid::Uuid;
+
+/// The last event of a stream, as the append needs it.
+#[derive(Debug, Clone)]
+pub(crate) struct StreamHead {
+    pub version: u64,
+    pub hash: String,
+    pub tenant_id: Uuid,
+    pub stream_type: String,
+}
+
+/// Refuses appends that can never succeed.
+pub(crate) fn validate(request: &AppendRequest) -> Result<(), StoreError> {
+    if request.events.is_empty() {
+        return Err(StoreError::Invalid("an append needs at least one event".into()));
+    }
+    if request.stream.stream_id.is_empty() || request.stream.stream_type.is_empty() {
+        return Err(StoreError::Invalid("stream id and type must not be empty".into()));
+    }
+    for event in &request.events {
+        if !kuatia_domain::event::is_valid_event_type(&event.event_type) {
+            return Err(StoreError::Invalid(format!("invalid event type name {:?}", event.event_type)));
+        }
+        if event.schema_version == 0 {
+            return Err(StoreError::Invalid("schema versions start at 1".into()));
+        }
+    }
+    for job in &request.jobs {
+        if job.max_attempts == 0 || job.kind.is_empty() || job.idempotency_key.is_empty() {
+            return Err(StoreError::Invalid("a job needs a kind, a key and at least one attempt".into()));
+        }
+    }
+    Ok(())
+}
+
+/// Checks ownership and the expected version against the head; returns the current version.
+pub(crate) fn check_head(request: &AppendRequest, head: Option<&StreamHead>) -> Result<u64, StoreError> {
+    let current = head.map_or(0, |h| h.version);
+    if let Some(head) = head {
+        if head.tenant_id != request.stream.tenant_id.as_uuid() || head.stream_type != request.stream.stream_type {
+            // Never append to another tenant's (or another type's) stream, whatever the caller
+            // expected: report it as if the stream were at an unexpected version.
+            return Err(StoreError::Invalid(format!(
+                "stream {} belongs to another tenant or stream type",
+                request.stream.stream_id
+            )));
+        }
+    }
+    if !request.expected.admits(current) {
+        return Err(StoreError::VersionConflict {
+            stream_id: request.stream.stream_id.clone(),
+            expected: request.expected,
+            actual: current,
+        });
+    }
+    Ok(current)
+}
+
+/// Builds the stored form of the request's events (positions still 0), chaining their hashes.
+pub(crate) fn chain(
+    request: &AppendRequest,
+    head: Option<&StreamHead>,
+    current: u64,
+    recorded_at: DateTime<Utc>,
+) -> Vec<RecordedEvent> {
+    let mut prev = head.map(|h| h.hash.clone());
+    let mut out = Vec::with_capacity(request.events.len());
+    for (i, event) in request.events.iter().enumerate() {
+        let version = current + 1 + i as u64;
+        let hash = chain_hash(&HashInput {
+            prev_hash: prev.as_deref(),
+            event_id: event.event_id,
+            tenant_id: request.stream.tenant_id.as_uuid(),
+            stream_type: &request.stream.stream_type,
+            stream_id: &request.stream.stream_id,
+            stream_version: version,
+            event_type: &event.event_type,
+            schema_version: event.schema_version,
+            payload: &event.payload,
+            metadata: &request.metadata,
+            recorded_at,
+        });
+        out.push(RecordedEvent {
+            global_position: 0,
+            event_id: event.event_id,
+            tenant_id: request.stream.tenant_id,
+            stream_type: request.stream.stream_type.clone(),
+            stream_id: request.stream.stream_id.clone(),
+            stream_version: version,
+            event_type: event.event_type.clone(),
+            schema_version: event.schema_version,
+            payload: event.payload.clone(),
+            metadata: request.metadata.clone(),
+            recorded_at,
+            prev_hash: prev.clone(),
+            hash: hash.clone(),
+        });
+        prev = Some(hash);
+    }
+    out
+}
+
+/// Runs the upcaster chain over a stored event.
+pub(crate) fn upcast(chain: &UpcasterChain, mut event: RecordedEvent) -> RecordedEvent {
+    let payload = std::mem::take(&mut event.payload);
+    let (ty, version, payload) = chain.apply(std::mem::take(&mut event.event_type), event.schema_version, payload);
+    event.event_type = ty;
+    event.schema_version = version;
+    event.payload = payload;
+    event
+}
+
+/// Parses a stored tenant id.
+pub(crate) fn tenant(id: Uuid) -> TenantId {
+    TenantId::from_uuid(id)
+}
+
+/// Whether a database error is a unique violation of the given constraint.
+pub(crate) fn is_unique_violation(err: &sqlx::Error, constraint: &str) -> bool {
+    match err {
+        sqlx::Error::Database(db) => {
+            db.is_unique_violation() && (db.constraint() == Some(constraint) || db.message().contains("stream_id"))
+        }
+        _ => false,
+    }
+}

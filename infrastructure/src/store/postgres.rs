@@ -1,0 +1,737 @@
+//! The PostgreSQL backend.
+//!
+//! Commit order = global order: every append transaction takes one transaction-scoped advisory
+//! lock ([`APPEND_LOCK`]) *before* it draws its position from the sequence, so appends commit in
+//! position order and a reader that sees position N never later finds a lower one. Subscriptions
+//! lock their checkpoint row with `FOR UPDATE SKIP LOCKED`, so one instance runs each; jobs are
+//! claimed the same way. New events are announced with `NOTIFY kuatia_events` by a statement
+//! trigger; subscribers also poll, because notifications are not durable.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use kuatia_application::event_store::{
+    AppendOutcome, AppendRequest, BatchOutcome, EventMetadata, ProjectionKind, ReadFilter, RecordedEvent,
+    Store, StoreError, SubscriptionStatus,
+};
+use kuatia_application::jobs::{Job, JobCount, JobQueue, JobState, NewJob};
+use kuatia_application::projection::Projection;
+use kuatia_application::upcast::UpcasterChain;
+use sqlx::migrate::Migrator;
+use sqlx::postgres::{PgListener, PgPoolOptions, PgRow};
+use sqlx::{AssertSqlSafe, Executor, PgConnection, PgPool, Row};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use uuid::Uuid;
+
+use super::common::{StreamHead, chain, check_head, is_unique_violation, tenant, upcast, validate};
+use super::sql_value::PgSqlTx;
+use super::{DatabaseOptions, db_error, redact_url};
+
+/// The migrations of this backend, embedded in the binary.
+pub static MIGRATOR: Migrator = sqlx::migrate!("../migrations/postgres");
+
+/// The advisory lock key every append holds until it commits ("kuatia" + 1).
+pub const APPEND_LOCK: i64 = 0x6b75_6174_6961_0001;
+
+/// NOTIFY channel of new events.
+pub const EVENTS_CHANNEL: &str = "kuatia_events";
+
+macro_rules! event_columns {
+    () => {
+        "global_position, event_id, tenant_id, stream_type, stream_id, stream_version, event_type, \
+         schema_version, payload, metadata, recorded_at, prev_hash, hash"
+    };
+}
+
+macro_rules! job_columns {
+    () => {
+        "id, kind, idempotency_key, tenant_id, payload, state, attempts, max_attempts, next_attempt_at, \
+         lease_owner, lease_expires_at, last_error"
+    };
+}
+
+/// The event store and job queue on PostgreSQL.
+pub struct PgStore {
+    pool: PgPool,
+    inline: Vec<Arc<dyn Projection>>,
+    upcasters: Arc<UpcasterChain>,
+    hint: watch::Sender<i64>,
+    listener: Option<JoinHandle<()>>,
+}
+
+fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+impl PgStore {
+    /// Connects as the configured user, applies migrations, then opens the service pool, which
+    /// switches every connection to the application role.
+    pub async fn connect(
+        options: &DatabaseOptions,
+        inline: Vec<Arc<dyn Projection>>,
+        upcasters: Arc<UpcasterChain>,
+    ) -> Result<Self, StoreError> {
+        let url = options.url.clone();
+        let owner = PgPoolOptions::new()
+            .max_connections(1)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect(&url)
+            .await
+            .map_err(|e| StoreError::Database(format!("connecting to {}: {e}", redact_url(&url)).into()))?;
+        MIGRATOR
+            .run(&owner)
+            .await
+            .map_err(|e| StoreError::Database(format!("applying migrations: {e}").into()))?;
+        owner.close().await;
+
+        let role = options.app_role.clone().filter(|r| !r.is_empty());
+        let pool = PgPoolOptions::new()
+            .max_connections(options.max_connections.max(2))
+            .acquire_timeout(Duration::from_secs(10))
+            .after_connect(move |conn, _meta| {
+                let role = role.clone();
+                Box::pin(async move {
+                    if let Some(role) = role {
+                        conn.execute(AssertSqlSafe(format!("SET ROLE {}", quote_ident(&role)))).await?;
+                    }
+                    Ok(())
+                })
+            })
+            .connect(&url)
+            .await
+            .map_err(|e| StoreError::Database(format!("opening the service pool (SET ROLE): {e}").into()))?;
+
+        let head: i64 = sqlx::query_scalar("SELECT COALESCE(max(global_position), 0) FROM events")
+            .fetch_one(&pool)
+            .await
+            .map_err(db_error)?;
+        let (hint, _) = watch::channel(head);
+        let listener = Self::spawn_listener(&pool, hint.clone()).await?;
+        let store = Self {
+            pool,
+            inline,
+            upcasters,
+            hint,
+            listener: Some(listener),
+        };
+        for projection in store.inline.clone() {
+            store.register_projection(projection.as_ref()).await?;
+        }
+        Ok(store)
+    }
+
+    async fn spawn_listener(pool: &PgPool, hint: watch::Sender<i64>) -> Result<JoinHandle<()>, StoreError> {
+        let mut listener = PgListener::connect_with(pool).await.map_err(db_error)?;
+        listener.listen(EVENTS_CHANNEL).await.map_err(db_error)?;
+        Ok(tokio::spawn(async move {
+            loop {
+                match listener.recv().await {
+                    Ok(notification) => {
+                        if let Ok(position) = notification.payload().parse::<i64>() {
+                            raise(&hint, position);
+                        }
+                    }
+                    Err(err) => {
+                        // PgListener reconnects on the next recv; notifications sent meanwhile are
+                        // lost, which is why subscribers poll too.
+                        tracing::warn!(error = %err, "event notification listener failed; reconnecting");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
+                }
+            }
+        }))
+    }
+
+    /// The service pool (for read models and health checks).
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// Stops the listener and closes the pool.
+    pub async fn close(&self) {
+        if let Some(listener) = &self.listener {
+            listener.abort();
+        }
+        self.pool.close().await;
+    }
+
+    async fn apply_inline(&self, conn: &mut PgConnection, events: &[RecordedEvent]) -> Result<(), StoreError> {
+        for projection in &self.inline {
+            for event in events {
+                let event = upcast(&self.upcasters, event.clone());
+                let mut tx = PgSqlTx { conn: &mut *conn };
+                projection.apply(&mut tx, &event).await.map_err(|e| StoreError::Projection {
+                    name: projection.name().to_owned(),
+                    message: e.to_string(),
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn read_raw_on(
+        conn: &mut PgConnection,
+        filter: &ReadFilter,
+    ) -> Result<Vec<RecordedEvent>, StoreError> {
+        let limit = filter.limit.clamp(1, 100_000) as i64;
+        let rows = match (&filter.tenant, &filter.stream_id) {
+            (None, None) => {
+                sqlx::query(concat!("SELECT ", event_columns!(), " FROM events WHERE global_position > $1 ORDER BY global_position LIMIT $2"))
+                    .bind(filter.after)
+                    .bind(limit)
+                    .fetch_all(&mut *conn)
+                    .await
+            }
+            (Some(t), None) => {
+                sqlx::query(concat!("SELECT ", event_columns!(), " FROM events WHERE tenant_id = $3 AND global_position > $1 ORDER BY global_position LIMIT $2"))
+                    .bind(filter.after)
+                    .bind(limit)
+                    .bind(t.as_uuid())
+                    .fetch_all(&mut *conn)
+                    .await
+            }
+            (None, Some(s)) => {
+                sqlx::query(concat!("SELECT ", event_columns!(), " FROM events WHERE stream_id = $3 AND global_position > $1 ORDER BY global_position LIMIT $2"))
+                    .bind(filter.after)
+                    .bind(limit)
+                    .bind(s)
+                    .fetch_all(&mut *conn)
+                    .await
+            }
+            (Some(t), Some(s)) => {
+                sqlx::query(concat!("SELECT ", event_columns!(), " FROM events WHERE tenant_id = $3 AND stream_id = $4 AND global_position > $1 ORDER BY global_position LIMIT $2"))
+                    .bind(filter.after)
+                    .bind(limit)
+                    .bind(t.as_uuid())
+                    .bind(s)
+                    .fetch_all(&mut *conn)
+                    .await
+            }
+        }
+        .map_err(db_error)?;
+        rows.iter().map(event_from_row).collect()
+    }
+
+    async fn apply_batch(
+        &self,
+        conn: &mut PgConnection,
+        projection: &dyn Projection,
+        events: Vec<RecordedEvent>,
+    ) -> Result<(), StoreError> {
+        for event in events {
+            let event = upcast(&self.upcasters, event);
+            let mut tx = PgSqlTx { conn: &mut *conn };
+            projection.apply(&mut tx, &event).await.map_err(|e| StoreError::Projection {
+                name: projection.name().to_owned(),
+                message: format!("at position {}: {e}", event.global_position),
+            })?;
+        }
+        Ok(())
+    }
+
+    async fn delete_tables(conn: &mut PgConnection, projection: &dyn Projection) -> Result<(), StoreError> {
+        for table in projection.tables() {
+            sqlx::query(AssertSqlSafe(format!("DELETE FROM {}", quote_ident(table))))
+                .execute(&mut *conn)
+                .await
+                .map_err(db_error)?;
+        }
+        Ok(())
+    }
+}
+
+fn raise(hint: &watch::Sender<i64>, position: i64) {
+    hint.send_if_modified(|current| {
+        if position > *current {
+            *current = position;
+            true
+        } else {
+            false
+        }
+    });
+}
+
+fn event_from_row(row: &PgRow) -> Result<RecordedEvent, StoreError> {
+    let corrupt = |e: sqlx::Error| StoreError::Corrupt(e.to_string());
+    let metadata: serde_json::Value = row.try_get("metadata").map_err(corrupt)?;
+    Ok(RecordedEvent {
+        global_position: row.try_get("global_position").map_err(corrupt)?,
+        event_id: row.try_get("event_id").map_err(corrupt)?,
+        tenant_id: tenant(row.try_get("tenant_id").map_err(corrupt)?),
+        stream_type: row.try_get("stream_type").map_err(corrupt)?,
+        stream_id: row.try_get("stream_id").map_err(corrupt)?,
+        stream_version: row.try_get::<i64, _>("stream_version").map_err(corrupt)? as u64,
+        event_type: row.try_get("event_type").map_err(corrupt)?,
+        schema_version: row.try_get::<i32, _>("schema_version").map_err(corrupt)? as u32,
+        payload: row.try_get("payload").map_err(corrupt)?,
+        metadata: serde_json::from_value::<EventMetadata>(metadata).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+        recorded_at: row.try_get("recorded_at").map_err(corrupt)?,
+        prev_hash: row.try_get("prev_hash").map_err(corrupt)?,
+        hash: row.try_get("hash").map_err(corrupt)?,
+    })
+}
+
+fn job_from_row(row: &PgRow) -> Result<Job, StoreError> {
+    let corrupt = |e: sqlx::Error| StoreError::Corrupt(e.to_string());
+    let state: String = row.try_get("state").map_err(corrupt)?;
+    Ok(Job {
+        id: row.try_get("id").map_err(corrupt)?,
+        kind: row.try_get("kind").map_err(corrupt)?,
+        idempotency_key: row.try_get("idempotency_key").map_err(corrupt)?,
+        tenant_id: tenant(row.try_get("tenant_id").map_err(corrupt)?),
+        payload: row.try_get("payload").map_err(corrupt)?,
+        state: JobState::parse(&state).ok_or_else(|| StoreError::Corrupt(format!("job state {state}")))?,
+        attempts: row.try_get::<i32, _>("attempts").map_err(corrupt)? as u32,
+        max_attempts: row.try_get::<i32, _>("max_attempts").map_err(corrupt)? as u32,
+        next_attempt_at: row.try_get("next_attempt_at").map_err(corrupt)?,
+        lease_owner: row.try_get("lease_owner").map_err(corrupt)?,
+        lease_expires_at: row.try_get("lease_expires_at").map_err(corrupt)?,
+        last_error: row.try_get("last_error").map_err(corrupt)?,
+    })
+}
+
+/// Writes a job on an open connection (inside the caller's transaction).
+pub(crate) async fn insert_job(conn: &mut PgConnection, job: &NewJob) -> Result<bool, StoreError> {
+    let result = sqlx::query(
+        "INSERT INTO jobs (id, tenant_id, kind, idempotency_key, payload, state, max_attempts, next_attempt_at) \
+         VALUES ($1, $2, $3, $4, $5, 'pending', $6, COALESCE($7, clock_timestamp())) \
+         ON CONFLICT (idempotency_key) DO NOTHING",
+    )
+    .bind(Uuid::now_v7())
+    .bind(job.tenant_id.as_uuid())
+    .bind(&job.kind)
+    .bind(&job.idempotency_key)
+    .bind(sqlx::types::Json(&job.payload))
+    .bind(job.max_attempts.max(1) as i32)
+    .bind(job.run_at)
+    .execute(conn)
+    .await
+    .map_err(db_error)?;
+    Ok(result.rows_affected() == 1)
+}
+
+#[async_trait]
+impl Store for PgStore {
+    async fn append(&self, request: AppendRequest) -> Result<AppendOutcome, StoreError> {
+        validate(&request)?;
+        let mut tx = self.pool.begin().await.map_err(db_error)?;
+        // The lock comes first: the position is drawn only while holding it.
+        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+            .bind(APPEND_LOCK)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        let row = sqlx::query(
+            "SELECT clock_timestamp() AS now, h.stream_version, h.hash, h.tenant_id, h.stream_type \
+             FROM (SELECT 1) AS one LEFT JOIN LATERAL ( \
+               SELECT stream_version, hash, tenant_id, stream_type FROM events \
+               WHERE stream_id = $1 ORDER BY stream_version DESC LIMIT 1) AS h ON true",
+        )
+        .bind(&request.stream.stream_id)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        let now: DateTime<Utc> = row.try_get("now").map_err(db_error)?;
+        let head = match row.try_get::<Option<i64>, _>("stream_version").map_err(db_error)? {
+            Some(version) => Some(StreamHead {
+                version: version as u64,
+                hash: row.try_get("hash").map_err(db_error)?,
+                tenant_id: row.try_get("tenant_id").map_err(db_error)?,
+                stream_type: row.try_get("stream_type").map_err(db_error)?,
+            }),
+            None => None,
+        };
+        let current = check_head(&request, head.as_ref())?;
+        let mut events = chain(&request, head.as_ref(), current, now);
+        let metadata = serde_json::to_value(&request.metadata).map_err(|e| StoreError::Invalid(e.to_string()))?;
+        for event in &mut events {
+            let inserted = sqlx::query_scalar::<_, i64>(
+                "INSERT INTO events (global_position, event_id, tenant_id, stream_type, stream_id, stream_version, \
+                   event_type, schema_version, payload, metadata, recorded_at, prev_hash, hash) \
+                 VALUES (nextval('events_global_position_seq'), $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+                 RETURNING global_position",
+            )
+            .bind(event.event_id)
+            .bind(event.tenant_id.as_uuid())
+            .bind(&event.stream_type)
+            .bind(&event.stream_id)
+            .bind(event.stream_version as i64)
+            .bind(&event.event_type)
+            .bind(event.schema_version as i32)
+            .bind(sqlx::types::Json(&event.payload))
+            .bind(sqlx::types::Json(&metadata))
+            .bind(event.recorded_at)
+            .bind(&event.prev_hash)
+            .bind(&event.hash)
+            .fetch_one(&mut *tx)
+            .await;
+            event.global_position = match inserted {
+                Ok(position) => position,
+                Err(err) if is_unique_violation(&err, "events_stream_version_key") => {
+                    return Err(StoreError::VersionConflict {
+                        stream_id: request.stream.stream_id.clone(),
+                        expected: request.expected,
+                        actual: current,
+                    });
+                }
+                Err(err) if is_unique_violation(&err, "events_event_id_key") => {
+                    return Err(StoreError::Invalid(format!("event {} is already stored", event.event_id)));
+                }
+                Err(err) => return Err(db_error(err)),
+            };
+        }
+        self.apply_inline(&mut tx, &events).await?;
+        for job in &request.jobs {
+            insert_job(&mut tx, job).await?;
+        }
+        tx.commit().await.map_err(db_error)?;
+        let positions: Vec<i64> = events.iter().map(|e| e.global_position).collect();
+        if let Some(last) = positions.last() {
+            raise(&self.hint, *last);
+        }
+        Ok(AppendOutcome {
+            positions,
+            stream_version: current + events.len() as u64,
+        })
+    }
+
+    async fn load_stream(&self, stream_id: &str) -> Result<Vec<RecordedEvent>, StoreError> {
+        let rows = sqlx::query(concat!("SELECT ", event_columns!(), " FROM events WHERE stream_id = $1 ORDER BY stream_version"))
+            .bind(stream_id)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_error)?;
+        rows.iter()
+            .map(|row| event_from_row(row).map(|e| upcast(&self.upcasters, e)))
+            .collect()
+    }
+
+    async fn read_all(&self, filter: &ReadFilter) -> Result<Vec<RecordedEvent>, StoreError> {
+        let raw = self.read_all_raw(filter).await?;
+        Ok(raw.into_iter().map(|e| upcast(&self.upcasters, e)).collect())
+    }
+
+    async fn read_all_raw(&self, filter: &ReadFilter) -> Result<Vec<RecordedEvent>, StoreError> {
+        let mut conn = self.pool.acquire().await.map_err(db_error)?;
+        Self::read_raw_on(&mut conn, filter).await
+    }
+
+    async fn head_position(&self) -> Result<i64, StoreError> {
+        sqlx::query_scalar("SELECT COALESCE(max(global_position), 0) FROM events")
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_error)
+    }
+
+    fn position_hint(&self) -> watch::Receiver<i64> {
+        self.hint.subscribe()
+    }
+
+    async fn register_projection(&self, projection: &dyn Projection) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO subscriptions (name, kind) VALUES ($1, $2) \
+             ON CONFLICT (name) DO UPDATE SET kind = excluded.kind",
+        )
+        .bind(projection.name())
+        .bind(projection.kind().as_str())
+        .execute(&self.pool)
+        .await
+        .map_err(db_error)?;
+        Ok(())
+    }
+
+    async fn run_batch(&self, projection: &dyn Projection, max_events: usize) -> Result<BatchOutcome, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(db_error)?;
+        let checkpoint: Option<i64> =
+            sqlx::query_scalar("SELECT position FROM subscriptions WHERE name = $1 FOR UPDATE SKIP LOCKED")
+                .bind(projection.name())
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db_error)?;
+        let Some(checkpoint) = checkpoint else {
+            let exists: Option<i32> = sqlx::query_scalar("SELECT 1 FROM subscriptions WHERE name = $1")
+                .bind(projection.name())
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db_error)?;
+            return match exists {
+                Some(_) => Ok(BatchOutcome::Busy),
+                None => Err(StoreError::Invalid(format!("projection {} is not registered", projection.name()))),
+            };
+        };
+        let filter = ReadFilter {
+            after: checkpoint,
+            limit: max_events,
+            ..ReadFilter::default()
+        };
+        let events = Self::read_raw_on(&mut tx, &filter).await?;
+        let Some(last) = events.last().map(|e| e.global_position) else {
+            return Ok(BatchOutcome::CaughtUp);
+        };
+        let count = events.len();
+        self.apply_batch(&mut tx, projection, events).await?;
+        sqlx::query(
+            "UPDATE subscriptions SET position = $2, last_error = NULL, updated_at = clock_timestamp() WHERE name = $1",
+        )
+        .bind(projection.name())
+        .bind(last)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(BatchOutcome::Applied { count, position: last })
+    }
+
+    async fn record_projection_error(&self, name: &str, error: &str) -> Result<(), StoreError> {
+        sqlx::query("UPDATE subscriptions SET last_error = $2, updated_at = clock_timestamp() WHERE name = $1")
+            .bind(name)
+            .bind(error)
+            .execute(&self.pool)
+            .await
+            .map_err(db_error)?;
+        Ok(())
+    }
+
+    async fn reset_projection(&self, projection: &dyn Projection) -> Result<(), StoreError> {
+        if projection.kind() == ProjectionKind::SideEffect {
+            return Err(StoreError::Invalid(format!(
+                "{} has side effects and is never rebuilt",
+                projection.name()
+            )));
+        }
+        let mut tx = self.pool.begin().await.map_err(db_error)?;
+        // Waits for a running batch to finish, then keeps every instance out until the reset commits.
+        let found: Option<i64> = sqlx::query_scalar("SELECT position FROM subscriptions WHERE name = $1 FOR UPDATE")
+            .bind(projection.name())
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        if found.is_none() {
+            return Err(StoreError::Invalid(format!("projection {} is not registered", projection.name())));
+        }
+        Self::delete_tables(&mut tx, projection).await?;
+        sqlx::query("UPDATE subscriptions SET position = 0, last_error = NULL, updated_at = clock_timestamp() WHERE name = $1")
+            .bind(projection.name())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        tx.commit().await.map_err(db_error)
+    }
+
+    async fn rebuild_inline(
+        &self,
+        projection: &dyn Projection,
+        progress: &(dyn Fn(i64, i64) + Send + Sync),
+    ) -> Result<u64, StoreError> {
+        if projection.kind() != ProjectionKind::Inline {
+            return Err(StoreError::Invalid(format!("{} is not an inline projection", projection.name())));
+        }
+        let mut tx = self.pool.begin().await.map_err(db_error)?;
+        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+            .bind(APPEND_LOCK)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        Self::delete_tables(&mut tx, projection).await?;
+        let head: i64 = sqlx::query_scalar("SELECT COALESCE(max(global_position), 0) FROM events")
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        let mut position = 0;
+        let mut applied = 0u64;
+        loop {
+            let filter = ReadFilter {
+                after: position,
+                limit: 1000,
+                ..ReadFilter::default()
+            };
+            let events = Self::read_raw_on(&mut tx, &filter).await?;
+            let Some(last) = events.last().map(|e| e.global_position) else {
+                break;
+            };
+            applied += events.len() as u64;
+            self.apply_batch(&mut tx, projection, events).await?;
+            position = last;
+            progress(position, head);
+        }
+        sqlx::query(
+            "INSERT INTO subscriptions (name, kind, position) VALUES ($1, 'inline', $2) \
+             ON CONFLICT (name) DO UPDATE SET position = excluded.position, last_error = NULL, updated_at = clock_timestamp()",
+        )
+        .bind(projection.name())
+        .bind(head)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(applied)
+    }
+
+    async fn subscription_statuses(&self) -> Result<Vec<SubscriptionStatus>, StoreError> {
+        let head = self.head_position().await?;
+        let rows = sqlx::query("SELECT name, kind, position, last_error, updated_at FROM subscriptions ORDER BY name")
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_error)?;
+        rows.iter()
+            .map(|row| {
+                let kind: String = row.try_get("kind").map_err(db_error)?;
+                // Inline projections move with every append; their stored position is only the
+                // point of their last rebuild.
+                let position = if kind == "inline" { head } else { row.try_get("position").map_err(db_error)? };
+                Ok(SubscriptionStatus {
+                    name: row.try_get("name").map_err(db_error)?,
+                    kind,
+                    position,
+                    lag: head - position,
+                    last_error: row.try_get("last_error").map_err(db_error)?,
+                    updated_at: row.try_get("updated_at").map_err(db_error)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1").execute(&self.pool).await.map_err(db_error)?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl JobQueue for PgStore {
+    async fn enqueue(&self, job: &NewJob) -> Result<bool, StoreError> {
+        let mut conn = self.pool.acquire().await.map_err(db_error)?;
+        insert_job(&mut conn, job).await
+    }
+
+    async fn claim(&self, worker: &str, kinds: &[String], limit: usize, lease: Duration) -> Result<Vec<Job>, StoreError> {
+        // A job whose lease expired on its last attempt will never be claimed again: it is dead.
+        sqlx::query(
+            "UPDATE jobs SET state = 'dead', lease_owner = NULL, lease_expires_at = NULL, updated_at = clock_timestamp(), \
+               last_error = COALESCE(last_error || '; ', '') || 'lease expired during the last attempt' \
+             WHERE state = 'running' AND lease_expires_at < clock_timestamp() AND attempts >= max_attempts",
+        )
+        .execute(&self.pool)
+        .await
+        .map_err(db_error)?;
+        let rows = sqlx::query(concat!(
+            "UPDATE jobs SET state = 'running', lease_owner = $1, attempts = attempts + 1, \
+               lease_expires_at = clock_timestamp() + make_interval(secs => $2), updated_at = clock_timestamp() \
+             WHERE id IN ( \
+               SELECT id FROM jobs \
+               WHERE kind = ANY($3) AND attempts < max_attempts AND ( \
+                 (state = 'pending' AND next_attempt_at <= clock_timestamp()) \
+                 OR (state = 'running' AND lease_expires_at < clock_timestamp())) \
+               ORDER BY next_attempt_at \
+               LIMIT $4 \
+               FOR UPDATE SKIP LOCKED) \
+             RETURNING ",
+            job_columns!()
+        ))
+        .bind(worker)
+        .bind(lease.as_secs_f64())
+        .bind(kinds)
+        .bind(limit.max(1) as i64)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
+        rows.iter().map(job_from_row).collect()
+    }
+
+    async fn complete(&self, job_id: Uuid, worker: &str) -> Result<bool, StoreError> {
+        let result = sqlx::query(
+            "UPDATE jobs SET state = 'succeeded', lease_owner = NULL, lease_expires_at = NULL, updated_at = clock_timestamp() \
+             WHERE id = $1 AND lease_owner = $2 AND state = 'running'",
+        )
+        .bind(job_id)
+        .bind(worker)
+        .execute(&self.pool)
+        .await
+        .map_err(db_error)?;
+        Ok(result.rows_affected() == 1)
+    }
+
+    async fn fail(&self, job_id: Uuid, worker: &str, error: &str, retry_in: Option<Duration>) -> Result<Option<JobState>, StoreError> {
+        let state: Option<String> = sqlx::query_scalar(
+            "UPDATE jobs SET \
+               state = CASE WHEN $3::float8 IS NULL OR attempts >= max_attempts THEN 'dead' ELSE 'pending' END, \
+               next_attempt_at = CASE WHEN $3::float8 IS NULL THEN next_attempt_at \
+                                      ELSE clock_timestamp() + make_interval(secs => $3::float8) END, \
+               last_error = $4, lease_owner = NULL, lease_expires_at = NULL, updated_at = clock_timestamp() \
+             WHERE id = $1 AND lease_owner = $2 AND state = 'running' \
+             RETURNING state",
+        )
+        .bind(job_id)
+        .bind(worker)
+        .bind(retry_in.map(|d| d.as_secs_f64()))
+        .bind(error)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_error)?;
+        Ok(state.as_deref().and_then(JobState::parse))
+    }
+
+    async fn extend_lease(&self, job_id: Uuid, worker: &str, lease: Duration) -> Result<bool, StoreError> {
+        let result = sqlx::query(
+            "UPDATE jobs SET lease_expires_at = clock_timestamp() + make_interval(secs => $3), updated_at = clock_timestamp() \
+             WHERE id = $1 AND lease_owner = $2 AND state = 'running'",
+        )
+        .bind(job_id)
+        .bind(worker)
+        .bind(lease.as_secs_f64())
+        .execute(&self.pool)
+        .await
+        .map_err(db_error)?;
+        Ok(result.rows_affected() == 1)
+    }
+
+    async fn release(&self, worker: &str) -> Result<u64, StoreError> {
+        let result = sqlx::query(
+            "UPDATE jobs SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL, \
+               attempts = GREATEST(attempts - 1, 0), next_attempt_at = clock_timestamp(), updated_at = clock_timestamp() \
+             WHERE lease_owner = $1 AND state = 'running'",
+        )
+        .bind(worker)
+        .execute(&self.pool)
+        .await
+        .map_err(db_error)?;
+        Ok(result.rows_affected())
+    }
+
+    async fn get(&self, job_id: Uuid) -> Result<Option<Job>, StoreError> {
+        let row = sqlx::query(concat!("SELECT ", job_columns!(), " FROM jobs WHERE id = $1"))
+            .bind(job_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_error)?;
+        row.as_ref().map(job_from_row).transpose()
+    }
+
+    async fn get_by_key(&self, key: &str) -> Result<Option<Job>, StoreError> {
+        let row = sqlx::query(concat!("SELECT ", job_columns!(), " FROM jobs WHERE idempotency_key = $1"))
+            .bind(key)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_error)?;
+        row.as_ref().map(job_from_row).transpose()
+    }
+
+    async fn counts(&self) -> Result<Vec<JobCount>, StoreError> {
+        let rows = sqlx::query("SELECT kind, state, count(*) AS n FROM jobs GROUP BY kind, state ORDER BY kind, state")
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_error)?;
+        rows.iter()
+            .map(|row| {
+                let state: String = row.try_get("state").map_err(db_error)?;
+                Ok(JobCount {
+                    kind: row.try_get("kind").map_err(db_error)?,
+                    state: JobState::parse(&state).ok_or_else(|| StoreError::Corrupt(format!("job state {state}")))?,
+                    count: row.try_get("n").map_err(db_error)?,
+                })
+            })
+            .collect()
+    }
+}
