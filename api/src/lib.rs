@@ -1,1 +1,54 @@
-//! placeholder
+//! kuatia's HTTP edge and command line: routers, error mapping, OpenAPI, the `kuatia` binary.
+//!
+//! Depends on every other crate; nothing depends on it. [`app`] builds the router (tests drive
+//! it); [`compose`] is the composition root that wires adapters into ports (used by `main.rs` and
+//! by the black-box tests); [`cli`] holds the subcommands. Handlers extract, call the
+//! application, and map the result: no SQL here.
+
+pub mod cli;
+pub mod compose;
+pub mod error;
+pub mod extract;
+pub mod metrics;
+pub mod middleware;
+pub mod openapi;
+pub mod routes;
+pub mod state;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use tower_http::catch_panic::CatchPanicLayer;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use utoipa_swagger_ui::SwaggerUi;
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// The router with the OpenAPI document assembled from its routes.
+pub fn api_router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+        .routes(routes!(routes::health::health))
+        .routes(routes!(routes::health::ready))
+        .routes(routes!(routes::metrics::metrics))
+        .split_for_parts()
+}
+
+/// The OpenAPI document.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    api_router().1
+}
+
+/// The whole invoicing service router.
+pub fn app(state: AppState) -> Router {
+    let max_body = state.max_body_bytes;
+    let (router, api) = api_router();
+    router
+        .merge(SwaggerUi::new("/docs").url("/openapi.json", api))
+        .fallback(|| async { ApiError::not_found("no such resource") })
+        .with_state(state)
+        .layer(DefaultBodyLimit::max(max_body))
+        .layer(CatchPanicLayer::custom(middleware::panic_response))
+        .layer(axum::middleware::from_fn(middleware::request_context))
+}

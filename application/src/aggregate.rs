@@ -15,8 +15,8 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use crate::event_store::{
-    AppendOutcome, AppendRequest, EventMetadata, ExpectedVersion, NewEvent, RecordedEvent, SharedStore, StoreError,
-    StreamRef,
+    AppendOutcome, AppendRequest, EventMetadata, ExpectedVersion, NewEvent, RecordedEvent, SharedStore,
+    StoreError, StreamRef,
 };
 use crate::jobs::NewJob;
 
@@ -73,7 +73,10 @@ impl<A: Aggregate + 'static> AggregateStore<A> {
         if let Some(first) = events.first() {
             if first.tenant_id != self.tenant || first.stream_type != A::TYPE {
                 // Someone else's stream looks like no stream at all: never reveal or touch it.
-                return Err(StoreError::Invalid(format!("stream {stream_id} is not a {} of this tenant", A::TYPE)));
+                return Err(StoreError::Invalid(format!(
+                    "stream {stream_id} is not a {} of this tenant",
+                    A::TYPE
+                )));
             }
         }
         Ok(events)
@@ -89,8 +92,12 @@ impl<A: Aggregate + 'static> AggregateStore<A> {
     }
 
     fn encode(event: &A::Event) -> Result<NewEvent, StoreError> {
-        let schema_version = kuatia_domain::event::schema_version(event)
-            .ok_or_else(|| StoreError::Invalid(format!("event {} has no integer schema version", event.event_type())))?;
+        let schema_version = kuatia_domain::event::schema_version(event).ok_or_else(|| {
+            StoreError::Invalid(format!(
+                "event {} has no integer schema version",
+                event.event_type()
+            ))
+        })?;
         let payload = serde_json::to_value(event).map_err(|e| StoreError::Invalid(e.to_string()))?;
         Ok(NewEvent::new(event.event_type(), schema_version, payload))
     }
@@ -142,7 +149,10 @@ where
 {
     type AC = LoadedAggregate<A>;
 
-    async fn load_events(&self, aggregate_id: &str) -> Result<Vec<EventEnvelope<A>>, AggregateError<A::Error>> {
+    async fn load_events(
+        &self,
+        aggregate_id: &str,
+    ) -> Result<Vec<EventEnvelope<A>>, AggregateError<A::Error>> {
         let events = self.load_owned(aggregate_id).await.map_err(store_error)?;
         events
             .iter()
@@ -277,7 +287,11 @@ where
             stream_type: A::TYPE.to_owned(),
             stream_id: stream_id.to_owned(),
         };
-        let jobs = self.jobs.as_ref().map(|policy| policy(&stream, &events)).unwrap_or_default();
+        let jobs = self
+            .jobs
+            .as_ref()
+            .map(|policy| policy(&stream, &events))
+            .unwrap_or_default();
         let outcome = store
             .commit_events(&events, &loaded, metadata, jobs)
             .await

@@ -139,8 +139,10 @@ impl ChainVerifier {
                 event.hash, recomputed
             )));
         }
-        self.heads
-            .insert(event.stream_id.clone(), (event.stream_version, event.hash.clone()));
+        self.heads.insert(
+            event.stream_id.clone(),
+            (event.stream_version, event.hash.clone()),
+        );
         self.checked += 1;
         Ok(())
     }

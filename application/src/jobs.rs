@@ -246,7 +246,8 @@ mod tests {
         };
         let samples: Vec<f64> = (0..200).map(|_| b.delay(3).as_secs_f64()).collect();
         assert!(samples.iter().all(|s| (80.0..=120.0).contains(s)));
-        let distinct: std::collections::BTreeSet<u64> = samples.iter().map(|s| (*s * 1000.0) as u64).collect();
+        let distinct: std::collections::BTreeSet<u64> =
+            samples.iter().map(|s| (*s * 1000.0) as u64).collect();
         assert!(distinct.len() > 10, "jitter should spread retries");
     }
 

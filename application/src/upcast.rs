@@ -12,8 +12,7 @@ pub trait Upcaster: Send + Sync {
     /// Whether this step applies.
     fn can_upcast(&self, event_type: &str, schema_version: u32) -> bool;
     /// Returns the new type name, the new version, and the new payload.
-    fn upcast(&self, event_type: &str, schema_version: u32, payload: Value)
-    -> (String, u32, Value);
+    fn upcast(&self, event_type: &str, schema_version: u32, payload: Value) -> (String, u32, Value);
 }
 
 /// An upcaster made of a closure, for the common "one type, one version" case.
@@ -58,7 +57,9 @@ pub struct UpcasterChain {
 
 impl std::fmt::Debug for UpcasterChain {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("UpcasterChain").field("steps", &self.steps.len()).finish()
+        f.debug_struct("UpcasterChain")
+            .field("steps", &self.steps.len())
+            .finish()
     }
 }
 
@@ -120,4 +121,10 @@ mod tests {
         assert_eq!(v, 1);
         assert_eq!(body, json!({"k": 1}));
     }
+}
+
+/// The application's upcasters: every schema change of a stored event adds a step here.
+/// (None yet: every event type is at schema version 1.)
+pub fn registered() -> UpcasterChain {
+    UpcasterChain::new()
 }

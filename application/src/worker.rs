@@ -103,7 +103,9 @@ impl WorkerPool {
                 let kinds = kinds.clone();
                 let shutdown = shutdown.clone();
                 let worker = format!("{}-{n}", pool.config.instance);
-                tasks.push(tokio::spawn(async move { pool.work(worker, kinds, shutdown).await }));
+                tasks.push(tokio::spawn(
+                    async move { pool.work(worker, kinds, shutdown).await },
+                ));
             }
             for task in tasks {
                 let _ = task.await;

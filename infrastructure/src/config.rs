@@ -1,1 +1,224 @@
-//! Configuration.
+//! Configuration: environment variables, optionally a `kuatia.toml`, with defaults that run the
+//! embedded SQLite setup.
+//!
+//! Precedence: defaults < `kuatia.toml` (path in `KUATIA_CONFIG`, else `./kuatia.toml` when it
+//! exists) < environment. Names are those of `docs/configuration.md` (the contract's
+//! `DATABASE_URL` and `METRICS_BEARER_TOKEN`, otherwise `KUATIA_*`). Secrets are wrapped in
+//! [`Secret`], whose `Debug` and `Display` print `[redacted]`, so that logging the configuration
+//! never leaks them.
+
+use figment::Figment;
+use figment::providers::{Env, Format, Toml};
+use serde::Deserialize;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// A value that must never reach a log line.
+#[derive(Clone, Deserialize, PartialEq, Eq)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a value.
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// The value, for the one place that needs it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+impl std::fmt::Display for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+/// Log line format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// One JSON object per line (default).
+    Json,
+    /// Human-readable, for a terminal.
+    Pretty,
+}
+
+/// Every setting of the service.
+#[derive(Clone, Deserialize)]
+#[serde(default)]
+pub struct Config {
+    /// `DATABASE_URL`: `postgres://…` or `sqlite://path`. Default `sqlite://./data/kuatia.db`.
+    pub database_url: Secret,
+    /// `KUATIA_DATA_DIR`: artifacts and generated keys. Default `./data`.
+    pub data_dir: PathBuf,
+    /// `KUATIA_LISTEN`: the invoicing API. Default `127.0.0.1:8080`.
+    pub listen: SocketAddr,
+    /// `METRICS_BEARER_TOKEN`: enables `/metrics` behind this bearer token; unset answers 404.
+    pub metrics_bearer_token: Option<Secret>,
+    /// `KUATIA_MAX_BODY_BYTES`: largest request body. Default 1 MiB.
+    pub max_body_bytes: usize,
+    /// `KUATIA_DB_ROLE`: PostgreSQL role the service switches to; empty to stay the login user.
+    /// Default `kuatia_app` (created by the migrations; it cannot UPDATE or DELETE events).
+    pub db_role: String,
+    /// `KUATIA_DB_MAX_CONNECTIONS`: pool size. Default 16.
+    pub db_max_connections: u32,
+    /// `KUATIA_WORKERS`: concurrent job workers in this instance. Default 4.
+    pub workers: usize,
+    /// `KUATIA_SHUTDOWN_GRACE_SECS`: how long in-flight requests and jobs may finish after SIGTERM.
+    /// Default 20.
+    pub shutdown_grace_secs: u64,
+    /// `KUATIA_LOG_FORMAT`: `json` (default) or `pretty`. Levels come from `RUST_LOG`.
+    pub log_format: LogFormat,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            database_url: Secret::new("sqlite://./data/kuatia.db"),
+            data_dir: PathBuf::from("./data"),
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            metrics_bearer_token: None,
+            max_body_bytes: 1024 * 1024,
+            db_role: "kuatia_app".to_owned(),
+            db_max_connections: 16,
+            workers: 4,
+            shutdown_grace_secs: 20,
+            log_format: LogFormat::Json,
+        }
+    }
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field(
+                "database_url",
+                &crate::store::redact_url(self.database_url.expose()),
+            )
+            .field("data_dir", &self.data_dir)
+            .field("listen", &self.listen)
+            .field("metrics_bearer_token", &self.metrics_bearer_token)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("db_role", &self.db_role)
+            .field("db_max_connections", &self.db_max_connections)
+            .field("workers", &self.workers)
+            .field("shutdown_grace_secs", &self.shutdown_grace_secs)
+            .field("log_format", &self.log_format)
+            .finish()
+    }
+}
+
+/// A configuration that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid configuration: {0}")]
+pub struct ConfigError(String);
+
+/// Environment variables read outside the `KUATIA_` prefix, with the field each sets.
+const UNPREFIXED: [(&str, &str); 2] = [
+    ("DATABASE_URL", "database_url"),
+    ("METRICS_BEARER_TOKEN", "metrics_bearer_token"),
+];
+
+impl Config {
+    /// Reads defaults, the TOML file and the process environment.
+    pub fn load() -> Result<Self, ConfigError> {
+        Self::from_figment(Self::figment(
+            std::env::var_os("KUATIA_CONFIG").map(PathBuf::from),
+        ))
+    }
+
+    /// The layered sources (exposed for tests, which use `figment::Jail`).
+    pub fn figment(file: Option<PathBuf>) -> Figment {
+        let file = file.unwrap_or_else(|| PathBuf::from("kuatia.toml"));
+        Figment::new()
+            .merge(Toml::file(file))
+            .merge(Env::prefixed("KUATIA_").ignore(&["CONFIG"]))
+            .merge(Env::raw().only(&UNPREFIXED.map(|(var, _)| var)).map(|key| {
+                let key = key.as_str().to_ascii_uppercase();
+                UNPREFIXED
+                    .iter()
+                    .find(|(var, _)| *var == key)
+                    .map_or(key.to_ascii_lowercase(), |(_, field)| (*field).to_owned())
+                    .into()
+            }))
+    }
+
+    /// Extracts and checks a configuration.
+    pub fn from_figment(figment: Figment) -> Result<Self, ConfigError> {
+        let mut config: Config = figment.extract().map_err(|e| ConfigError(e.to_string()))?;
+        if config
+            .metrics_bearer_token
+            .as_ref()
+            .is_some_and(|t| t.expose().is_empty())
+        {
+            config.metrics_bearer_token = None;
+        }
+        if config.max_body_bytes < 1024 {
+            return Err(ConfigError("KUATIA_MAX_BODY_BYTES must be at least 1024".into()));
+        }
+        if config.db_max_connections < 2 {
+            return Err(ConfigError("KUATIA_DB_MAX_CONNECTIONS must be at least 2".into()));
+        }
+        Ok(config)
+    }
+
+    /// Whether the database is the embedded SQLite.
+    pub fn is_sqlite(&self) -> bool {
+        self.database_url.expose().starts_with("sqlite:")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_run_on_embedded_sqlite() {
+        figment::Jail::expect_with(|_jail| {
+            let config = Config::from_figment(Config::figment(None)).expect("defaults are valid");
+            assert!(config.is_sqlite());
+            assert_eq!(config.listen.to_string(), "127.0.0.1:8080");
+            assert_eq!(config.max_body_bytes, 1024 * 1024);
+            assert!(config.metrics_bearer_token.is_none());
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn environment_overrides_the_file_and_secrets_stay_out_of_debug() {
+        figment::Jail::expect_with(|jail| {
+            jail.create_file("kuatia.toml", "listen = \"0.0.0.0:9000\"\nworkers = 2\n")?;
+            jail.set_env("DATABASE_URL", "postgres://app:hunter2@db/kuatia");
+            jail.set_env("METRICS_BEARER_TOKEN", "metrics-secret-value");
+            jail.set_env("KUATIA_WORKERS", "7");
+            let config = Config::from_figment(Config::figment(None)).expect("valid");
+            assert_eq!(config.listen.to_string(), "0.0.0.0:9000");
+            assert_eq!(config.workers, 7);
+            assert_eq!(config.database_url.expose(), "postgres://app:hunter2@db/kuatia");
+            let debug = format!("{config:?}");
+            assert!(!debug.contains("hunter2"), "{debug}");
+            assert!(!debug.contains("metrics-secret-value"), "{debug}");
+            assert!(debug.contains("[redacted]"));
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn a_value_of_the_wrong_type_is_a_clear_error() {
+        figment::Jail::expect_with(|jail| {
+            jail.set_env("KUATIA_WORKERS", "many");
+            let err = Config::from_figment(Config::figment(None)).expect_err("invalid");
+            assert!(err.to_string().to_lowercase().contains("workers"), "{err}");
+            Ok(())
+        });
+    }
+}

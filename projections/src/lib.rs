@@ -1,1 +1,10 @@
-//! placeholder
+//! kuatia's read side: read models and the subscription runtime that feeds them.
+//!
+//! Depends on `domain` and `application` (the ports) only: projections write portable SQL
+//! through `application::projection::SqlTx`, so each is written once for both backends. Start at
+//! [`registry`] (every projection of the service), then [`runtime`] (catch-up loops, rebuild).
+
+pub mod event_type_counts;
+pub mod registry;
+pub mod runtime;
+pub mod stream_index;

@@ -27,7 +27,10 @@ pub(crate) fn validate(request: &AppendRequest) -> Result<(), StoreError> {
     }
     for event in &request.events {
         if !kuatia_domain::event::is_valid_event_type(&event.event_type) {
-            return Err(StoreError::Invalid(format!("invalid event type name {:?}", event.event_type)));
+            return Err(StoreError::Invalid(format!(
+                "invalid event type name {:?}",
+                event.event_type
+            )));
         }
         if event.schema_version == 0 {
             return Err(StoreError::Invalid("schema versions start at 1".into()));
@@ -35,7 +38,9 @@ pub(crate) fn validate(request: &AppendRequest) -> Result<(), StoreError> {
     }
     for job in &request.jobs {
         if job.max_attempts == 0 || job.kind.is_empty() || job.idempotency_key.is_empty() {
-            return Err(StoreError::Invalid("a job needs a kind, a key and at least one attempt".into()));
+            return Err(StoreError::Invalid(
+                "a job needs a kind, a key and at least one attempt".into(),
+            ));
         }
     }
     Ok(())
@@ -45,7 +50,9 @@ pub(crate) fn validate(request: &AppendRequest) -> Result<(), StoreError> {
 pub(crate) fn check_head(request: &AppendRequest, head: Option<&StreamHead>) -> Result<u64, StoreError> {
     let current = head.map_or(0, |h| h.version);
     if let Some(head) = head {
-        if head.tenant_id != request.stream.tenant_id.as_uuid() || head.stream_type != request.stream.stream_type {
+        if head.tenant_id != request.stream.tenant_id.as_uuid()
+            || head.stream_type != request.stream.stream_type
+        {
             // Never append to another tenant's (or another type's) stream, whatever the caller
             // expected: report it as if the stream were at an unexpected version.
             return Err(StoreError::Invalid(format!(
@@ -111,7 +118,11 @@ pub(crate) fn chain(
 /// Runs the upcaster chain over a stored event.
 pub(crate) fn upcast(chain: &UpcasterChain, mut event: RecordedEvent) -> RecordedEvent {
     let payload = std::mem::take(&mut event.payload);
-    let (ty, version, payload) = chain.apply(std::mem::take(&mut event.event_type), event.schema_version, payload);
+    let (ty, version, payload) = chain.apply(
+        std::mem::take(&mut event.event_type),
+        event.schema_version,
+        payload,
+    );
     event.event_type = ty;
     event.schema_version = version;
     event.payload = payload;
@@ -127,7 +138,8 @@ pub(crate) fn tenant(id: Uuid) -> TenantId {
 pub(crate) fn is_unique_violation(err: &sqlx::Error, constraint: &str) -> bool {
     match err {
         sqlx::Error::Database(db) => {
-            db.is_unique_violation() && (db.constraint() == Some(constraint) || db.message().contains("stream_id"))
+            db.is_unique_violation()
+                && (db.constraint() == Some(constraint) || db.message().contains("stream_id"))
         }
         _ => false,
     }

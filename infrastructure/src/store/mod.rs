@@ -6,8 +6,8 @@
 
 mod common;
 pub mod postgres;
-pub mod sqlite;
 mod sql_value;
+pub mod sqlite;
 
 use kuatia_application::event_store::{SharedStore, StoreError};
 use kuatia_application::jobs::JobQueue;
@@ -65,9 +65,13 @@ impl Database {
         upcasters: Arc<UpcasterChain>,
     ) -> Result<Self, StoreError> {
         if options.url.starts_with("postgres://") || options.url.starts_with("postgresql://") {
-            Ok(Self::Postgres(Arc::new(postgres::PgStore::connect(options, inline, upcasters).await?)))
+            Ok(Self::Postgres(Arc::new(
+                postgres::PgStore::connect(options, inline, upcasters).await?,
+            )))
         } else if options.url.starts_with("sqlite:") {
-            Ok(Self::Sqlite(Arc::new(sqlite::SqliteStore::connect(options, inline, upcasters).await?)))
+            Ok(Self::Sqlite(Arc::new(
+                sqlite::SqliteStore::connect(options, inline, upcasters).await?,
+            )))
         } else {
             Err(StoreError::Invalid(format!(
                 "unsupported database URL (expected postgres:// or sqlite://): {}",
@@ -135,6 +139,9 @@ mod tests {
             redact_url("postgres://kuatia:s3cret@db:5432/kuatia"),
             "postgres://kuatia:[redacted]@db:5432/kuatia"
         );
-        assert_eq!(redact_url("sqlite://./data/kuatia.db"), "sqlite://./data/kuatia.db");
+        assert_eq!(
+            redact_url("sqlite://./data/kuatia.db"),
+            "sqlite://./data/kuatia.db"
+        );
     }
 }

@@ -94,7 +94,8 @@ impl PgStore {
                 let role = role.clone();
                 Box::pin(async move {
                     if let Some(role) = role {
-                        conn.execute(AssertSqlSafe(format!("SET ROLE {}", quote_ident(&role)))).await?;
+                        conn.execute(AssertSqlSafe(format!("SET ROLE {}", quote_ident(&role))))
+                            .await?;
                     }
                     Ok(())
                 })
@@ -157,15 +158,22 @@ impl PgStore {
         self.pool.close().await;
     }
 
-    async fn apply_inline(&self, conn: &mut PgConnection, events: &[RecordedEvent]) -> Result<(), StoreError> {
+    async fn apply_inline(
+        &self,
+        conn: &mut PgConnection,
+        events: &[RecordedEvent],
+    ) -> Result<(), StoreError> {
         for projection in &self.inline {
             for event in events {
                 let event = upcast(&self.upcasters, event.clone());
                 let mut tx = PgSqlTx { conn: &mut *conn };
-                projection.apply(&mut tx, &event).await.map_err(|e| StoreError::Projection {
-                    name: projection.name().to_owned(),
-                    message: e.to_string(),
-                })?;
+                projection
+                    .apply(&mut tx, &event)
+                    .await
+                    .map_err(|e| StoreError::Projection {
+                        name: projection.name().to_owned(),
+                        message: e.to_string(),
+                    })?;
             }
         }
         Ok(())
@@ -223,10 +231,13 @@ impl PgStore {
         for event in events {
             let event = upcast(&self.upcasters, event);
             let mut tx = PgSqlTx { conn: &mut *conn };
-            projection.apply(&mut tx, &event).await.map_err(|e| StoreError::Projection {
-                name: projection.name().to_owned(),
-                message: format!("at position {}: {e}", event.global_position),
-            })?;
+            projection
+                .apply(&mut tx, &event)
+                .await
+                .map_err(|e| StoreError::Projection {
+                    name: projection.name().to_owned(),
+                    message: format!("at position {}: {e}", event.global_position),
+                })?;
         }
         Ok(())
     }
@@ -266,7 +277,8 @@ fn event_from_row(row: &PgRow) -> Result<RecordedEvent, StoreError> {
         event_type: row.try_get("event_type").map_err(corrupt)?,
         schema_version: row.try_get::<i32, _>("schema_version").map_err(corrupt)? as u32,
         payload: row.try_get("payload").map_err(corrupt)?,
-        metadata: serde_json::from_value::<EventMetadata>(metadata).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+        metadata: serde_json::from_value::<EventMetadata>(metadata)
+            .map_err(|e| StoreError::Corrupt(e.to_string()))?,
         recorded_at: row.try_get("recorded_at").map_err(corrupt)?,
         prev_hash: row.try_get("prev_hash").map_err(corrupt)?,
         hash: row.try_get("hash").map_err(corrupt)?,
@@ -334,7 +346,10 @@ impl Store for PgStore {
         .await
         .map_err(db_error)?;
         let now: DateTime<Utc> = row.try_get("now").map_err(db_error)?;
-        let head = match row.try_get::<Option<i64>, _>("stream_version").map_err(db_error)? {
+        let head = match row
+            .try_get::<Option<i64>, _>("stream_version")
+            .map_err(db_error)?
+        {
             Some(version) => Some(StreamHead {
                 version: version as u64,
                 hash: row.try_get("hash").map_err(db_error)?,
@@ -345,7 +360,8 @@ impl Store for PgStore {
         };
         let current = check_head(&request, head.as_ref())?;
         let mut events = chain(&request, head.as_ref(), current, now);
-        let metadata = serde_json::to_value(&request.metadata).map_err(|e| StoreError::Invalid(e.to_string()))?;
+        let metadata =
+            serde_json::to_value(&request.metadata).map_err(|e| StoreError::Invalid(e.to_string()))?;
         for event in &mut events {
             let inserted = sqlx::query_scalar::<_, i64>(
                 "INSERT INTO events (global_position, event_id, tenant_id, stream_type, stream_id, stream_version, \
@@ -377,7 +393,10 @@ impl Store for PgStore {
                     });
                 }
                 Err(err) if is_unique_violation(&err, "events_event_id_key") => {
-                    return Err(StoreError::Invalid(format!("event {} is already stored", event.event_id)));
+                    return Err(StoreError::Invalid(format!(
+                        "event {} is already stored",
+                        event.event_id
+                    )));
                 }
                 Err(err) => return Err(db_error(err)),
             };
@@ -398,11 +417,15 @@ impl Store for PgStore {
     }
 
     async fn load_stream(&self, stream_id: &str) -> Result<Vec<RecordedEvent>, StoreError> {
-        let rows = sqlx::query(concat!("SELECT ", event_columns!(), " FROM events WHERE stream_id = $1 ORDER BY stream_version"))
-            .bind(stream_id)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db_error)?;
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            event_columns!(),
+            " FROM events WHERE stream_id = $1 ORDER BY stream_version"
+        ))
+        .bind(stream_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
         rows.iter()
             .map(|row| event_from_row(row).map(|e| upcast(&self.upcasters, e)))
             .collect()
@@ -442,7 +465,11 @@ impl Store for PgStore {
         Ok(())
     }
 
-    async fn run_batch(&self, projection: &dyn Projection, max_events: usize) -> Result<BatchOutcome, StoreError> {
+    async fn run_batch(
+        &self,
+        projection: &dyn Projection,
+        max_events: usize,
+    ) -> Result<BatchOutcome, StoreError> {
         let mut tx = self.pool.begin().await.map_err(db_error)?;
         let checkpoint: Option<i64> =
             sqlx::query_scalar("SELECT position FROM subscriptions WHERE name = $1 FOR UPDATE SKIP LOCKED")
@@ -458,7 +485,10 @@ impl Store for PgStore {
                 .map_err(db_error)?;
             return match exists {
                 Some(_) => Ok(BatchOutcome::Busy),
-                None => Err(StoreError::Invalid(format!("projection {} is not registered", projection.name()))),
+                None => Err(StoreError::Invalid(format!(
+                    "projection {} is not registered",
+                    projection.name()
+                ))),
             };
         };
         let filter = ReadFilter {
@@ -481,16 +511,21 @@ impl Store for PgStore {
         .await
         .map_err(db_error)?;
         tx.commit().await.map_err(db_error)?;
-        Ok(BatchOutcome::Applied { count, position: last })
+        Ok(BatchOutcome::Applied {
+            count,
+            position: last,
+        })
     }
 
     async fn record_projection_error(&self, name: &str, error: &str) -> Result<(), StoreError> {
-        sqlx::query("UPDATE subscriptions SET last_error = $2, updated_at = clock_timestamp() WHERE name = $1")
-            .bind(name)
-            .bind(error)
-            .execute(&self.pool)
-            .await
-            .map_err(db_error)?;
+        sqlx::query(
+            "UPDATE subscriptions SET last_error = $2, updated_at = clock_timestamp() WHERE name = $1",
+        )
+        .bind(name)
+        .bind(error)
+        .execute(&self.pool)
+        .await
+        .map_err(db_error)?;
         Ok(())
     }
 
@@ -503,13 +538,17 @@ impl Store for PgStore {
         }
         let mut tx = self.pool.begin().await.map_err(db_error)?;
         // Waits for a running batch to finish, then keeps every instance out until the reset commits.
-        let found: Option<i64> = sqlx::query_scalar("SELECT position FROM subscriptions WHERE name = $1 FOR UPDATE")
-            .bind(projection.name())
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db_error)?;
+        let found: Option<i64> =
+            sqlx::query_scalar("SELECT position FROM subscriptions WHERE name = $1 FOR UPDATE")
+                .bind(projection.name())
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db_error)?;
         if found.is_none() {
-            return Err(StoreError::Invalid(format!("projection {} is not registered", projection.name())));
+            return Err(StoreError::Invalid(format!(
+                "projection {} is not registered",
+                projection.name()
+            )));
         }
         Self::delete_tables(&mut tx, projection).await?;
         sqlx::query("UPDATE subscriptions SET position = 0, last_error = NULL, updated_at = clock_timestamp() WHERE name = $1")
@@ -526,7 +565,10 @@ impl Store for PgStore {
         progress: &(dyn Fn(i64, i64) + Send + Sync),
     ) -> Result<u64, StoreError> {
         if projection.kind() != ProjectionKind::Inline {
-            return Err(StoreError::Invalid(format!("{} is not an inline projection", projection.name())));
+            return Err(StoreError::Invalid(format!(
+                "{} is not an inline projection",
+                projection.name()
+            )));
         }
         let mut tx = self.pool.begin().await.map_err(db_error)?;
         sqlx::query("SELECT pg_advisory_xact_lock($1)")
@@ -571,16 +613,22 @@ impl Store for PgStore {
 
     async fn subscription_statuses(&self) -> Result<Vec<SubscriptionStatus>, StoreError> {
         let head = self.head_position().await?;
-        let rows = sqlx::query("SELECT name, kind, position, last_error, updated_at FROM subscriptions ORDER BY name")
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db_error)?;
+        let rows = sqlx::query(
+            "SELECT name, kind, position, last_error, updated_at FROM subscriptions ORDER BY name",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
         rows.iter()
             .map(|row| {
                 let kind: String = row.try_get("kind").map_err(db_error)?;
                 // Inline projections move with every append; their stored position is only the
                 // point of their last rebuild.
-                let position = if kind == "inline" { head } else { row.try_get("position").map_err(db_error)? };
+                let position = if kind == "inline" {
+                    head
+                } else {
+                    row.try_get("position").map_err(db_error)?
+                };
                 Ok(SubscriptionStatus {
                     name: row.try_get("name").map_err(db_error)?,
                     kind,
@@ -594,7 +642,10 @@ impl Store for PgStore {
     }
 
     async fn ping(&self) -> Result<(), StoreError> {
-        sqlx::query("SELECT 1").execute(&self.pool).await.map_err(db_error)?;
+        sqlx::query("SELECT 1")
+            .execute(&self.pool)
+            .await
+            .map_err(db_error)?;
         Ok(())
     }
 }
@@ -606,7 +657,13 @@ impl JobQueue for PgStore {
         insert_job(&mut conn, job).await
     }
 
-    async fn claim(&self, worker: &str, kinds: &[String], limit: usize, lease: Duration) -> Result<Vec<Job>, StoreError> {
+    async fn claim(
+        &self,
+        worker: &str,
+        kinds: &[String],
+        limit: usize,
+        lease: Duration,
+    ) -> Result<Vec<Job>, StoreError> {
         // A job whose lease expired on its last attempt will never be claimed again: it is dead.
         sqlx::query(
             "UPDATE jobs SET state = 'dead', lease_owner = NULL, lease_expires_at = NULL, updated_at = clock_timestamp(), \
@@ -653,7 +710,13 @@ impl JobQueue for PgStore {
         Ok(result.rows_affected() == 1)
     }
 
-    async fn fail(&self, job_id: Uuid, worker: &str, error: &str, retry_in: Option<Duration>) -> Result<Option<JobState>, StoreError> {
+    async fn fail(
+        &self,
+        job_id: Uuid,
+        worker: &str,
+        error: &str,
+        retry_in: Option<Duration>,
+    ) -> Result<Option<JobState>, StoreError> {
         let state: Option<String> = sqlx::query_scalar(
             "UPDATE jobs SET \
                state = CASE WHEN $3::float8 IS NULL OR attempts >= max_attempts THEN 'dead' ELSE 'pending' END, \
@@ -710,25 +773,32 @@ impl JobQueue for PgStore {
     }
 
     async fn get_by_key(&self, key: &str) -> Result<Option<Job>, StoreError> {
-        let row = sqlx::query(concat!("SELECT ", job_columns!(), " FROM jobs WHERE idempotency_key = $1"))
-            .bind(key)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db_error)?;
+        let row = sqlx::query(concat!(
+            "SELECT ",
+            job_columns!(),
+            " FROM jobs WHERE idempotency_key = $1"
+        ))
+        .bind(key)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_error)?;
         row.as_ref().map(job_from_row).transpose()
     }
 
     async fn counts(&self) -> Result<Vec<JobCount>, StoreError> {
-        let rows = sqlx::query("SELECT kind, state, count(*) AS n FROM jobs GROUP BY kind, state ORDER BY kind, state")
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db_error)?;
+        let rows = sqlx::query(
+            "SELECT kind, state, count(*) AS n FROM jobs GROUP BY kind, state ORDER BY kind, state",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
         rows.iter()
             .map(|row| {
                 let state: String = row.try_get("state").map_err(db_error)?;
                 Ok(JobCount {
                     kind: row.try_get("kind").map_err(db_error)?,
-                    state: JobState::parse(&state).ok_or_else(|| StoreError::Corrupt(format!("job state {state}")))?,
+                    state: JobState::parse(&state)
+                        .ok_or_else(|| StoreError::Corrupt(format!("job state {state}")))?,
                     count: row.try_get("n").map_err(db_error)?,
                 })
             })

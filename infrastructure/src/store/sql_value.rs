@@ -67,10 +67,14 @@ pub(crate) fn decode_pg_row(row: &PgRow) -> Result<Vec<SqlValue>, StoreError> {
             "INT4" => SqlValue::Int(i64::from(row.try_get::<i32, _>(i).map_err(err)?)),
             "INT8" => SqlValue::Int(row.try_get::<i64, _>(i).map_err(err)?),
             "BOOL" => SqlValue::Bool(row.try_get::<bool, _>(i).map_err(err)?),
-            "TEXT" | "VARCHAR" | "BPCHAR" | "NAME" => SqlValue::Text(row.try_get::<String, _>(i).map_err(err)?),
+            "TEXT" | "VARCHAR" | "BPCHAR" | "NAME" => {
+                SqlValue::Text(row.try_get::<String, _>(i).map_err(err)?)
+            }
             "UUID" => SqlValue::Uuid(row.try_get::<uuid::Uuid, _>(i).map_err(err)?),
             "JSON" | "JSONB" => SqlValue::Json(row.try_get::<serde_json::Value, _>(i).map_err(err)?),
-            "TIMESTAMPTZ" => SqlValue::Timestamp(row.try_get::<chrono::DateTime<chrono::Utc>, _>(i).map_err(err)?),
+            "TIMESTAMPTZ" => {
+                SqlValue::Timestamp(row.try_get::<chrono::DateTime<chrono::Utc>, _>(i).map_err(err)?)
+            }
             other => return Err(decode_error(column.name(), format!("unsupported type {other}"))),
         };
         values.push(value);
@@ -89,9 +93,16 @@ pub(crate) fn decode_sqlite_row(row: &SqliteRow) -> Result<Vec<SqlValue>, StoreE
         let storage = raw.type_info().name().to_owned();
         let err = |e: sqlx::Error| decode_error(column.name(), e);
         let value = match storage.as_str() {
-            "INTEGER" | "INT8" | "BIGINT" | "BOOLEAN" => SqlValue::Int(row.try_get_unchecked::<i64, _>(i).map_err(err)?),
+            "INTEGER" | "INT8" | "BIGINT" | "BOOLEAN" => {
+                SqlValue::Int(row.try_get_unchecked::<i64, _>(i).map_err(err)?)
+            }
             "TEXT" => SqlValue::Text(row.try_get_unchecked::<String, _>(i).map_err(err)?),
-            other => return Err(decode_error(column.name(), format!("unsupported storage class {other}"))),
+            other => {
+                return Err(decode_error(
+                    column.name(),
+                    format!("unsupported storage class {other}"),
+                ));
+            }
         };
         values.push(value);
     }
@@ -117,7 +128,11 @@ impl SqlTx for PgSqlTx<'_> {
         Ok(result.rows_affected())
     }
 
-    async fn query(&mut self, sql: &'static str, params: &[SqlValue]) -> Result<Vec<Vec<SqlValue>>, StoreError> {
+    async fn query(
+        &mut self,
+        sql: &'static str,
+        params: &[SqlValue],
+    ) -> Result<Vec<Vec<SqlValue>>, StoreError> {
         let rows = bind_pg(sqlx::query(sql), params)
             .fetch_all(&mut *self.conn)
             .await
@@ -149,7 +164,11 @@ impl SqlTx for SqliteSqlTx<'_> {
         Ok(result.rows_affected())
     }
 
-    async fn query(&mut self, sql: &'static str, params: &[SqlValue]) -> Result<Vec<Vec<SqlValue>>, StoreError> {
+    async fn query(
+        &mut self,
+        sql: &'static str,
+        params: &[SqlValue],
+    ) -> Result<Vec<Vec<SqlValue>>, StoreError> {
         let rows = bind_sqlite(sqlx::query(sql), params)
             .fetch_all(&mut *self.conn)
             .await

@@ -18,7 +18,9 @@ use kuatia_application::jobs::{Job, JobCount, JobQueue, JobState, NewJob};
 use kuatia_application::projection::Projection;
 use kuatia_application::upcast::UpcasterChain;
 use sqlx::migrate::Migrator;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
+};
 use sqlx::{AssertSqlSafe, Row, SqliteConnection, SqlitePool, Transaction};
 use std::str::FromStr;
 use std::sync::Arc;
@@ -76,7 +78,9 @@ pub struct SqliteStore {
 
 /// The database file of a `sqlite:` URL, if it names one.
 pub fn database_file(url: &str) -> Option<std::path::PathBuf> {
-    let rest = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:"))?;
+    let rest = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))?;
     let path = rest.split('?').next().unwrap_or("");
     (!path.is_empty() && !path.starts_with(":memory:")).then(|| std::path::PathBuf::from(path))
 }
@@ -88,10 +92,14 @@ impl SqliteStore {
         inline: Vec<Arc<dyn Projection>>,
         upcasters: Arc<UpcasterChain>,
     ) -> Result<Self, StoreError> {
-        if let Some(parent) = database_file(&options.url).as_deref().and_then(std::path::Path::parent) {
+        if let Some(parent) = database_file(&options.url)
+            .as_deref()
+            .and_then(std::path::Path::parent)
+        {
             if !parent.as_os_str().is_empty() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| StoreError::Database(format!("creating {}: {e}", parent.display()).into()))?;
+                std::fs::create_dir_all(parent).map_err(|e| {
+                    StoreError::Database(format!("creating {}: {e}", parent.display()).into())
+                })?;
             }
         }
         let connect = SqliteConnectOptions::from_str(&options.url)
@@ -139,7 +147,9 @@ impl SqliteStore {
     }
 
     /// Starts a write transaction: in-process queue first, then `BEGIN IMMEDIATE`.
-    async fn begin_write(&self) -> Result<(MutexGuard<'_, ()>, Transaction<'static, sqlx::Sqlite>), StoreError> {
+    async fn begin_write(
+        &self,
+    ) -> Result<(MutexGuard<'_, ()>, Transaction<'static, sqlx::Sqlite>), StoreError> {
         let guard = self.write.lock().await;
         let tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(db_error)?;
         Ok((guard, tx))
@@ -154,15 +164,21 @@ impl SqliteStore {
         for event in events {
             let event = upcast(&self.upcasters, event.clone());
             let mut tx = SqliteSqlTx { conn: &mut *conn };
-            projection.apply(&mut tx, &event).await.map_err(|e| StoreError::Projection {
-                name: projection.name().to_owned(),
-                message: format!("at position {}: {e}", event.global_position),
-            })?;
+            projection
+                .apply(&mut tx, &event)
+                .await
+                .map_err(|e| StoreError::Projection {
+                    name: projection.name().to_owned(),
+                    message: format!("at position {}: {e}", event.global_position),
+                })?;
         }
         Ok(())
     }
 
-    async fn read_raw_on(conn: &mut SqliteConnection, filter: &ReadFilter) -> Result<Vec<RecordedEvent>, StoreError> {
+    async fn read_raw_on(
+        conn: &mut SqliteConnection,
+        filter: &ReadFilter,
+    ) -> Result<Vec<RecordedEvent>, StoreError> {
         let limit = filter.limit.clamp(1, 100_000) as i64;
         let tenant = filter.tenant.map(|t| t.as_uuid().to_string());
         let rows = sqlx::query(concat!(
@@ -181,12 +197,18 @@ impl SqliteStore {
         rows.iter().map(event_from_row).collect()
     }
 
-    async fn delete_tables(conn: &mut SqliteConnection, projection: &dyn Projection) -> Result<(), StoreError> {
+    async fn delete_tables(
+        conn: &mut SqliteConnection,
+        projection: &dyn Projection,
+    ) -> Result<(), StoreError> {
         for table in projection.tables() {
-            sqlx::query(AssertSqlSafe(format!("DELETE FROM \"{}\"", table.replace('"', "\"\""))))
-                .execute(&mut *conn)
-                .await
-                .map_err(db_error)?;
+            sqlx::query(AssertSqlSafe(format!(
+                "DELETE FROM \"{}\"",
+                table.replace('"', "\"\"")
+            )))
+            .execute(&mut *conn)
+            .await
+            .map_err(db_error)?;
         }
         Ok(())
     }
@@ -308,14 +330,18 @@ impl Store for SqliteStore {
             Some(row) => Some(StreamHead {
                 version: row.try_get::<i64, _>("stream_version").map_err(db_error)? as u64,
                 hash: row.try_get("hash").map_err(db_error)?,
-                tenant_id: parse_uuid("tenant_id", &row.try_get::<String, _>("tenant_id").map_err(db_error)?)?,
+                tenant_id: parse_uuid(
+                    "tenant_id",
+                    &row.try_get::<String, _>("tenant_id").map_err(db_error)?,
+                )?,
                 stream_type: row.try_get("stream_type").map_err(db_error)?,
             }),
             None => None,
         };
         let current = check_head(&request, head.as_ref())?;
         let mut events = chain(&request, head.as_ref(), current, now);
-        let metadata = serde_json::to_string(&request.metadata).map_err(|e| StoreError::Invalid(e.to_string()))?;
+        let metadata =
+            serde_json::to_string(&request.metadata).map_err(|e| StoreError::Invalid(e.to_string()))?;
         for event in &mut events {
             let inserted = sqlx::query_scalar::<_, i64>(
                 "INSERT INTO events (event_id, tenant_id, stream_type, stream_id, stream_version, event_type, \
@@ -366,11 +392,15 @@ impl Store for SqliteStore {
     }
 
     async fn load_stream(&self, stream_id: &str) -> Result<Vec<RecordedEvent>, StoreError> {
-        let rows = sqlx::query(concat!("SELECT ", event_columns!(), " FROM events WHERE stream_id = $1 ORDER BY stream_version"))
-            .bind(stream_id)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db_error)?;
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            event_columns!(),
+            " FROM events WHERE stream_id = $1 ORDER BY stream_version"
+        ))
+        .bind(stream_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
         rows.iter()
             .map(|row| event_from_row(row).map(|e| upcast(&self.upcasters, e)))
             .collect()
@@ -412,17 +442,25 @@ impl Store for SqliteStore {
         tx.commit().await.map_err(db_error)
     }
 
-    async fn run_batch(&self, projection: &dyn Projection, max_events: usize) -> Result<BatchOutcome, StoreError> {
+    async fn run_batch(
+        &self,
+        projection: &dyn Projection,
+        max_events: usize,
+    ) -> Result<BatchOutcome, StoreError> {
         // The write lock is the checkpoint lock: one batch at a time, and a batch in another
         // process waits for this one and then reads the moved checkpoint.
         let (_guard, mut tx) = self.begin_write().await?;
-        let checkpoint: Option<i64> = sqlx::query_scalar("SELECT position FROM subscriptions WHERE name = $1")
-            .bind(projection.name())
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db_error)?;
+        let checkpoint: Option<i64> =
+            sqlx::query_scalar("SELECT position FROM subscriptions WHERE name = $1")
+                .bind(projection.name())
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db_error)?;
         let Some(checkpoint) = checkpoint else {
-            return Err(StoreError::Invalid(format!("projection {} is not registered", projection.name())));
+            return Err(StoreError::Invalid(format!(
+                "projection {} is not registered",
+                projection.name()
+            )));
         };
         let filter = ReadFilter {
             after: checkpoint,
@@ -453,12 +491,16 @@ impl Store for SqliteStore {
 
     async fn record_projection_error(&self, name: &str, error: &str) -> Result<(), StoreError> {
         let (_guard, mut tx) = self.begin_write().await?;
-        sqlx::query(concat!("UPDATE subscriptions SET last_error = $2, updated_at = ", now!(), " WHERE name = $1"))
-            .bind(name)
-            .bind(error)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_error)?;
+        sqlx::query(concat!(
+            "UPDATE subscriptions SET last_error = $2, updated_at = ",
+            now!(),
+            " WHERE name = $1"
+        ))
+        .bind(name)
+        .bind(error)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
         tx.commit().await.map_err(db_error)
     }
 
@@ -480,7 +522,10 @@ impl Store for SqliteStore {
         .await
         .map_err(db_error)?;
         if updated.rows_affected() == 0 {
-            return Err(StoreError::Invalid(format!("projection {} is not registered", projection.name())));
+            return Err(StoreError::Invalid(format!(
+                "projection {} is not registered",
+                projection.name()
+            )));
         }
         Self::delete_tables(&mut tx, projection).await?;
         tx.commit().await.map_err(db_error)
@@ -492,7 +537,10 @@ impl Store for SqliteStore {
         progress: &(dyn Fn(i64, i64) + Send + Sync),
     ) -> Result<u64, StoreError> {
         if projection.kind() != ProjectionKind::Inline {
-            return Err(StoreError::Invalid(format!("{} is not an inline projection", projection.name())));
+            return Err(StoreError::Invalid(format!(
+                "{} is not an inline projection",
+                projection.name()
+            )));
         }
         let (_guard, mut tx) = self.begin_write().await?;
         Self::delete_tables(&mut tx, projection).await?;
@@ -534,14 +582,20 @@ impl Store for SqliteStore {
 
     async fn subscription_statuses(&self) -> Result<Vec<SubscriptionStatus>, StoreError> {
         let head = self.head_position().await?;
-        let rows = sqlx::query("SELECT name, kind, position, last_error, updated_at FROM subscriptions ORDER BY name")
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db_error)?;
+        let rows = sqlx::query(
+            "SELECT name, kind, position, last_error, updated_at FROM subscriptions ORDER BY name",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
         rows.iter()
             .map(|row| {
                 let kind: String = row.try_get("kind").map_err(db_error)?;
-                let position = if kind == "inline" { head } else { row.try_get("position").map_err(db_error)? };
+                let position = if kind == "inline" {
+                    head
+                } else {
+                    row.try_get("position").map_err(db_error)?
+                };
                 let updated_at: String = row.try_get("updated_at").map_err(db_error)?;
                 Ok(SubscriptionStatus {
                     name: row.try_get("name").map_err(db_error)?,
@@ -556,7 +610,10 @@ impl Store for SqliteStore {
     }
 
     async fn ping(&self) -> Result<(), StoreError> {
-        sqlx::query("SELECT 1").execute(&self.pool).await.map_err(db_error)?;
+        sqlx::query("SELECT 1")
+            .execute(&self.pool)
+            .await
+            .map_err(db_error)?;
         Ok(())
     }
 }
@@ -570,7 +627,13 @@ impl JobQueue for SqliteStore {
         Ok(inserted)
     }
 
-    async fn claim(&self, worker: &str, kinds: &[String], limit: usize, lease: Duration) -> Result<Vec<Job>, StoreError> {
+    async fn claim(
+        &self,
+        worker: &str,
+        kinds: &[String],
+        limit: usize,
+        lease: Duration,
+    ) -> Result<Vec<Job>, StoreError> {
         let kinds = serde_json::to_string(kinds).map_err(|e| StoreError::Invalid(e.to_string()))?;
         let (_guard, mut tx) = self.begin_write().await?;
         sqlx::query(concat!(
@@ -628,7 +691,13 @@ impl JobQueue for SqliteStore {
         Ok(result.rows_affected() == 1)
     }
 
-    async fn fail(&self, job_id: Uuid, worker: &str, error: &str, retry_in: Option<Duration>) -> Result<Option<JobState>, StoreError> {
+    async fn fail(
+        &self,
+        job_id: Uuid,
+        worker: &str,
+        error: &str,
+        retry_in: Option<Duration>,
+    ) -> Result<Option<JobState>, StoreError> {
         let (_guard, mut tx) = self.begin_write().await?;
         let state: Option<String> = sqlx::query_scalar(concat!(
             "UPDATE jobs SET \
@@ -697,25 +766,32 @@ impl JobQueue for SqliteStore {
     }
 
     async fn get_by_key(&self, key: &str) -> Result<Option<Job>, StoreError> {
-        let row = sqlx::query(concat!("SELECT ", job_columns!(), " FROM jobs WHERE idempotency_key = $1"))
-            .bind(key)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db_error)?;
+        let row = sqlx::query(concat!(
+            "SELECT ",
+            job_columns!(),
+            " FROM jobs WHERE idempotency_key = $1"
+        ))
+        .bind(key)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_error)?;
         row.as_ref().map(job_from_row).transpose()
     }
 
     async fn counts(&self) -> Result<Vec<JobCount>, StoreError> {
-        let rows = sqlx::query("SELECT kind, state, count(*) AS n FROM jobs GROUP BY kind, state ORDER BY kind, state")
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db_error)?;
+        let rows = sqlx::query(
+            "SELECT kind, state, count(*) AS n FROM jobs GROUP BY kind, state ORDER BY kind, state",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error)?;
         rows.iter()
             .map(|row| {
                 let state: String = row.try_get("state").map_err(db_error)?;
                 Ok(JobCount {
                     kind: row.try_get("kind").map_err(db_error)?,
-                    state: JobState::parse(&state).ok_or_else(|| StoreError::Corrupt(format!("job state {state}")))?,
+                    state: JobState::parse(&state)
+                        .ok_or_else(|| StoreError::Corrupt(format!("job state {state}")))?,
                     count: row.try_get("n").map_err(db_error)?,
                 })
             })
@@ -729,8 +805,14 @@ mod tests {
 
     #[test]
     fn the_database_file_is_read_from_the_url() {
-        assert_eq!(database_file("sqlite://./data/kuatia.db"), Some("./data/kuatia.db".into()));
-        assert_eq!(database_file("sqlite:/tmp/x.db?mode=rwc"), Some("/tmp/x.db".into()));
+        assert_eq!(
+            database_file("sqlite://./data/kuatia.db"),
+            Some("./data/kuatia.db".into())
+        );
+        assert_eq!(
+            database_file("sqlite:/tmp/x.db?mode=rwc"),
+            Some("/tmp/x.db".into())
+        );
         assert_eq!(database_file("sqlite::memory:"), None);
     }
 }

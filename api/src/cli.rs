@@ -1,0 +1,271 @@
+//! The `kuatia` command line (DECISIONS §1).
+
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use kuatia_application::event_store::{ReadFilter, SharedStore};
+use kuatia_application::hash::ChainVerifier;
+use kuatia_domain::tenancy::TenantId;
+use kuatia_infrastructure::config::Config;
+use kuatia_projections::{registry, runtime};
+use std::io::Write;
+use std::process::ExitCode;
+
+/// kuatia: electronic invoicing for Paraguay.
+#[derive(Debug, Parser)]
+#[command(name = "kuatia", version, about)]
+pub struct Cli {
+    /// What to do (default: serve).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the HTTP services and the background workers (the default).
+    Serve,
+    /// Apply pending database migrations and exit.
+    Migrate,
+    /// Inspect or rebuild read models.
+    #[command(subcommand)]
+    Projections(ProjectionsCommand),
+    /// Read the event log.
+    #[command(subcommand)]
+    Events(EventsCommand),
+}
+
+/// `kuatia projections …`
+#[derive(Debug, Subcommand)]
+pub enum ProjectionsCommand {
+    /// Empty a projection and replay it from position 0 (never a side-effect subscription).
+    Rebuild {
+        /// The projection to rebuild.
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        name: Option<String>,
+        /// Rebuild every projection without side effects.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Name, kind, position and lag of every projection.
+    Status,
+}
+
+/// `kuatia events …`
+#[derive(Debug, Subcommand)]
+pub enum EventsCommand {
+    /// Write a tenant's events as NDJSON (stored form, with hashes), in global order.
+    Export {
+        /// Tenant id (UUID).
+        #[arg(long)]
+        tenant: TenantId,
+        /// Only events after this global position.
+        #[arg(long, default_value_t = 0)]
+        after: i64,
+        /// Only this stream.
+        #[arg(long)]
+        stream: Option<String>,
+    },
+    /// Check every stream's hash chain; exit 1 naming the first broken event.
+    Verify,
+}
+
+/// Runs the command line; returns the process exit code.
+pub async fn run(cli: Cli) -> ExitCode {
+    let config = match Config::load() {
+        Ok(config) => config,
+        Err(err) => {
+            eprintln!("kuatia: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    kuatia_infrastructure::telemetry::init(config.log_format);
+    let result = match cli.command.unwrap_or(Command::Serve) {
+        Command::Serve => serve(config).await,
+        Command::Migrate => migrate(&config).await,
+        Command::Projections(cmd) => projections(&config, cmd).await,
+        Command::Events(cmd) => events(&config, cmd).await,
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("kuatia: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn serve(config: Config) -> anyhow::Result<ExitCode> {
+    let service = crate::compose::start(config).await?;
+    let shutdown = async {
+        #[cfg(unix)]
+        {
+            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                .context("installing the SIGTERM handler")?;
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+        }
+        #[cfg(not(unix))]
+        tokio::signal::ctrl_c().await?;
+        anyhow::Ok(())
+    };
+    shutdown.await?;
+    tracing::info!("shutdown signal received; draining");
+    service.stop().await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn migrate(config: &Config) -> anyhow::Result<ExitCode> {
+    let database = crate::compose::open_database(config).await?;
+    database.close().await;
+    println!("migrations applied ({:?})", database.backend());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn progress_bar(name: &str) -> ProgressBar {
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template("{prefix:>20} [{bar:40}] {pos}/{len} ({per_sec}, eta {eta})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+    );
+    bar.set_prefix(name.to_owned());
+    bar
+}
+
+async fn projections(config: &Config, cmd: ProjectionsCommand) -> anyhow::Result<ExitCode> {
+    let database = crate::compose::open_database(config).await?;
+    let store = database.store();
+    let result = match cmd {
+        ProjectionsCommand::Status => projection_status(&store).await,
+        ProjectionsCommand::Rebuild { name, all } => {
+            let targets = if all {
+                registry::all()
+                    .into_iter()
+                    .filter(|p| p.kind() != kuatia_application::event_store::ProjectionKind::SideEffect)
+                    .collect()
+            } else {
+                let name = name.unwrap_or_default();
+                match registry::by_name(&name) {
+                    Some(p) => vec![p],
+                    None => {
+                        let known: Vec<_> = registry::all().iter().map(|p| p.name()).collect();
+                        bail!("no projection named {name:?}; known: {}", known.join(", "))
+                    }
+                }
+            };
+            for projection in targets {
+                let bar = progress_bar(projection.name());
+                let progress = |position: i64, head: i64| {
+                    bar.set_length(head.max(0) as u64);
+                    bar.set_position(position.max(0) as u64);
+                };
+                let applied = runtime::rebuild(&store, projection.as_ref(), &progress).await?;
+                bar.finish_and_clear();
+                println!("rebuilt {}: {applied} events replayed", projection.name());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    };
+    database.close().await;
+    result
+}
+
+async fn projection_status(store: &SharedStore) -> anyhow::Result<ExitCode> {
+    let statuses = store.subscription_statuses().await?;
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{:<24} {:<12} {:>12} {:>10}  LAST_ERROR",
+        "NAME", "KIND", "POSITION", "LAG"
+    )?;
+    for s in statuses {
+        writeln!(
+            out,
+            "{:<24} {:<12} {:>12} {:>10}  {}",
+            s.name,
+            s.kind,
+            s.position,
+            s.lag,
+            s.last_error.unwrap_or_else(|| "-".into())
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn events(config: &Config, cmd: EventsCommand) -> anyhow::Result<ExitCode> {
+    let database = crate::compose::open_database(config).await?;
+    let store = database.store();
+    let result = match cmd {
+        EventsCommand::Export {
+            tenant,
+            after,
+            stream,
+        } => export(&store, tenant, after, stream).await,
+        EventsCommand::Verify => verify(&store).await,
+    };
+    database.close().await;
+    result
+}
+
+async fn export(
+    store: &SharedStore,
+    tenant: TenantId,
+    after: i64,
+    stream: Option<String>,
+) -> anyhow::Result<ExitCode> {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut filter = ReadFilter {
+        after,
+        limit: 1000,
+        tenant: Some(tenant),
+        stream_id: stream,
+    };
+    loop {
+        let page = store.read_all_raw(&filter).await?;
+        let Some(last) = page.last() else { break };
+        filter.after = last.global_position;
+        for event in &page {
+            serde_json::to_writer(&mut out, event)?;
+            out.write_all(b"\n")?;
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn verify(store: &SharedStore) -> anyhow::Result<ExitCode> {
+    let mut verifier = ChainVerifier::default();
+    let mut filter = ReadFilter {
+        after: 0,
+        limit: 2000,
+        ..ReadFilter::default()
+    };
+    loop {
+        let page = store.read_all_raw(&filter).await?;
+        let Some(last) = page.last() else { break };
+        filter.after = last.global_position;
+        for event in &page {
+            if let Err(broken) = verifier.check(event) {
+                println!(
+                    "BROKEN: event {} (global position {}, stream {}, version {}): {}",
+                    broken.event_id,
+                    broken.global_position,
+                    broken.stream_id,
+                    broken.stream_version,
+                    broken.reason
+                );
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+    }
+    println!(
+        "ok: {} events in {} streams verified, head position {}",
+        verifier.checked(),
+        verifier.streams(),
+        filter.after
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,133 @@
+//! The composition root: the one place that picks adapters and wires them into ports.
+//!
+//! `main.rs` calls [`start`] for `kuatia serve`; the black-box tests call it too, with port 0
+//! and a fresh database, so they run exactly what production runs. No other module constructs
+//! an adapter.
+
+use anyhow::Context;
+use kuatia_application::upcast;
+use kuatia_application::worker::{WorkerConfig, WorkerPool};
+use kuatia_infrastructure::config::Config;
+use kuatia_infrastructure::store::{Database, DatabaseOptions};
+use kuatia_projections::{registry, runtime};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::state::AppState;
+
+/// Opens (and migrates) the configured database with the service's projections and upcasters.
+pub async fn open_database(config: &Config) -> anyhow::Result<Database> {
+    let options = DatabaseOptions {
+        url: config.database_url.expose().to_owned(),
+        app_role: Some(config.db_role.clone()).filter(|r| !r.is_empty()),
+        max_connections: config.db_max_connections,
+    };
+    Database::connect(&options, registry::inline(), Arc::new(upcast::registered()))
+        .await
+        .context("opening the database")
+}
+
+/// A running service.
+pub struct Service {
+    /// Where the invoicing API listens.
+    pub addr: SocketAddr,
+    /// The database it runs on.
+    pub database: Database,
+    shutdown: CancellationToken,
+    task: JoinHandle<anyhow::Result<()>>,
+}
+
+impl Service {
+    /// Starts a graceful shutdown: stop accepting, let in-flight requests and jobs finish within
+    /// the grace period, release job leases, close the pool.
+    pub fn begin_shutdown(&self) {
+        self.shutdown.cancel();
+    }
+
+    /// Shuts down and waits until everything has stopped.
+    pub async fn stop(self) -> anyhow::Result<()> {
+        self.shutdown.cancel();
+        self.task.await.context("the service task panicked")?
+    }
+
+    /// Waits until the service stops (after [`Service::begin_shutdown`] or a fatal error).
+    pub async fn wait(self) -> anyhow::Result<()> {
+        self.task.await.context("the service task panicked")?
+    }
+}
+
+/// Starts the invoicing API, the subscription runtime and the job workers.
+pub async fn start(config: Config) -> anyhow::Result<Service> {
+    let database = open_database(&config).await?;
+    let store = database.store();
+    let jobs = database.jobs();
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("binding {}", config.listen))?;
+    let addr = listener.local_addr()?;
+    tracing::info!(%addr, database = ?database, "kuatia listening");
+
+    let state = AppState {
+        store: store.clone(),
+        jobs: jobs.clone(),
+        metrics_token: config.metrics_bearer_token.clone().map(Arc::new),
+        prometheus: crate::metrics::handle(),
+        max_body_bytes: config.max_body_bytes,
+    };
+    let router = crate::app(state);
+    let shutdown = CancellationToken::new();
+    let grace = Duration::from_secs(config.shutdown_grace_secs);
+
+    let subscriptions = runtime::spawn(
+        store.clone(),
+        registry::subscriptions(),
+        runtime::RuntimeConfig::default(),
+        shutdown.clone(),
+    );
+    let workers = WorkerPool::new(
+        jobs,
+        WorkerConfig {
+            workers: config.workers,
+            shutdown_grace: grace,
+            ..WorkerConfig::default()
+        },
+    )
+    .spawn(shutdown.clone());
+
+    let server_shutdown = shutdown.clone();
+    let db = database.clone();
+    let task = tokio::spawn(async move {
+        let server = axum::serve(
+            listener,
+            router.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(server_shutdown.clone().cancelled_owned());
+        let deadline = async {
+            server_shutdown.cancelled().await;
+            tokio::time::sleep(grace).await;
+        };
+        let served = tokio::select! {
+            result = server => result.context("serving HTTP"),
+            () = deadline => {
+                tracing::warn!("requests still in flight after the shutdown grace period; closing them");
+                Ok(())
+            }
+        };
+        // A fatal server error must stop the background work too.
+        server_shutdown.cancel();
+        let _ = subscriptions.await;
+        let _ = workers.await;
+        db.close().await;
+        tracing::info!("kuatia stopped");
+        served
+    });
+    Ok(Service {
+        addr,
+        database,
+        shutdown,
+        task,
+    })
+}

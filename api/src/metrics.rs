@@ -1,0 +1,67 @@
+//! The process-wide Prometheus recorder and the metric descriptions.
+//!
+//! HTTP counters and histograms are recorded by the request middleware; job and subscription
+//! gauges are read from the database when `/metrics` is scraped, so they are right even when
+//! another instance did the work.
+
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use std::sync::OnceLock;
+
+static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+
+/// Latency buckets in seconds (5 ms to 30 s).
+const LATENCY_BUCKETS: [f64; 12] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
+
+/// Installs the recorder once per process and returns its handle.
+pub fn handle() -> PrometheusHandle {
+    HANDLE
+        .get_or_init(|| {
+            let builder = PrometheusBuilder::new()
+                .set_buckets_for_metric(
+                    Matcher::Full("http_request_duration_seconds".into()),
+                    &LATENCY_BUCKETS,
+                )
+                .unwrap_or_else(|_| PrometheusBuilder::new());
+            let recorder = builder.build_recorder();
+            let handle = recorder.handle();
+            // Fails only if another recorder is installed; then our metrics go nowhere, which is
+            // logged rather than fatal.
+            if metrics::set_global_recorder(recorder).is_err() {
+                tracing::warn!("a metrics recorder was already installed; /metrics will be empty");
+            }
+            describe();
+            handle
+        })
+        .clone()
+}
+
+fn describe() {
+    metrics::describe_counter!(
+        "http_requests_total",
+        "HTTP requests served, by method, route template and status."
+    );
+    metrics::describe_histogram!(
+        "http_request_duration_seconds",
+        metrics::Unit::Seconds,
+        "Time to serve an HTTP request, by method and route template."
+    );
+    metrics::describe_gauge!("kuatia_jobs", "Jobs in the queue, by kind and state.");
+    metrics::describe_gauge!(
+        "kuatia_events_head_position",
+        "Highest committed global position of the event store."
+    );
+    metrics::describe_gauge!(
+        "kuatia_subscription_position",
+        "Last global position applied by each projection or subscription."
+    );
+    metrics::describe_gauge!(
+        "kuatia_subscription_lag_events",
+        "Events committed but not yet applied, by projection or subscription."
+    );
+    metrics::describe_gauge!(
+        "kuatia_subscription_failing",
+        "1 when the subscription's last batch failed, else 0."
+    );
+}

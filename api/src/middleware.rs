@@ -1,0 +1,110 @@
+//! The request middleware: request id, tracing span, error bodies, HTTP metrics.
+//!
+//! One layer around every route and the fallback, so nothing escapes it:
+//! - the request id is the incoming `X-Request-Id` when it is sane (1–128 visible ASCII
+//!   characters), else a new UUIDv7; it is echoed in the `X-Request-Id` response header;
+//! - the handler runs inside a `request` span carrying the id, so every log line names it;
+//! - an [`ApiError`] left in the response extensions is rendered as our JSON body with the id,
+//!   and any other error status without a JSON body (axum's 404/405, a layer's 413) is turned
+//!   into one, keeping headers such as `Allow` or `Retry-After`;
+//! - `http_requests_total` and `http_request_duration_seconds` are recorded by matched route
+//!   template (never the raw path, which would explode label cardinality).
+
+use axum::body::Body;
+use axum::extract::{MatchedPath, Request};
+use axum::http::{HeaderValue, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use std::time::Instant;
+use tracing::Instrument;
+
+use crate::error::{ApiError, ErrorCode, from_status};
+
+/// The id of the request being served (in request extensions).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestId(pub String);
+
+/// Header carrying the request id both ways.
+pub const REQUEST_ID_HEADER: &str = "x-request-id";
+
+fn incoming_request_id(req: &Request) -> Option<String> {
+    let value = req.headers().get(REQUEST_ID_HEADER)?.to_str().ok()?;
+    let sane = !value.is_empty() && value.len() <= 128 && value.bytes().all(|b| b.is_ascii_graphic());
+    sane.then(|| value.to_owned())
+}
+
+/// The middleware function (install with `axum::middleware::from_fn`).
+pub async fn request_context(mut req: Request, next: Next) -> Response {
+    let request_id = incoming_request_id(&req).unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
+    req.extensions_mut().insert(RequestId(request_id.clone()));
+    let method = req.method().to_string();
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let span = tracing::info_span!("request", request_id = %request_id, method = %method, route = %route);
+    let started = Instant::now();
+
+    let mut response = next.run(req).instrument(span.clone()).await;
+
+    if let Some(error) = response.extensions_mut().remove::<ApiError>() {
+        response = render(error, &request_id, response);
+    } else if (response.status().is_client_error() || response.status().is_server_error())
+        && !is_json(&response)
+    {
+        let error = from_status(response.status());
+        response = render(error, &request_id, response);
+    }
+    if let Ok(value) = HeaderValue::from_str(&request_id) {
+        response.headers_mut().insert(REQUEST_ID_HEADER, value);
+    }
+
+    let status = response.status().as_u16();
+    let elapsed = started.elapsed();
+    metrics::counter!("http_requests_total", "method" => method.clone(), "route" => route.clone(), "status" => status.to_string())
+        .increment(1);
+    metrics::histogram!("http_request_duration_seconds", "method" => method, "route" => route)
+        .record(elapsed.as_secs_f64());
+    span.in_scope(|| {
+        tracing::info!(
+            status,
+            latency_ms = elapsed.as_secs_f64() * 1000.0,
+            "request served"
+        );
+    });
+    response
+}
+
+fn is_json(response: &Response) -> bool {
+    response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"))
+}
+
+fn render(error: ApiError, request_id: &str, original: Response) -> Response {
+    let body = serde_json::to_vec(&error.body(request_id)).unwrap_or_default();
+    let (mut parts, _) = original.into_parts();
+    parts.status = error.status;
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts
+        .headers
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    Response::from_parts(parts, Body::from(body))
+}
+
+/// The response of a caught panic: a 500 `internal_error` (the middleware adds the request id).
+pub fn panic_response(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    let message = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "non-string panic".to_owned());
+    tracing::error!(panic = %message, "handler panicked");
+    ApiError::new(
+        ErrorCode::InternalError,
+        "internal error; quote the request_id when reporting it",
+    )
+    .into_response()
+}

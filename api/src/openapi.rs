@@ -1,0 +1,43 @@
+//! The OpenAPI 3.1 document (`/openapi.json`) and the API reference page (`/docs`, Swagger UI
+//! served from vendored assets so it works offline).
+//!
+//! Routes are registered through `utoipa_axum::routes!`, so a handler cannot be routed without
+//! being documented.
+
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+use crate::error::{ErrorBody, ErrorCode};
+
+/// The document's fixed parts.
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "kuatia invoicing API",
+        version = "0.1.0",
+        description = "Electronic invoicing for Paraguay (SIFEN v150) and pre-authorised printed \
+                       invoices. Every error body has `code`, `message` and `request_id`; the codes \
+                       and their HTTP statuses are listed in the `ErrorCode` schema and in docs/errors.md."
+    ),
+    components(schemas(ErrorBody, ErrorCode)),
+    tags((name = "health", description = "Liveness, readiness and metrics")),
+    modifiers(&SecuritySchemes)
+)]
+pub struct ApiDoc;
+
+struct SecuritySchemes;
+
+impl Modify for SecuritySchemes {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "metrics_token",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some("The operator's METRICS_BEARER_TOKEN"))
+                    .build(),
+            ),
+        );
+    }
+}

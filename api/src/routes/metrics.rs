@@ -1,0 +1,96 @@
+//! Contract §4.1: `GET /metrics`, Prometheus text format, behind `METRICS_BEARER_TOKEN`.
+
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+
+use crate::error::{ApiError, ErrorBody, ErrorCode};
+use crate::state::AppState;
+
+/// Compares in time independent of where the first difference is.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Prometheus exposition of HTTP, job and subscription metrics.
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    tag = "health",
+    security(("metrics_token" = [])),
+    responses(
+        (status = 200, description = "Prometheus text exposition format 0.0.4", content_type = "text/plain", body = String),
+        (status = 401, description = "Missing or wrong metrics token", body = ErrorBody),
+        (status = 404, description = "Metrics are disabled (no METRICS_BEARER_TOKEN configured)", body = ErrorBody)
+    )
+)]
+pub async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
+    let Some(expected) = state.metrics_token.as_deref() else {
+        return Err(ApiError::not_found("metrics are disabled"));
+    };
+    let presented = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    if !presented.is_some_and(|token| constant_time_eq(token.as_bytes(), expected.expose().as_bytes())) {
+        let mut response = ApiError::new(
+            ErrorCode::AuthenticationError,
+            "a valid metrics bearer token is required",
+        )
+        .into_response();
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer realm=\"metrics\""),
+        );
+        return Ok(response);
+    }
+
+    let statuses = state.store.subscription_statuses().await?;
+    let head = state.store.head_position().await?;
+    metrics::gauge!("kuatia_events_head_position").set(head as f64);
+    for s in &statuses {
+        metrics::gauge!("kuatia_subscription_position", "subscription" => s.name.clone())
+            .set(s.position as f64);
+        metrics::gauge!("kuatia_subscription_lag_events", "subscription" => s.name.clone()).set(s.lag as f64);
+        metrics::gauge!("kuatia_subscription_failing", "subscription" => s.name.clone())
+            .set(if s.last_error.is_some() { 1.0 } else { 0.0 });
+    }
+    let counts = state.jobs.counts().await?;
+    let kinds: std::collections::BTreeSet<&str> = counts.iter().map(|c| c.kind.as_str()).collect();
+    for kind in kinds {
+        // Every state of a known kind, so a drained state reads 0 instead of its last value.
+        for job_state in kuatia_application::jobs::JobState::ALL {
+            let n = counts
+                .iter()
+                .find(|c| c.kind == kind && c.state == job_state)
+                .map_or(0, |c| c.count);
+            metrics::gauge!("kuatia_jobs", "kind" => kind.to_owned(), "state" => job_state.as_str())
+                .set(n as f64);
+        }
+    }
+
+    let body = state.prometheus.render();
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+        )],
+        body,
+    )
+        .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::constant_time_eq;
+
+    #[test]
+    fn token_comparison_needs_the_exact_bytes() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"abcd"));
+    }
+}

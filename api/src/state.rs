@@ -1,0 +1,22 @@
+//! What handlers share.
+
+use kuatia_application::event_store::SharedStore;
+use kuatia_application::jobs::JobQueue;
+use kuatia_infrastructure::config::Secret;
+use metrics_exporter_prometheus::PrometheusHandle;
+use std::sync::Arc;
+
+/// The state every handler can extract.
+#[derive(Clone)]
+pub struct AppState {
+    /// The event store.
+    pub store: SharedStore,
+    /// The job queue.
+    pub jobs: Arc<dyn JobQueue>,
+    /// Bearer token of `/metrics`; `None` disables it.
+    pub metrics_token: Option<Arc<Secret>>,
+    /// Renders the Prometheus exposition.
+    pub prometheus: PrometheusHandle,
+    /// Largest accepted request body.
+    pub max_body_bytes: usize,
+}
