@@ -99,7 +99,7 @@ async fn run(events: usize, cores: usize) -> Result<()> {
     println!();
 
     // SQLite: always.
-    let file = std::env::temp_dir().join(format!("kuatia-bench-{}.db", Uuid::new_v4()));
+    let file = std::env::temp_dir().join(format!("kuatia-bench-{}.db", Uuid::now_v7()));
     let url = format!("sqlite://{}", file.display());
     println!("sqlite: {}", file.display());
     let result = bench_backend("sqlite", DatabaseOptions::new(url), events).await;
@@ -129,7 +129,7 @@ async fn run(events: usize, cores: usize) -> Result<()> {
             return Ok(());
         }
     };
-    let name = format!("kuatia_bench_{}", Uuid::new_v4().simple());
+    let name = format!("kuatia_bench_{}", Uuid::now_v7().simple());
     sqlx::query(AssertSqlSafe(format!("CREATE DATABASE {name}")))
         .execute(&admin)
         .await

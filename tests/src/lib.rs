@@ -1,1 +1,240 @@
-//! placeholder
+//! Test support for kuatia's black-box and conformance tests.
+//!
+//! [`TestDb`] gives every test a fresh database: a SQLite file in a temporary folder by default,
+//! or, when `KUATIA_TEST_POSTGRES_URL` names a PostgreSQL server's admin database
+//! (`postgres://postgres@127.0.0.1:5432/postgres`), a new database on it, dropped afterwards.
+//! [`TestApp`] starts the real service (the composition root, port 0) on such a database and
+//! talks HTTP to it. The tests themselves live in `tests/it/`.
+
+pub mod ledger;
+
+use kuatia_application::upcast::UpcasterChain;
+use kuatia_infrastructure::config::{Config, LogFormat, Secret};
+use kuatia_infrastructure::store::{Database, DatabaseOptions};
+use sqlx::Connection;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Environment variable naming the PostgreSQL admin URL; unset or empty means SQLite.
+pub const POSTGRES_ENV: &str = "KUATIA_TEST_POSTGRES_URL";
+
+/// A fresh, empty database for one test.
+pub struct TestDb {
+    /// URL the service connects with.
+    pub url: String,
+    postgres: Option<(String, String)>,
+    dir: Option<PathBuf>,
+}
+
+fn with_database(admin_url: &str, name: &str) -> String {
+    let (base, query) = admin_url.split_once('?').map_or((admin_url, None), |(b, q)| (b, Some(q)));
+    let scheme_end = base.find("://").map_or(0, |i| i + 3);
+    let path_start = base[scheme_end..].find('/').map_or(base.len(), |i| scheme_end + i);
+    let mut url = format!("{}/{}", &base[..path_start], name);
+    if let Some(q) = query {
+        url.push('?');
+        url.push_str(q);
+    }
+    url
+}
+
+impl TestDb {
+    /// Creates the database.
+    pub async fn new() -> Self {
+        match std::env::var(POSTGRES_ENV) {
+            Ok(admin) if !admin.is_empty() => {
+                let name = format!("kuatia_test_{}", uuid::Uuid::now_v7().simple());
+                let mut conn = sqlx::PgConnection::connect(&admin).await.expect("connect to the PostgreSQL admin URL");
+                sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+                    .execute(&mut conn)
+                    .await
+                    .expect("create the test database");
+                let _ = conn.close().await;
+                Self {
+                    url: with_database(&admin, &name),
+                    postgres: Some((admin, name)),
+                    dir: None,
+                }
+            }
+            _ => {
+                let dir = std::env::temp_dir().join(format!("kuatia-test-{}", uuid::Uuid::now_v7().simple()));
+                std::fs::create_dir_all(&dir).expect("create the test folder");
+                Self {
+                    url: format!("sqlite://{}/kuatia.db", dir.display()),
+                    postgres: None,
+                    dir: Some(dir),
+                }
+            }
+        }
+    }
+
+    /// Whether this is PostgreSQL.
+    pub fn is_postgres(&self) -> bool {
+        self.postgres.is_some()
+    }
+
+    /// Opens the store with the service's inline projections and no upcasters.
+    pub async fn open(&self) -> Database {
+        self.open_with(Arc::new(UpcasterChain::new())).await
+    }
+
+    /// Opens the store with the service's inline projections and the given upcasters.
+    pub async fn open_with(&self, upcasters: Arc<UpcasterChain>) -> Database {
+        self.open_custom(kuatia_projections::registry::inline(), upcasters).await
+    }
+
+    /// Opens the store with the given inline projections and upcasters.
+    pub async fn open_custom(
+        &self,
+        inline: Vec<Arc<dyn kuatia_application::projection::Projection>>,
+        upcasters: Arc<UpcasterChain>,
+    ) -> Database {
+        let options = DatabaseOptions {
+            max_connections: 32,
+            ..DatabaseOptions::new(self.url.clone())
+        };
+        Database::connect(&options, inline, upcasters).await.expect("open the store")
+    }
+
+    /// A connection as the database owner (PostgreSQL superuser in CI; for SQLite, the file),
+    /// for tests that play an attacker or inspect tables directly.
+    pub async fn owner_pg(&self) -> Option<sqlx::PgConnection> {
+        let (_, _) = self.postgres.as_ref()?;
+        Some(sqlx::PgConnection::connect(&self.url).await.expect("owner connection"))
+    }
+
+    /// A direct SQLite connection to the file.
+    pub async fn owner_sqlite(&self) -> Option<sqlx::SqliteConnection> {
+        self.dir.as_ref()?;
+        Some(sqlx::SqliteConnection::connect(&self.url).await.expect("sqlite connection"))
+    }
+
+    /// A service configuration on this database, listening on port 0.
+    pub fn config(&self) -> Config {
+        Config {
+            database_url: Secret::new(self.url.clone()),
+            listen: "127.0.0.1:0".parse().expect("address"),
+            data_dir: self.dir.clone().unwrap_or_else(std::env::temp_dir),
+            log_format: LogFormat::Json,
+            shutdown_grace_secs: 5,
+            ..Config::default()
+        }
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        if let Some(dir) = self.dir.take() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        if let Some((admin, name)) = self.postgres.take() {
+            // Drop runs inside the test's runtime, which cannot block on itself: use a thread.
+            let _ = std::thread::spawn(move || {
+                let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+                    return;
+                };
+                rt.block_on(async move {
+                    if let Ok(mut conn) = sqlx::PgConnection::connect(&admin).await {
+                        let _ = sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")))
+                            .execute(&mut conn)
+                            .await;
+                    }
+                });
+            })
+            .join();
+        }
+    }
+}
+
+/// Every row of a table, each column cast to text, in the given order: a backend-neutral
+/// snapshot for comparing read models.
+pub async fn snapshot(db: &Database, sql: &'static str) -> Vec<Vec<Option<String>>> {
+    use sqlx::Row;
+    match db {
+        Database::Postgres(s) => sqlx::query(sql)
+            .fetch_all(s.pool())
+            .await
+            .expect("snapshot query")
+            .iter()
+            .map(|r| (0..r.len()).map(|i| r.try_get::<Option<String>, _>(i).expect("text column")).collect())
+            .collect(),
+        Database::Sqlite(s) => sqlx::query(sql)
+            .fetch_all(s.pool())
+            .await
+            .expect("snapshot query")
+            .iter()
+            .map(|r| (0..r.len()).map(|i| r.try_get::<Option<String>, _>(i).expect("text column")).collect())
+            .collect(),
+    }
+}
+
+/// Runs one statement on the service's own pool (as the application role on PostgreSQL).
+pub async fn execute(db: &Database, sql: &'static str) -> Result<u64, sqlx::Error> {
+    match db {
+        Database::Postgres(s) => sqlx::query(sql).execute(s.pool()).await.map(|r| r.rows_affected()),
+        Database::Sqlite(s) => sqlx::query(sql).execute(s.pool()).await.map(|r| r.rows_affected()),
+    }
+}
+
+/// The real service, started on a fresh database.
+pub struct TestApp {
+    /// `http://127.0.0.1:PORT`.
+    pub base: String,
+    /// HTTP client.
+    pub client: reqwest::Client,
+    /// The running service.
+    pub service: Option<kuatia_api::compose::Service>,
+    /// Its database (dropped after the service).
+    pub db: TestDb,
+}
+
+impl TestApp {
+    /// Starts the service with the default test configuration.
+    pub async fn spawn() -> Self {
+        Self::spawn_with(|_| {}).await
+    }
+
+    /// Starts the service after adjusting its configuration.
+    pub async fn spawn_with(adjust: impl FnOnce(&mut Config)) -> Self {
+        let db = TestDb::new().await;
+        let mut config = db.config();
+        adjust(&mut config);
+        let service = kuatia_api::compose::start(config).await.expect("start the service");
+        Self {
+            base: format!("http://{}", service.addr),
+            client: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::limited(3))
+                .build()
+                .expect("client"),
+            service: Some(service),
+            db,
+        }
+    }
+
+    /// The running service.
+    pub fn service(&self) -> &kuatia_api::compose::Service {
+        self.service.as_ref().expect("running")
+    }
+
+    /// `GET path`.
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        self.client.get(format!("{}{path}", self.base)).send().await.expect("request")
+    }
+
+    /// `GET path` with a bearer token.
+    pub async fn get_with_bearer(&self, path: &str, token: &str) -> reqwest::Response {
+        self.client
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("request")
+    }
+
+    /// Stops the service gracefully.
+    pub async fn stop(mut self) {
+        if let Some(service) = self.service.take() {
+            service.stop().await.expect("clean stop");
+        }
+    }
+}

@@ -1,1 +1,10 @@
+//! kuatia's integration tests: one binary (link time on 2 cores), one module per area.
+//! Every test gets a fresh database; set `KUATIA_TEST_POSTGRES_URL` to run them on PostgreSQL.
 
+mod api;
+mod architecture;
+mod executor;
+mod jobs;
+mod ordering;
+mod projections;
+mod store;

@@ -1,0 +1,225 @@
+//! The job queue (outbox): exactly-once execution by many workers, leases, backoff, dead jobs,
+//! idempotency keys, and jobs written atomically with the events that cause them.
+
+use async_trait::async_trait;
+use kuatia_application::event_store::{ExpectedVersion, StoreError};
+use kuatia_application::jobs::{Backoff, Job, JobQueue, JobState, NewJob};
+use kuatia_application::worker::{JobFailure, JobHandler, WorkerConfig, WorkerPool};
+use kuatia_domain::tenancy::TenantId;
+use kuatia_tests::TestDb;
+use serde_json::json;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+use crate::store::{append, stream, tenant};
+
+fn job(key: &str) -> NewJob {
+    NewJob::new("test.echo", key, TenantId::SYSTEM, json!({"key": key}))
+}
+
+fn kinds() -> Vec<String> {
+    vec!["test.echo".to_owned()]
+}
+
+struct Counting {
+    runs: Arc<Mutex<HashMap<String, u32>>>,
+}
+
+#[async_trait]
+impl JobHandler for Counting {
+    fn kind(&self) -> &'static str {
+        "test.echo"
+    }
+    async fn run(&self, job: &Job) -> Result<(), JobFailure> {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        *self.runs.lock().expect("lock").entry(job.idempotency_key.clone()).or_default() += 1;
+        Ok(())
+    }
+}
+
+async fn wait_until_succeeded(queue: &Arc<dyn JobQueue>, expected: i64) {
+    for _ in 0..600 {
+        let counts = queue.counts().await.expect("counts");
+        let done: i64 = counts.iter().filter(|c| c.state == JobState::Succeeded).map(|c| c.count).sum();
+        if done == expected {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("jobs did not all succeed in time");
+}
+
+#[tokio::test]
+async fn many_workers_in_two_instances_run_each_job_exactly_once() {
+    let db = TestDb::new().await;
+    let one = db.open().await;
+    let two = db.open().await;
+    const JOBS: usize = 150;
+    for i in 0..JOBS {
+        assert!(one.jobs().enqueue(&job(&format!("job-{i}"))).await.expect("enqueue"));
+    }
+    let runs = Arc::new(Mutex::new(HashMap::new()));
+    let shutdown = CancellationToken::new();
+    let pools: Vec<_> = [&one, &two]
+        .iter()
+        .enumerate()
+        .map(|(n, database)| {
+            WorkerPool::new(
+                database.jobs(),
+                WorkerConfig {
+                    instance: format!("instance-{n}"),
+                    workers: 4,
+                    poll_interval: Duration::from_millis(20),
+                    ..WorkerConfig::default()
+                },
+            )
+            .with_handler(Arc::new(Counting { runs: runs.clone() }))
+            .spawn(shutdown.clone())
+        })
+        .collect();
+    wait_until_succeeded(&one.jobs(), JOBS as i64).await;
+    shutdown.cancel();
+    for pool in pools {
+        pool.await.expect("pool");
+    }
+    let runs = runs.lock().expect("lock");
+    assert_eq!(runs.len(), JOBS);
+    assert!(runs.values().all(|n| *n == 1), "some job ran twice: {runs:?}");
+}
+
+#[tokio::test]
+async fn a_job_whose_worker_dies_is_claimed_again_after_its_lease_expires() {
+    let db = TestDb::new().await;
+    let queue = db.open().await.jobs();
+    queue.enqueue(&job("orphan")).await.expect("enqueue");
+    let claimed = queue.claim("dying-worker", &kinds(), 1, Duration::from_millis(400)).await.expect("claim");
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].attempts, 1);
+    // The worker "dies": it never completes. Nobody else gets the job while the lease holds.
+    assert!(queue.claim("rescuer", &kinds(), 1, Duration::from_secs(30)).await.expect("claim").is_empty());
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let again = queue.claim("rescuer", &kinds(), 1, Duration::from_secs(30)).await.expect("claim");
+    assert_eq!(again.len(), 1);
+    assert_eq!((again[0].id, again[0].attempts), (claimed[0].id, 2));
+    // The dead worker's late answer is fenced off; the lease holder's is taken.
+    assert!(!queue.complete(claimed[0].id, "dying-worker").await.expect("complete"));
+    assert!(queue.complete(claimed[0].id, "rescuer").await.expect("complete"));
+    assert_eq!(queue.get(claimed[0].id).await.expect("get").expect("job").state, JobState::Succeeded);
+}
+
+#[tokio::test]
+async fn failed_attempts_back_off_and_the_last_one_makes_the_job_dead() {
+    let db = TestDb::new().await;
+    let queue = db.open().await.jobs();
+    let mut new = job("flaky");
+    new.max_attempts = 2;
+    queue.enqueue(&new).await.expect("enqueue");
+
+    let first = queue.claim("w", &kinds(), 1, Duration::from_secs(30)).await.expect("claim").remove(0);
+    let state = queue.fail(first.id, "w", "timeout", Some(Duration::from_secs(3600))).await.expect("fail");
+    assert_eq!(state, Some(JobState::Pending));
+    let stored = queue.get(first.id).await.expect("get").expect("job");
+    let delay = stored.next_attempt_at - chrono::Utc::now();
+    assert!(delay > chrono::Duration::minutes(59), "next attempt is an hour away: {delay}");
+    assert_eq!(stored.last_error.as_deref(), Some("timeout"));
+    assert!(queue.claim("w", &kinds(), 1, Duration::from_secs(30)).await.expect("claim").is_empty(), "not due yet");
+
+    let mut soon = job("flaky-soon");
+    soon.max_attempts = 2;
+    queue.enqueue(&soon).await.expect("enqueue");
+    let a = queue.claim("w", &kinds(), 1, Duration::from_secs(30)).await.expect("claim").remove(0);
+    queue.fail(a.id, "w", "503", Some(Duration::from_millis(50))).await.expect("fail");
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let b = queue.claim("w", &kinds(), 1, Duration::from_secs(30)).await.expect("claim").remove(0);
+    assert_eq!((b.id, b.attempts), (a.id, 2));
+    let state = queue.fail(b.id, "w", "503 again", Some(Duration::from_millis(50))).await.expect("fail");
+    assert_eq!(state, Some(JobState::Dead), "no attempts left");
+
+    queue.enqueue(&job("hopeless")).await.expect("enqueue");
+    let c = queue.claim("w", &kinds(), 1, Duration::from_secs(30)).await.expect("claim").remove(0);
+    assert_eq!(queue.fail(c.id, "w", "bad input", None).await.expect("fail"), Some(JobState::Dead));
+}
+
+#[tokio::test]
+async fn a_job_key_inserted_twice_is_one_job() {
+    let db = TestDb::new().await;
+    let queue = db.open().await.jobs();
+    assert!(queue.enqueue(&job("same-key")).await.expect("first"));
+    assert!(!queue.enqueue(&job("same-key")).await.expect("second"));
+    let counts = queue.counts().await.expect("counts");
+    assert_eq!(counts.iter().map(|c| c.count).sum::<i64>(), 1);
+}
+
+#[tokio::test]
+async fn jobs_commit_with_their_events_or_not_at_all() {
+    let db = TestDb::new().await;
+    let database = db.open().await;
+    let (store, queue) = (database.store(), database.jobs());
+    let t = tenant();
+    let mut request = append(stream(t, "doc-1"), ExpectedVersion::NoStream, &["Queued"]);
+    request.jobs = vec![job("submit-doc-1"), job("submit-doc-1")];
+    store.append(request).await.expect("append with jobs");
+    assert!(queue.get_by_key("submit-doc-1").await.expect("get").is_some());
+
+    let mut conflicting = append(stream(t, "doc-1"), ExpectedVersion::NoStream, &["Queued"]);
+    conflicting.jobs = vec![job("submit-doc-1-again")];
+    assert!(matches!(store.append(conflicting).await, Err(StoreError::VersionConflict { .. })));
+    assert!(
+        queue.get_by_key("submit-doc-1-again").await.expect("get").is_none(),
+        "a refused append leaves no job behind"
+    );
+}
+
+struct Sleepy;
+
+#[async_trait]
+impl JobHandler for Sleepy {
+    fn kind(&self) -> &'static str {
+        "test.echo"
+    }
+    fn backoff(&self) -> Backoff {
+        Backoff::default()
+    }
+    async fn run(&self, _job: &Job) -> Result<(), JobFailure> {
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn on_shutdown_a_worker_gives_back_the_lease_of_a_job_it_could_not_finish() {
+    let db = TestDb::new().await;
+    let queue = db.open().await.jobs();
+    queue.enqueue(&job("long")).await.expect("enqueue");
+    let shutdown = CancellationToken::new();
+    let pool = WorkerPool::new(
+        queue.clone(),
+        WorkerConfig {
+            instance: "leaving".into(),
+            workers: 1,
+            poll_interval: Duration::from_millis(20),
+            shutdown_grace: Duration::from_millis(200),
+            ..WorkerConfig::default()
+        },
+    )
+    .with_handler(Arc::new(Sleepy))
+    .spawn(shutdown.clone());
+    let mut running = None;
+    for _ in 0..100 {
+        let j = queue.get_by_key("long").await.expect("get").expect("job");
+        if j.state == JobState::Running {
+            running = Some(j);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(running.expect("the job started").lease_owner.as_deref(), Some("leaving-0"));
+    shutdown.cancel();
+    tokio::time::timeout(Duration::from_secs(5), pool).await.expect("stops within the grace").expect("pool");
+    let released = queue.get_by_key("long").await.expect("get").expect("job");
+    assert_eq!(released.state, JobState::Pending);
+    assert_eq!(released.lease_owner, None);
+    assert_eq!(released.attempts, 0, "an interrupted attempt is not counted against the job");
+}

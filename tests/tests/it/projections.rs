@@ -1,0 +1,266 @@
+//! Read models: inline projections are read-your-writes; catch-up subscriptions move their
+//! checkpoint with their rows; an incrementally built projection equals a rebuilt one; applying
+//! an event twice changes nothing; side-effect subscriptions are never rebuilt.
+
+use async_trait::async_trait;
+use kuatia_application::aggregate::{CommandExecutor, ExecuteError};
+use kuatia_application::event_store::{
+    BatchOutcome, EventMetadata, ExpectedVersion, ProjectionKind, RecordedEvent, SharedStore, StoreError,
+};
+use kuatia_application::projection::{Projection, SqlTx};
+use kuatia_domain::tenancy::TenantId;
+use kuatia_infrastructure::store::Database;
+use kuatia_projections::event_type_counts::EventTypeCounts;
+use kuatia_projections::runtime::{self, RebuildError, RuntimeConfig};
+use kuatia_projections::stream_index::StreamIndex;
+use kuatia_tests::ledger::{Ledger, LedgerCommand};
+use kuatia_tests::{TestDb, snapshot};
+use proptest::prelude::*;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+use crate::store::{append, stream, tenant};
+
+const STREAM_INDEX: &str = "SELECT CAST(stream_id AS TEXT), CAST(tenant_id AS TEXT), stream_type, \
+     CAST(version AS TEXT), last_event_type, CAST(last_position AS TEXT), \
+     CAST(first_recorded_at AS TEXT), CAST(last_recorded_at AS TEXT) FROM stream_index ORDER BY stream_id";
+const COUNTS: &str = "SELECT CAST(tenant_id AS TEXT), stream_type, event_type, CAST(events AS TEXT), \
+     CAST(last_position AS TEXT) FROM event_type_counts ORDER BY 1, 2, 3";
+
+fn no_progress(_: i64, _: i64) {}
+
+#[tokio::test]
+async fn an_inline_projection_is_updated_in_the_append_transaction() {
+    let db = TestDb::new().await;
+    let database = db.open().await;
+    let store = database.store();
+    let t = tenant();
+    let outcome = store
+        .append(append(stream(t, "s1"), ExpectedVersion::NoStream, &["Opened", "Deposited"]))
+        .await
+        .expect("append");
+    let rows = snapshot(&database, STREAM_INDEX).await;
+    assert_eq!(rows.len(), 1, "visible as soon as append returns");
+    assert_eq!(rows[0][3].as_deref(), Some("2"));
+    assert_eq!(rows[0][4].as_deref(), Some("Deposited"));
+    assert_eq!(rows[0][5], Some(outcome.positions[1].to_string()));
+}
+
+#[tokio::test]
+async fn a_catch_up_subscription_applies_batches_and_moves_its_checkpoint_with_them() {
+    let db = TestDb::new().await;
+    let database = db.open().await;
+    let store = database.store();
+    let t = tenant();
+    for i in 0..5 {
+        store
+            .append(append(stream(t, "s1"), ExpectedVersion::from_current(i), &["Deposited"]))
+            .await
+            .expect("append");
+    }
+    store.register_projection(&EventTypeCounts).await.expect("register");
+    assert_eq!(
+        store.run_batch(&EventTypeCounts, 3).await.expect("batch"),
+        BatchOutcome::Applied { count: 3, position: 3 }
+    );
+    assert_eq!(snapshot(&database, COUNTS).await[0][3].as_deref(), Some("3"));
+    assert_eq!(
+        store.run_batch(&EventTypeCounts, 3).await.expect("batch"),
+        BatchOutcome::Applied { count: 2, position: 5 }
+    );
+    assert_eq!(store.run_batch(&EventTypeCounts, 3).await.expect("batch"), BatchOutcome::CaughtUp);
+    let status = store.subscription_statuses().await.expect("status");
+    let counts = status.iter().find(|s| s.name == EventTypeCounts::NAME).expect("listed");
+    assert_eq!((counts.position, counts.lag), (5, 0));
+}
+
+/// A catch-up projection that fails on one event type until told otherwise.
+struct Fragile {
+    broken: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait]
+impl Projection for Fragile {
+    fn name(&self) -> &'static str {
+        "test_fragile"
+    }
+    fn kind(&self) -> ProjectionKind {
+        ProjectionKind::CatchUp
+    }
+    fn tables(&self) -> &'static [&'static str] {
+        &[]
+    }
+    async fn apply(&self, _tx: &mut dyn SqlTx, event: &RecordedEvent) -> Result<(), StoreError> {
+        if self.broken.load(std::sync::atomic::Ordering::SeqCst) && event.event_type == "Poison" {
+            return Err(StoreError::Invalid("cannot digest Poison".into()));
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_failing_subscription_records_its_error_retries_and_never_skips_the_event() {
+    let db = TestDb::new().await;
+    let database = db.open().await;
+    let store = database.store();
+    let t = tenant();
+    store
+        .append(append(stream(t, "s1"), ExpectedVersion::NoStream, &["Fine", "Poison", "Fine"]))
+        .await
+        .expect("append");
+    let fragile = Arc::new(Fragile {
+        broken: std::sync::atomic::AtomicBool::new(true),
+    });
+    let shutdown = CancellationToken::new();
+    let config = RuntimeConfig {
+        poll_interval: Duration::from_millis(20),
+        batch_size: 10,
+    };
+    let handle = runtime::spawn(store.clone(), vec![fragile.clone()], config, shutdown.clone());
+    let mut failing = None;
+    for _ in 0..100 {
+        let statuses = store.subscription_statuses().await.expect("status");
+        if let Some(s) = statuses.iter().find(|s| s.name == "test_fragile" && s.last_error.is_some()) {
+            failing = Some(s.clone());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let failing = failing.expect("the error is recorded");
+    assert_eq!(failing.position, 0, "the failed batch was rolled back");
+    assert!(failing.last_error.as_deref().unwrap_or("").contains("Poison"));
+    fragile.broken.store(false, std::sync::atomic::Ordering::SeqCst);
+    let mut healed = false;
+    for _ in 0..300 {
+        let statuses = store.subscription_statuses().await.expect("status");
+        let s = statuses.iter().find(|s| s.name == "test_fragile").expect("listed");
+        if s.position == 3 && s.last_error.is_none() {
+            healed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    shutdown.cancel();
+    handle.await.expect("runtime");
+    assert!(healed, "after the fix the subscription catches up and clears its error");
+}
+
+struct Mailer;
+
+#[async_trait]
+impl Projection for Mailer {
+    fn name(&self) -> &'static str {
+        "test_mailer"
+    }
+    fn kind(&self) -> ProjectionKind {
+        ProjectionKind::SideEffect
+    }
+    fn tables(&self) -> &'static [&'static str] {
+        &[]
+    }
+    async fn apply(&self, _tx: &mut dyn SqlTx, _event: &RecordedEvent) -> Result<(), StoreError> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_side_effect_subscription_is_never_rebuilt() {
+    let db = TestDb::new().await;
+    let store = db.open().await.store();
+    store.register_projection(&Mailer).await.expect("register");
+    match runtime::rebuild(&store, &Mailer, &no_progress).await {
+        Err(RebuildError::SideEffects(name)) => assert_eq!(name, "test_mailer"),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert!(matches!(store.reset_projection(&Mailer).await, Err(StoreError::Invalid(_))));
+}
+
+/// Runs one command with retries on version conflicts, like a client would.
+async fn run(executor: &CommandExecutor<Ledger>, t: TenantId, id: &str, command: LedgerCommand) {
+    for _ in 0..50 {
+        match executor.execute(t, id, command.clone(), EventMetadata::default()).await {
+            Ok(_) | Err(ExecuteError::Rejected(_)) => return,
+            Err(ExecuteError::Conflict(_)) => tokio::task::yield_now().await,
+            Err(other) => panic!("{other:?}"),
+        }
+    }
+    panic!("too many conflicts");
+}
+
+fn command(kind: u8, amount: i64) -> LedgerCommand {
+    match kind {
+        0 => LedgerCommand::Open { owner: format!("owner-{amount}") },
+        1 => LedgerCommand::Deposit { amount },
+        2 => LedgerCommand::Withdraw { amount },
+        _ => LedgerCommand::Close,
+    }
+}
+
+async fn incremental_equals_rebuilt(ops: Vec<(usize, u8, i64)>, writers: usize) {
+    let db = TestDb::new().await;
+    let database: Database = db.open().await;
+    let store: SharedStore = database.store();
+    let tenants = [TenantId::from_uuid(uuid::Uuid::now_v7()), TenantId::from_uuid(uuid::Uuid::now_v7())];
+    // The subscription runs while the writers write: the incremental build.
+    let shutdown = CancellationToken::new();
+    let config = RuntimeConfig {
+        poll_interval: Duration::from_millis(5),
+        batch_size: 7,
+    };
+    let subscription = runtime::spawn(store.clone(), vec![Arc::new(EventTypeCounts)], config, shutdown.clone());
+    let executor = Arc::new(CommandExecutor::<Ledger>::new(store.clone(), ()));
+    let chunks: Vec<Vec<(usize, u8, i64)>> = (0..writers)
+        .map(|w| ops.iter().skip(w).step_by(writers).cloned().collect())
+        .collect();
+    let tasks: Vec<_> = chunks
+        .into_iter()
+        .map(|chunk| {
+            let executor = executor.clone();
+            tokio::spawn(async move {
+                for (s, kind, amount) in chunk {
+                    // Every stream is opened first so that most commands do something.
+                    let id = format!("acct-{s}");
+                    let t = tenants[s % 2];
+                    run(&executor, t, &id, command(0, amount)).await;
+                    run(&executor, t, &id, command(kind, amount)).await;
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("writer");
+    }
+    runtime::catch_up(&store, &EventTypeCounts, 7, &no_progress).await.expect("catch up");
+    shutdown.cancel();
+    subscription.await.expect("runtime");
+    let incremental = (snapshot(&database, STREAM_INDEX).await, snapshot(&database, COUNTS).await);
+    let head = store.head_position().await.expect("head");
+    let counted: i64 = incremental.1.iter().map(|r| r[3].as_deref().unwrap_or("0").parse::<i64>().unwrap_or(0)).sum();
+    assert_eq!(counted, head, "every event counted exactly once");
+
+    runtime::rebuild(&store, &StreamIndex, &no_progress).await.expect("rebuild inline");
+    runtime::rebuild(&store, &EventTypeCounts, &no_progress).await.expect("rebuild catch-up");
+    let rebuilt = (snapshot(&database, STREAM_INDEX).await, snapshot(&database, COUNTS).await);
+    assert_eq!(incremental, rebuilt, "incremental == rebuilt");
+
+    // Deliver every event a second time, on top of the existing rows.
+    kuatia_tests::execute(&database, "UPDATE subscriptions SET position = 0").await.expect("rewind");
+    runtime::catch_up(&store, &EventTypeCounts, 5, &no_progress).await.expect("redeliver");
+    while store.run_batch(&StreamIndex, 50).await.expect("redeliver inline") != BatchOutcome::CaughtUp {}
+    let twice = (snapshot(&database, STREAM_INDEX).await, snapshot(&database, COUNTS).await);
+    assert_eq!(incremental, twice, "applying every event twice changes nothing");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 8, failure_persistence: None, .. ProptestConfig::default() })]
+
+    #[test]
+    fn incrementally_built_projections_equal_rebuilt_ones_and_redelivery_changes_nothing(
+        ops in proptest::collection::vec((0usize..6, 0u8..4, 1i64..500), 1..40),
+        writers in 1usize..5,
+    ) {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+        rt.block_on(incremental_equals_rebuilt(ops, writers));
+    }
+}
