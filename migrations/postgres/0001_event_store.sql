@@ -12,8 +12,10 @@ CREATE TABLE events (
     stream_version  bigint      NOT NULL CHECK (stream_version >= 1),
     event_type      text        NOT NULL,
     schema_version  integer     NOT NULL CHECK (schema_version >= 1),
-    payload         jsonb       NOT NULL,
-    metadata        jsonb       NOT NULL,
+    -- json, not jsonb: the exact text that was hashed is kept (jsonb rewrites -0.0 as 0.0 and
+    -- refuses \u0000), so `kuatia events verify` recomputes the very same bytes.
+    payload         json        NOT NULL,
+    metadata        json        NOT NULL,
     -- clock_timestamp() read after the lock: non-decreasing along global_position.
     recorded_at     timestamptz NOT NULL,
     prev_hash       text,

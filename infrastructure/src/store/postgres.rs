@@ -366,7 +366,7 @@ impl Store for PgStore {
             let inserted = sqlx::query_scalar::<_, i64>(
                 "INSERT INTO events (global_position, event_id, tenant_id, stream_type, stream_id, stream_version, \
                    event_type, schema_version, payload, metadata, recorded_at, prev_hash, hash) \
-                 VALUES (nextval('events_global_position_seq'), $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+                 VALUES (nextval('events_global_position_seq'), $1, $2, $3, $4, $5, $6, $7, $8::json, $9::json, $10, $11, $12) \
                  RETURNING global_position",
             )
             .bind(event.event_id)
@@ -376,8 +376,9 @@ impl Store for PgStore {
             .bind(event.stream_version as i64)
             .bind(&event.event_type)
             .bind(event.schema_version as i32)
-            .bind(sqlx::types::Json(&event.payload))
-            .bind(sqlx::types::Json(&metadata))
+            // Bound as text and cast to json, so the server stores exactly these bytes.
+            .bind(event.payload.to_string())
+            .bind(&metadata)
             .bind(event.recorded_at)
             .bind(&event.prev_hash)
             .bind(&event.hash)

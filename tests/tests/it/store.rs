@@ -261,7 +261,7 @@ async fn payload_numbers_and_unicode_survive_storage_byte_for_byte_in_the_hash()
     let mut request = append(stream(t, "tricky"), ExpectedVersion::NoStream, &["Odd"]);
     request.events[0].payload = json!({
         "float": 0.30000000000000004, "big": 9007199254740993_i64, "neg": -0.0, "exp": 1e300,
-        "text": "guaraní ₲ \u{1F600} \"quoted\" \\ back", "nested": {"z": [1, {"b": 2, "a": 1}], "a": null}
+        "text": "guaraní ₲ \u{1F600} \"quoted\" \\ back \u{0} nul", "nested": {"z": [1, {"b": 2, "a": 1}], "a": null}
     });
     store.append(request).await.expect("append");
     let raw = store
