@@ -18,16 +18,26 @@ use tokio_util::sync::CancellationToken;
 
 use crate::state::AppState;
 
-/// Opens (and migrates) the configured database with the service's projections and upcasters.
+/// Opens (and migrates) the configured database with the service's projections and upcasters,
+/// and makes sure every projection has its checkpoint row, so that status, metrics and rebuilds
+/// see them all from the first moment.
 pub async fn open_database(config: &Config) -> anyhow::Result<Database> {
     let options = DatabaseOptions {
         url: config.database_url.expose().to_owned(),
         app_role: Some(config.db_role.clone()).filter(|r| !r.is_empty()),
         max_connections: config.db_max_connections,
     };
-    Database::connect(&options, registry::inline(), Arc::new(upcast::registered()))
+    let database = Database::connect(&options, registry::inline(), Arc::new(upcast::registered()))
         .await
-        .context("opening the database")
+        .context("opening the database")?;
+    for projection in registry::subscriptions() {
+        database
+            .store()
+            .register_projection(projection.as_ref())
+            .await
+            .with_context(|| format!("registering projection {}", projection.name()))?;
+    }
+    Ok(database)
 }
 
 /// A running service.
