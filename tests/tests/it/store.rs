@@ -343,3 +343,42 @@ async fn the_application_cannot_update_or_delete_events() {
     }
     assert_eq!(store.load_stream("s1").await.expect("load").len(), 1);
 }
+
+#[tokio::test]
+async fn a_rewritten_event_breaks_the_chain_at_that_event_on_either_backend() {
+    let db = TestDb::new().await;
+    let store = db.open().await.store();
+    let t = tenant();
+    store
+        .append(append(stream(t, "audited"), ExpectedVersion::NoStream, &["A", "B", "C"]))
+        .await
+        .expect("append");
+    // Someone with the owner's credentials switches the guard off and edits the second event.
+    if let Some(mut owner) = db.owner_pg().await {
+        for sql in [
+            "ALTER TABLE events DISABLE TRIGGER events_no_update_or_delete",
+            "UPDATE events SET payload = '{\"n\": 42}' WHERE stream_version = 2",
+        ] {
+            sqlx::query(sql).execute(&mut owner).await.expect(sql);
+        }
+    } else if let Some(mut owner) = db.owner_sqlite().await {
+        for sql in [
+            "DROP TRIGGER events_no_update",
+            "UPDATE events SET payload = '{\"n\": 42}' WHERE stream_version = 2",
+        ] {
+            sqlx::query(sql).execute(&mut owner).await.expect(sql);
+        }
+    }
+    let raw = store
+        .read_all_raw(&ReadFilter {
+            after: 0,
+            limit: 10,
+            ..ReadFilter::default()
+        })
+        .await
+        .expect("raw");
+    let mut verifier = ChainVerifier::default();
+    verifier.check(&raw[0]).expect("the first event is intact");
+    let broken = verifier.check(&raw[1]).expect_err("the edit is detected");
+    assert_eq!((broken.event_id, broken.stream_version), (raw[1].event_id, 2));
+}
