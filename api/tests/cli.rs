@@ -50,7 +50,9 @@ fn stdout(output: &Output) -> String {
 
 /// Writes a few events through the library, as the service would.
 async fn seed(url: &str, tenant: uuid::Uuid) {
-    use kuatia_application::event_store::{AppendRequest, EventMetadata, ExpectedVersion, NewEvent, StreamRef};
+    use kuatia_application::event_store::{
+        AppendRequest, EventMetadata, ExpectedVersion, NewEvent, StreamRef,
+    };
     use kuatia_domain::tenancy::TenantId;
     let options = kuatia_infrastructure::store::DatabaseOptions::new(url);
     let db = kuatia_infrastructure::store::Database::connect(
@@ -110,13 +112,22 @@ fn serve_starts_on_sqlite_and_stops_cleanly_on_sigterm() {
     assert!(scratch.dir.join("data").exists() || scratch.dir.join("kuatia.db").exists());
 
     let pid = child.id().to_string();
-    assert!(Command::new("kill").args(["-TERM", &pid]).status().expect("kill").success());
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill")
+            .success()
+    );
     let started = Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait().expect("wait") {
             break status;
         }
-        assert!(started.elapsed() < Duration::from_secs(15), "kuatia did not stop after SIGTERM");
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "kuatia did not stop after SIGTERM"
+        );
         std::thread::sleep(Duration::from_millis(50));
     };
     assert!(status.success(), "clean exit after SIGTERM: {status:?}");
@@ -130,22 +141,36 @@ fn migrate_then_projection_status_and_rebuild() {
     let migrate = scratch.run(&["migrate"]);
     assert!(migrate.status.success(), "{migrate:?}");
     let tenant = uuid::Uuid::now_v7();
-    tokio::runtime::Runtime::new().expect("rt").block_on(seed(&scratch.url(), tenant));
+    tokio::runtime::Runtime::new()
+        .expect("rt")
+        .block_on(seed(&scratch.url(), tenant));
 
     let status = scratch.run(&["projections", "status"]);
     assert!(status.status.success());
     let text = stdout(&status);
     assert!(text.contains("stream_index") && text.contains("inline"), "{text}");
-    let counts_line = text.lines().find(|l| l.starts_with("event_type_counts")).expect("listed");
-    assert!(counts_line.split_whitespace().any(|w| w == "5"), "lag 5 before any catch-up: {counts_line}");
+    let counts_line = text
+        .lines()
+        .find(|l| l.starts_with("event_type_counts"))
+        .expect("listed");
+    assert!(
+        counts_line.split_whitespace().any(|w| w == "5"),
+        "lag 5 before any catch-up: {counts_line}"
+    );
 
     let rebuild = scratch.run(&["projections", "rebuild", "--all"]);
     assert!(rebuild.status.success(), "{rebuild:?}");
     let text = stdout(&rebuild);
     assert!(text.contains("rebuilt stream_index: 5 events replayed"), "{text}");
-    assert!(text.contains("rebuilt event_type_counts: 5 events replayed"), "{text}");
+    assert!(
+        text.contains("rebuilt event_type_counts: 5 events replayed"),
+        "{text}"
+    );
     let after = stdout(&scratch.run(&["projections", "status"]));
-    let counts_line = after.lines().find(|l| l.starts_with("event_type_counts")).expect("listed");
+    let counts_line = after
+        .lines()
+        .find(|l| l.starts_with("event_type_counts"))
+        .expect("listed");
     let cols: Vec<&str> = counts_line.split_whitespace().collect();
     assert_eq!((cols[2], cols[3]), ("5", "0"), "{counts_line}");
 
@@ -168,25 +193,55 @@ fn export_writes_ndjson_and_verify_names_the_first_tampered_event() {
         .map(|l| serde_json::from_str(l).expect("NDJSON"))
         .collect();
     assert_eq!(lines.len(), 5);
-    assert!(lines.windows(2).all(|w| w[0]["global_position"].as_i64() < w[1]["global_position"].as_i64()));
-    assert!(lines.iter().all(|l| l["hash"].as_str().is_some_and(|h| h.len() == 64)));
-    let after = scratch.run(&["events", "export", "--tenant", &tenant.to_string(), "--after", "3"]);
+    assert!(
+        lines
+            .windows(2)
+            .all(|w| w[0]["global_position"].as_i64() < w[1]["global_position"].as_i64())
+    );
+    assert!(
+        lines
+            .iter()
+            .all(|l| l["hash"].as_str().is_some_and(|h| h.len() == 64))
+    );
+    let after = scratch.run(&[
+        "events",
+        "export",
+        "--tenant",
+        &tenant.to_string(),
+        "--after",
+        "3",
+    ]);
     assert_eq!(stdout(&after).lines().count(), 2);
     let other = scratch.run(&["events", "export", "--tenant", &uuid::Uuid::now_v7().to_string()]);
-    assert_eq!(stdout(&other).lines().count(), 0, "another tenant's export is empty");
+    assert_eq!(
+        stdout(&other).lines().count(),
+        0,
+        "another tenant's export is empty"
+    );
 
     let ok = scratch.run(&["events", "verify"]);
     assert!(ok.status.success(), "{ok:?}");
-    assert!(stdout(&ok).contains("ok: 5 events in 2 streams verified"), "{}", stdout(&ok));
+    assert!(
+        stdout(&ok).contains("ok: 5 events in 2 streams verified"),
+        "{}",
+        stdout(&ok)
+    );
 
     // An attacker with the database file removes the guard and rewrites history.
     let victim: String = rt.block_on(async {
-        let mut conn = sqlx::SqliteConnection::connect(&scratch.url()).await.expect("connect");
-        sqlx::query("DROP TRIGGER events_no_update").execute(&mut conn).await.expect("drop trigger");
-        sqlx::query("UPDATE events SET payload = '{\"v\":99}' WHERE stream_id = 'doc-1' AND stream_version = 2")
+        let mut conn = sqlx::SqliteConnection::connect(&scratch.url())
+            .await
+            .expect("connect");
+        sqlx::query("DROP TRIGGER events_no_update")
             .execute(&mut conn)
             .await
-            .expect("tamper");
+            .expect("drop trigger");
+        sqlx::query(
+            "UPDATE events SET payload = '{\"v\":99}' WHERE stream_id = 'doc-1' AND stream_version = 2",
+        )
+        .execute(&mut conn)
+        .await
+        .expect("tamper");
         sqlx::query_scalar("SELECT event_id FROM events WHERE stream_id = 'doc-1' AND stream_version = 2")
             .fetch_one(&mut conn)
             .await
@@ -202,7 +257,15 @@ fn export_writes_ndjson_and_verify_names_the_first_tampered_event() {
 #[test]
 fn a_bad_setting_is_a_clear_error_and_exit_code_2() {
     let scratch = Scratch::new();
-    let output = scratch.kuatia(&["migrate"]).env("KUATIA_WORKERS", "lots").output().expect("run");
+    let output = scratch
+        .kuatia(&["migrate"])
+        .env("KUATIA_WORKERS", "lots")
+        .output()
+        .expect("run");
     assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&output.stderr).to_lowercase().contains("workers"));
+    assert!(
+        String::from_utf8_lossy(&output.stderr)
+            .to_lowercase()
+            .contains("workers")
+    );
 }

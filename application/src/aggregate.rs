@@ -70,14 +70,14 @@ fn store_error<E: std::error::Error>(err: StoreError) -> AggregateError<E> {
 impl<A: Aggregate + 'static> AggregateStore<A> {
     async fn load_owned(&self, stream_id: &str) -> Result<Vec<RecordedEvent>, StoreError> {
         let events = self.store.load_stream(stream_id).await?;
-        if let Some(first) = events.first() {
-            if first.tenant_id != self.tenant || first.stream_type != A::TYPE {
-                // Someone else's stream looks like no stream at all: never reveal or touch it.
-                return Err(StoreError::Invalid(format!(
-                    "stream {stream_id} is not a {} of this tenant",
-                    A::TYPE
-                )));
-            }
+        if let Some(first) = events.first()
+            && (first.tenant_id != self.tenant || first.stream_type != A::TYPE)
+        {
+            // Someone else's stream looks like no stream at all: never reveal or touch it.
+            return Err(StoreError::Invalid(format!(
+                "stream {stream_id} is not a {} of this tenant",
+                A::TYPE
+            )));
         }
         Ok(events)
     }

@@ -92,6 +92,12 @@ impl UpcasterChain {
     }
 }
 
+/// The application's upcasters: every schema change of a stored event adds a step here.
+/// (None yet: every event type is at schema version 1.)
+pub fn registered() -> UpcasterChain {
+    UpcasterChain::new()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,10 +127,4 @@ mod tests {
         assert_eq!(v, 1);
         assert_eq!(body, json!({"k": 1}));
     }
-}
-
-/// The application's upcasters: every schema change of a stored event adds a step here.
-/// (None yet: every event type is at schema version 1.)
-pub fn registered() -> UpcasterChain {
-    UpcasterChain::new()
 }

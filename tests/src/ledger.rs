@@ -104,7 +104,12 @@ impl Aggregate for Ledger {
     type Error = LedgerError;
     type Services = ();
 
-    async fn handle(&mut self, command: LedgerCommand, _: &(), sink: &EventSink<Self>) -> Result<(), LedgerError> {
+    async fn handle(
+        &mut self,
+        command: LedgerCommand,
+        _: &(),
+        sink: &EventSink<Self>,
+    ) -> Result<(), LedgerError> {
         if self.closed {
             return Err(LedgerError::Closed);
         }

@@ -27,9 +27,13 @@ pub struct TestDb {
 }
 
 fn with_database(admin_url: &str, name: &str) -> String {
-    let (base, query) = admin_url.split_once('?').map_or((admin_url, None), |(b, q)| (b, Some(q)));
+    let (base, query) = admin_url
+        .split_once('?')
+        .map_or((admin_url, None), |(b, q)| (b, Some(q)));
     let scheme_end = base.find("://").map_or(0, |i| i + 3);
-    let path_start = base[scheme_end..].find('/').map_or(base.len(), |i| scheme_end + i);
+    let path_start = base[scheme_end..]
+        .find('/')
+        .map_or(base.len(), |i| scheme_end + i);
     let mut url = format!("{}/{}", &base[..path_start], name);
     if let Some(q) = query {
         url.push('?');
@@ -44,7 +48,9 @@ impl TestDb {
         match std::env::var(POSTGRES_ENV) {
             Ok(admin) if !admin.is_empty() => {
                 let name = format!("kuatia_test_{}", uuid::Uuid::now_v7().simple());
-                let mut conn = sqlx::PgConnection::connect(&admin).await.expect("connect to the PostgreSQL admin URL");
+                let mut conn = sqlx::PgConnection::connect(&admin)
+                    .await
+                    .expect("connect to the PostgreSQL admin URL");
                 sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
                     .execute(&mut conn)
                     .await
@@ -80,7 +86,8 @@ impl TestDb {
 
     /// Opens the store with the service's inline projections and the given upcasters.
     pub async fn open_with(&self, upcasters: Arc<UpcasterChain>) -> Database {
-        self.open_custom(kuatia_projections::registry::inline(), upcasters).await
+        self.open_custom(kuatia_projections::registry::inline(), upcasters)
+            .await
     }
 
     /// Opens the store with the given inline projections and upcasters.
@@ -93,20 +100,30 @@ impl TestDb {
             max_connections: 32,
             ..DatabaseOptions::new(self.url.clone())
         };
-        Database::connect(&options, inline, upcasters).await.expect("open the store")
+        Database::connect(&options, inline, upcasters)
+            .await
+            .expect("open the store")
     }
 
     /// A connection as the database owner (PostgreSQL superuser in CI; for SQLite, the file),
     /// for tests that play an attacker or inspect tables directly.
     pub async fn owner_pg(&self) -> Option<sqlx::PgConnection> {
         let (_, _) = self.postgres.as_ref()?;
-        Some(sqlx::PgConnection::connect(&self.url).await.expect("owner connection"))
+        Some(
+            sqlx::PgConnection::connect(&self.url)
+                .await
+                .expect("owner connection"),
+        )
     }
 
     /// A direct SQLite connection to the file.
     pub async fn owner_sqlite(&self) -> Option<sqlx::SqliteConnection> {
         self.dir.as_ref()?;
-        Some(sqlx::SqliteConnection::connect(&self.url).await.expect("sqlite connection"))
+        Some(
+            sqlx::SqliteConnection::connect(&self.url)
+                .await
+                .expect("sqlite connection"),
+        )
     }
 
     /// A service configuration on this database, listening on port 0.
@@ -135,9 +152,11 @@ impl Drop for TestDb {
                 };
                 rt.block_on(async move {
                     if let Ok(mut conn) = sqlx::PgConnection::connect(&admin).await {
-                        let _ = sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")))
-                            .execute(&mut conn)
-                            .await;
+                        let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
+                            "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+                        )))
+                        .execute(&mut conn)
+                        .await;
                     }
                 });
             })
@@ -156,14 +175,22 @@ pub async fn snapshot(db: &Database, sql: &'static str) -> Vec<Vec<Option<String
             .await
             .expect("snapshot query")
             .iter()
-            .map(|r| (0..r.len()).map(|i| r.try_get::<Option<String>, _>(i).expect("text column")).collect())
+            .map(|r| {
+                (0..r.len())
+                    .map(|i| r.try_get::<Option<String>, _>(i).expect("text column"))
+                    .collect()
+            })
             .collect(),
         Database::Sqlite(s) => sqlx::query(sql)
             .fetch_all(s.pool())
             .await
             .expect("snapshot query")
             .iter()
-            .map(|r| (0..r.len()).map(|i| r.try_get::<Option<String>, _>(i).expect("text column")).collect())
+            .map(|r| {
+                (0..r.len())
+                    .map(|i| r.try_get::<Option<String>, _>(i).expect("text column"))
+                    .collect()
+            })
             .collect(),
     }
 }
@@ -171,8 +198,14 @@ pub async fn snapshot(db: &Database, sql: &'static str) -> Vec<Vec<Option<String
 /// Runs one statement on the service's own pool (as the application role on PostgreSQL).
 pub async fn execute(db: &Database, sql: &'static str) -> Result<u64, sqlx::Error> {
     match db {
-        Database::Postgres(s) => sqlx::query(sql).execute(s.pool()).await.map(|r| r.rows_affected()),
-        Database::Sqlite(s) => sqlx::query(sql).execute(s.pool()).await.map(|r| r.rows_affected()),
+        Database::Postgres(s) => sqlx::query(sql)
+            .execute(s.pool())
+            .await
+            .map(|r| r.rows_affected()),
+        Database::Sqlite(s) => sqlx::query(sql)
+            .execute(s.pool())
+            .await
+            .map(|r| r.rows_affected()),
     }
 }
 
@@ -199,7 +232,9 @@ impl TestApp {
         let db = TestDb::new().await;
         let mut config = db.config();
         adjust(&mut config);
-        let service = kuatia_api::compose::start(config).await.expect("start the service");
+        let service = kuatia_api::compose::start(config)
+            .await
+            .expect("start the service");
         Self {
             base: format!("http://{}", service.addr),
             client: reqwest::Client::builder()
@@ -218,7 +253,11 @@ impl TestApp {
 
     /// `GET path`.
     pub async fn get(&self, path: &str) -> reqwest::Response {
-        self.client.get(format!("{}{path}", self.base)).send().await.expect("request")
+        self.client
+            .get(format!("{}{path}", self.base))
+            .send()
+            .await
+            .expect("request")
     }
 
     /// `GET path` with a bearer token.

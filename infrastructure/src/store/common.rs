@@ -49,17 +49,16 @@ pub(crate) fn validate(request: &AppendRequest) -> Result<(), StoreError> {
 /// Checks ownership and the expected version against the head; returns the current version.
 pub(crate) fn check_head(request: &AppendRequest, head: Option<&StreamHead>) -> Result<u64, StoreError> {
     let current = head.map_or(0, |h| h.version);
-    if let Some(head) = head {
-        if head.tenant_id != request.stream.tenant_id.as_uuid()
-            || head.stream_type != request.stream.stream_type
-        {
-            // Never append to another tenant's (or another type's) stream, whatever the caller
-            // expected: report it as if the stream were at an unexpected version.
-            return Err(StoreError::Invalid(format!(
-                "stream {} belongs to another tenant or stream type",
-                request.stream.stream_id
-            )));
-        }
+    if let Some(head) = head
+        && (head.tenant_id != request.stream.tenant_id.as_uuid()
+            || head.stream_type != request.stream.stream_type)
+    {
+        // Never append to another tenant's (or another type's) stream, whatever the caller
+        // expected.
+        return Err(StoreError::Invalid(format!(
+            "stream {} belongs to another tenant or stream type",
+            request.stream.stream_id
+        )));
     }
     if !request.expected.admits(current) {
         return Err(StoreError::VersionConflict {

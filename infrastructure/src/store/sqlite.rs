@@ -95,12 +95,10 @@ impl SqliteStore {
         if let Some(parent) = database_file(&options.url)
             .as_deref()
             .and_then(std::path::Path::parent)
+            && !parent.as_os_str().is_empty()
         {
-            if !parent.as_os_str().is_empty() {
-                std::fs::create_dir_all(parent).map_err(|e| {
-                    StoreError::Database(format!("creating {}: {e}", parent.display()).into())
-                })?;
-            }
+            std::fs::create_dir_all(parent)
+                .map_err(|e| StoreError::Database(format!("creating {}: {e}", parent.display()).into()))?;
         }
         let connect = SqliteConnectOptions::from_str(&options.url)
             .map_err(db_error)?

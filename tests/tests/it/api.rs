@@ -24,7 +24,10 @@ async fn health_answers_status_and_version() {
     let app = TestApp::spawn().await;
     let response = app.get("/health").await;
     assert_eq!(response.status(), 200);
-    assert_eq!(response.json::<Value>().await.expect("json"), json!({"status": "ok", "version": "0.1.0"}));
+    assert_eq!(
+        response.json::<Value>().await.expect("json"),
+        json!({"status": "ok", "version": "0.1.0"})
+    );
     app.stop().await;
 }
 
@@ -71,7 +74,12 @@ async fn metrics_are_disabled_without_a_token_and_guarded_with_one() {
     app.get("/health").await;
     let response = app.get_with_bearer("/metrics", "m3trics-token").await;
     assert_eq!(response.status(), 200);
-    assert!(response.headers()["content-type"].to_str().expect("ascii").starts_with("text/plain"));
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .expect("ascii")
+            .starts_with("text/plain")
+    );
     let text = response.text().await.expect("text");
     for needle in [
         "# TYPE http_requests_total counter",
@@ -108,7 +116,12 @@ fn promtool_accepts(text: &str) {
         }
         Err(err) => panic!("promtool is required in CI: {err}"),
     };
-    child.stdin.take().expect("stdin").write_all(text.as_bytes()).expect("write");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(text.as_bytes())
+        .expect("write");
     let output = child.wait_with_output().expect("promtool");
     assert!(
         output.status.success(),
@@ -127,7 +140,10 @@ async fn the_openapi_document_is_3_1_with_every_route_and_error_code() {
     for path in ["/health", "/ready", "/metrics"] {
         assert!(doc["paths"][path]["get"].is_object(), "{path} is documented");
     }
-    assert_eq!(doc["paths"]["/metrics"]["get"]["security"][0]["metrics_token"], json!([]));
+    assert_eq!(
+        doc["paths"]["/metrics"]["get"]["security"][0]["metrics_token"],
+        json!([])
+    );
     let codes: Vec<&str> = doc["components"]["schemas"]["ErrorCode"]["enum"]
         .as_array()
         .expect("ErrorCode enum")
@@ -135,11 +151,18 @@ async fn the_openapi_document_is_3_1_with_every_route_and_error_code() {
         .filter_map(Value::as_str)
         .collect();
     for (code, _, _) in kuatia_api::error::ERROR_TABLE {
-        assert!(codes.contains(&code.as_str()), "{} missing from the ErrorCode schema", code.as_str());
+        assert!(
+            codes.contains(&code.as_str()),
+            "{} missing from the ErrorCode schema",
+            code.as_str()
+        );
     }
     let required = &doc["components"]["schemas"]["ErrorBody"]["required"];
     for field in ["code", "message", "request_id"] {
-        assert!(required.as_array().expect("required").iter().any(|f| f == field), "{field}");
+        assert!(
+            required.as_array().expect("required").iter().any(|f| f == field),
+            "{field}"
+        );
     }
     app.stop().await;
 }
@@ -151,12 +174,23 @@ async fn the_api_reference_page_is_served_with_its_own_assets() {
     assert_eq!(page.status(), 200);
     let html = page.text().await.expect("html");
     assert!(html.contains("swagger-ui"), "{html}");
-    assert!(!html.contains("https://"), "the page must not load anything from the internet");
-    let config = app.get("/docs/swagger-initializer.js").await.text().await.expect("js");
+    assert!(
+        !html.contains("https://"),
+        "the page must not load anything from the internet"
+    );
+    let config = app
+        .get("/docs/swagger-initializer.js")
+        .await
+        .text()
+        .await
+        .expect("js");
     assert!(config.contains("/openapi.json"), "{config}");
     let bundle = app.get("/docs/swagger-ui-bundle.js").await;
     assert_eq!(bundle.status(), 200);
-    assert!(bundle.bytes().await.expect("bundle").len() > 100_000, "the vendored bundle is served");
+    assert!(
+        bundle.bytes().await.expect("bundle").len() > 100_000,
+        "the vendored bundle is served"
+    );
     app.stop().await;
 }
 
@@ -165,11 +199,19 @@ async fn unknown_paths_and_methods_get_the_error_body_with_the_request_id() {
     let app = TestApp::spawn().await;
     let response = app.get("/v1/nothing-here").await;
     assert_eq!(response.status(), 404);
-    let header = response.headers()["x-request-id"].to_str().expect("ascii").to_owned();
+    let header = response.headers()["x-request-id"]
+        .to_str()
+        .expect("ascii")
+        .to_owned();
     let id = assert_error_shape(&response.json().await.expect("json"), "not_found");
     assert_eq!(id, header);
 
-    let response = app.client.post(format!("{}/health", app.base)).send().await.expect("post");
+    let response = app
+        .client
+        .post(format!("{}/health", app.base))
+        .send()
+        .await
+        .expect("post");
     assert_eq!(response.status(), 405);
     assert!(response.headers().contains_key("allow"));
     assert_error_shape(&response.json().await.expect("json"), "not_found");
@@ -182,7 +224,10 @@ async fn unknown_paths_and_methods_get_the_error_body_with_the_request_id() {
         .await
         .expect("get");
     assert_eq!(response.headers()["x-request-id"], "caller-chosen-id-42");
-    assert_eq!(assert_error_shape(&response.json().await.expect("json"), "not_found"), "caller-chosen-id-42");
+    assert_eq!(
+        assert_error_shape(&response.json().await.expect("json"), "not_found"),
+        "caller-chosen-id-42"
+    );
     app.stop().await;
 }
 
@@ -226,7 +271,13 @@ async fn malformed_json_wrong_content_type_and_oversized_bodies_get_our_error_bo
     assert_eq!(bad.status(), 400);
     let body: Value = bad.json().await.expect("json body, not axum's text");
     assert_error_shape(&body, "validation_error");
-    assert!(body["message"].as_str().expect("message").contains("malformed JSON"), "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .expect("message")
+            .contains("malformed JSON"),
+        "{body}"
+    );
 
     let wrong_type = send("{}", "text/plain").await.expect("send");
     assert_eq!(wrong_type.status(), 415);
@@ -261,14 +312,18 @@ async fn shutdown_lets_in_flight_requests_finish_and_stops_accepting() {
     let held = match &app.service().database {
         kuatia_infrastructure::store::Database::Postgres(s) => {
             let mut held = Vec::new();
-            while let Ok(Ok(conn)) = tokio::time::timeout(Duration::from_millis(200), s.pool().acquire()).await {
+            while let Ok(Ok(conn)) =
+                tokio::time::timeout(Duration::from_millis(200), s.pool().acquire()).await
+            {
                 held.push(conn);
             }
             (held, Vec::new())
         }
         kuatia_infrastructure::store::Database::Sqlite(s) => {
             let mut held = Vec::new();
-            while let Ok(Ok(conn)) = tokio::time::timeout(Duration::from_millis(200), s.pool().acquire()).await {
+            while let Ok(Ok(conn)) =
+                tokio::time::timeout(Duration::from_millis(200), s.pool().acquire()).await
+            {
                 held.push(conn);
             }
             (Vec::new(), held)
@@ -280,11 +335,17 @@ async fn shutdown_lets_in_flight_requests_finish_and_stops_accepting() {
         tokio::spawn(async move { client.get(url).send().await })
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(!in_flight.is_finished(), "the request is waiting for a database connection");
+    assert!(
+        !in_flight.is_finished(),
+        "the request is waiting for a database connection"
+    );
     app.service().begin_shutdown();
     tokio::time::sleep(Duration::from_millis(200)).await;
     drop(held);
-    let response = in_flight.await.expect("task").expect("the in-flight request completed");
+    let response = in_flight
+        .await
+        .expect("task")
+        .expect("the in-flight request completed");
     assert_eq!(response.status(), 200);
     let refused = reqwest::Client::new()
         .get(format!("{}/health", app.base))

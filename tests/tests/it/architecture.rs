@@ -15,11 +15,23 @@ fn metadata() -> Value {
     // Windows) that were never downloaded.
     let host = format!("{}-unknown-{}-gnu", std::env::consts::ARCH, std::env::consts::OS);
     let output = std::process::Command::new(cargo)
-        .args(["metadata", "--format-version", "1", "--offline", "--filter-platform", &host, "--manifest-path"])
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--offline",
+            "--filter-platform",
+            &host,
+            "--manifest-path",
+        ])
         .arg(workspace_root().join("Cargo.toml"))
         .output()
         .expect("run cargo metadata");
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     serde_json::from_slice(&output.stdout).expect("metadata JSON")
 }
 
@@ -38,7 +50,11 @@ fn graph(meta: &Value) -> HashMap<String, Vec<String>> {
             .as_array()
             .expect("deps")
             .iter()
-            .filter(|d| d["dep_kinds"].as_array().is_some_and(|k| k.iter().any(|k| k["kind"].is_null())))
+            .filter(|d| {
+                d["dep_kinds"]
+                    .as_array()
+                    .is_some_and(|k| k.iter().any(|k| k["kind"].is_null()))
+            })
             .map(|d| names[d["pkg"].as_str().unwrap_or("")].to_owned())
             .collect();
         edges.insert(from, deps);
@@ -71,7 +87,10 @@ fn domain_depends_on_no_database_web_framework_http_client_or_async_runtime() {
     // mutex; nothing else may bring an async runtime, and nothing at all may bring the rest.
     let without_cqrs = reachable(&edges, "kuatia-domain", &["cqrs-es"]);
     for name in forbidden {
-        assert!(!without_cqrs.contains(name), "domain reaches {name} other than through cqrs-es");
+        assert!(
+            !without_cqrs.contains(name),
+            "domain reaches {name} other than through cqrs-es"
+        );
     }
     let all = reachable(&edges, "kuatia-domain", &[]);
     for name in ["sqlx", "axum", "reqwest", "hyper"] {
@@ -83,14 +102,27 @@ fn domain_depends_on_no_database_web_framework_http_client_or_async_runtime() {
 fn dependencies_point_one_way() {
     let edges = graph(&metadata());
     let layers = |crate_name: &str| -> BTreeSet<String> {
-        edges[crate_name].iter().filter(|d| d.starts_with("kuatia-")).cloned().collect()
+        edges[crate_name]
+            .iter()
+            .filter(|d| d.starts_with("kuatia-"))
+            .cloned()
+            .collect()
     };
     let set = |names: &[&str]| names.iter().map(|s| (*s).to_owned()).collect::<BTreeSet<_>>();
     assert_eq!(layers("kuatia-domain"), set(&[]));
     assert_eq!(layers("kuatia-application"), set(&["kuatia-domain"]));
-    assert_eq!(layers("kuatia-projections"), set(&["kuatia-application", "kuatia-domain"]));
-    assert_eq!(layers("kuatia-infrastructure"), set(&["kuatia-application", "kuatia-domain"]));
-    assert!(!edges["kuatia-projections"].iter().any(|d| d == "sqlx"), "projections speak through SqlTx only");
+    assert_eq!(
+        layers("kuatia-projections"),
+        set(&["kuatia-application", "kuatia-domain"])
+    );
+    assert_eq!(
+        layers("kuatia-infrastructure"),
+        set(&["kuatia-application", "kuatia-domain"])
+    );
+    assert!(
+        !edges["kuatia-projections"].iter().any(|d| d == "sqlx"),
+        "projections speak through SqlTx only"
+    );
 }
 
 #[test]

@@ -24,7 +24,10 @@ fn opening_twice_is_harmless() {
 #[test]
 fn withdrawing_more_than_the_balance_is_refused() {
     Rules::with(())
-        .given(vec![E::Opened { owner: "ana".into() }, E::Deposited { amount: 100 }])
+        .given(vec![
+            E::Opened { owner: "ana".into() },
+            E::Deposited { amount: 100 },
+        ])
         .when(C::Withdraw { amount: 101 })
         .then_expect_error(LedgerError::Insufficient(100));
 }
@@ -59,15 +62,24 @@ async fn the_executor_commits_events_and_returns_their_positions() {
     assert_eq!(deposited.stream_version, 2);
     assert!(deposited.positions[0] > opened.positions[0]);
 
-    let again = executor.execute(t, "acct-1", C::Open { owner: "ana".into() }, meta.clone()).await.expect("noop");
+    let again = executor
+        .execute(t, "acct-1", C::Open { owner: "ana".into() }, meta.clone())
+        .await
+        .expect("noop");
     assert!(again.positions.is_empty(), "a repeated command commits nothing");
     assert_eq!(again.stream_version, 2);
 
-    match executor.execute(t, "acct-1", C::Withdraw { amount: 999 }, meta.clone()).await {
+    match executor
+        .execute(t, "acct-1", C::Withdraw { amount: 999 }, meta.clone())
+        .await
+    {
         Err(ExecuteError::Rejected(LedgerError::Insufficient(250))) => {}
         other => panic!("expected a domain refusal, got {other:?}"),
     }
-    match executor.execute(tenant(), "acct-1", C::Deposit { amount: 1 }, meta).await {
+    match executor
+        .execute(tenant(), "acct-1", C::Deposit { amount: 1 }, meta)
+        .await
+    {
         Err(ExecuteError::NotFound) => {}
         other => panic!("another tenant must not see the stream, got {other:?}"),
     }
@@ -82,12 +94,17 @@ async fn concurrent_commands_on_one_aggregate_conflict_instead_of_overwriting() 
     let store = db.open().await.store();
     let t = tenant();
     let executor = std::sync::Arc::new(CommandExecutor::<Ledger>::new(store.clone(), ()));
-    executor.execute(t, "acct", C::Open { owner: "x".into() }, EventMetadata::default()).await.expect("open");
+    executor
+        .execute(t, "acct", C::Open { owner: "x".into() }, EventMetadata::default())
+        .await
+        .expect("open");
     let tasks: Vec<_> = (0..8)
         .map(|_| {
             let executor = executor.clone();
             tokio::spawn(async move {
-                executor.execute(t, "acct", C::Deposit { amount: 10 }, EventMetadata::default()).await
+                executor
+                    .execute(t, "acct", C::Deposit { amount: 10 }, EventMetadata::default())
+                    .await
             })
         })
         .collect();
@@ -99,8 +116,15 @@ async fn concurrent_commands_on_one_aggregate_conflict_instead_of_overwriting() 
             Err(other) => panic!("{other:?}"),
         }
     }
-    let loaded = AggregateStore::<Ledger>::new(store, t).load("acct").await.expect("load");
-    assert_eq!(loaded.version(), 1 + ok, "every success is one event; no write was lost or doubled");
+    let loaded = AggregateStore::<Ledger>::new(store, t)
+        .load("acct")
+        .await
+        .expect("load");
+    assert_eq!(
+        loaded.version(),
+        1 + ok,
+        "every success is one event; no write was lost or doubled"
+    );
 }
 
 #[tokio::test]
@@ -113,19 +137,35 @@ async fn our_store_serves_cqrs_es_through_its_event_store_trait() {
     let mut metadata = HashMap::new();
     metadata.insert("actor".to_owned(), "user:bea".to_owned());
     let committed = aggregates
-        .commit(vec![E::Opened { owner: "bea".into() }, E::Deposited { amount: 7 }], context, metadata)
+        .commit(
+            vec![E::Opened { owner: "bea".into() }, E::Deposited { amount: 7 }],
+            context,
+            metadata,
+        )
         .await
         .expect("commit");
-    assert_eq!(committed.iter().map(|e| e.sequence).collect::<Vec<_>>(), vec![1, 2]);
+    assert_eq!(
+        committed.iter().map(|e| e.sequence).collect::<Vec<_>>(),
+        vec![1, 2]
+    );
     let envelopes = aggregates.load_events("acct-9").await.expect("events");
     assert_eq!(envelopes.len(), 2);
     assert_eq!(envelopes[1].payload, E::Deposited { amount: 7 });
-    assert_eq!(envelopes[0].metadata.get("actor").map(String::as_str), Some("user:bea"));
+    assert_eq!(
+        envelopes[0].metadata.get("actor").map(String::as_str),
+        Some("user:bea")
+    );
     // A context loaded before another commit is stale: committing it conflicts.
     let stale = aggregates.load_aggregate("acct-9").await.expect("load");
     let fresh = aggregates.load_aggregate("acct-9").await.expect("load");
-    aggregates.commit(vec![E::Deposited { amount: 1 }], fresh, HashMap::new()).await.expect("fresh commit");
-    match aggregates.commit(vec![E::Deposited { amount: 2 }], stale, HashMap::new()).await {
+    aggregates
+        .commit(vec![E::Deposited { amount: 1 }], fresh, HashMap::new())
+        .await
+        .expect("fresh commit");
+    match aggregates
+        .commit(vec![E::Deposited { amount: 2 }], stale, HashMap::new())
+        .await
+    {
         Err(cqrs_es::AggregateError::AggregateConflict) => {}
         other => panic!("a stale context must conflict, got {other:?}"),
     }

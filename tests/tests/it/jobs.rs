@@ -34,7 +34,12 @@ impl JobHandler for Counting {
     }
     async fn run(&self, job: &Job) -> Result<(), JobFailure> {
         tokio::time::sleep(Duration::from_millis(1)).await;
-        *self.runs.lock().expect("lock").entry(job.idempotency_key.clone()).or_default() += 1;
+        *self
+            .runs
+            .lock()
+            .expect("lock")
+            .entry(job.idempotency_key.clone())
+            .or_default() += 1;
         Ok(())
     }
 }
@@ -42,7 +47,11 @@ impl JobHandler for Counting {
 async fn wait_until_succeeded(queue: &Arc<dyn JobQueue>, expected: i64) {
     for _ in 0..600 {
         let counts = queue.counts().await.expect("counts");
-        let done: i64 = counts.iter().filter(|c| c.state == JobState::Succeeded).map(|c| c.count).sum();
+        let done: i64 = counts
+            .iter()
+            .filter(|c| c.state == JobState::Succeeded)
+            .map(|c| c.count)
+            .sum();
         if done == expected {
             return;
         }
@@ -58,7 +67,12 @@ async fn many_workers_in_two_instances_run_each_job_exactly_once() {
     let two = db.open().await;
     const JOBS: usize = 150;
     for i in 0..JOBS {
-        assert!(one.jobs().enqueue(&job(&format!("job-{i}"))).await.expect("enqueue"));
+        assert!(
+            one.jobs()
+                .enqueue(&job(&format!("job-{i}")))
+                .await
+                .expect("enqueue")
+        );
     }
     let runs = Arc::new(Mutex::new(HashMap::new()));
     let shutdown = CancellationToken::new();
@@ -94,19 +108,39 @@ async fn a_job_whose_worker_dies_is_claimed_again_after_its_lease_expires() {
     let db = TestDb::new().await;
     let queue = db.open().await.jobs();
     queue.enqueue(&job("orphan")).await.expect("enqueue");
-    let claimed = queue.claim("dying-worker", &kinds(), 1, Duration::from_millis(400)).await.expect("claim");
+    let claimed = queue
+        .claim("dying-worker", &kinds(), 1, Duration::from_millis(400))
+        .await
+        .expect("claim");
     assert_eq!(claimed.len(), 1);
     assert_eq!(claimed[0].attempts, 1);
     // The worker "dies": it never completes. Nobody else gets the job while the lease holds.
-    assert!(queue.claim("rescuer", &kinds(), 1, Duration::from_secs(30)).await.expect("claim").is_empty());
+    assert!(
+        queue
+            .claim("rescuer", &kinds(), 1, Duration::from_secs(30))
+            .await
+            .expect("claim")
+            .is_empty()
+    );
     tokio::time::sleep(Duration::from_millis(700)).await;
-    let again = queue.claim("rescuer", &kinds(), 1, Duration::from_secs(30)).await.expect("claim");
+    let again = queue
+        .claim("rescuer", &kinds(), 1, Duration::from_secs(30))
+        .await
+        .expect("claim");
     assert_eq!(again.len(), 1);
     assert_eq!((again[0].id, again[0].attempts), (claimed[0].id, 2));
     // The dead worker's late answer is fenced off; the lease holder's is taken.
-    assert!(!queue.complete(claimed[0].id, "dying-worker").await.expect("complete"));
+    assert!(
+        !queue
+            .complete(claimed[0].id, "dying-worker")
+            .await
+            .expect("complete")
+    );
     assert!(queue.complete(claimed[0].id, "rescuer").await.expect("complete"));
-    assert_eq!(queue.get(claimed[0].id).await.expect("get").expect("job").state, JobState::Succeeded);
+    assert_eq!(
+        queue.get(claimed[0].id).await.expect("get").expect("job").state,
+        JobState::Succeeded
+    );
 }
 
 #[tokio::test]
@@ -117,29 +151,67 @@ async fn failed_attempts_back_off_and_the_last_one_makes_the_job_dead() {
     new.max_attempts = 2;
     queue.enqueue(&new).await.expect("enqueue");
 
-    let first = queue.claim("w", &kinds(), 1, Duration::from_secs(30)).await.expect("claim").remove(0);
-    let state = queue.fail(first.id, "w", "timeout", Some(Duration::from_secs(3600))).await.expect("fail");
+    let first = queue
+        .claim("w", &kinds(), 1, Duration::from_secs(30))
+        .await
+        .expect("claim")
+        .remove(0);
+    let state = queue
+        .fail(first.id, "w", "timeout", Some(Duration::from_secs(3600)))
+        .await
+        .expect("fail");
     assert_eq!(state, Some(JobState::Pending));
     let stored = queue.get(first.id).await.expect("get").expect("job");
     let delay = stored.next_attempt_at - chrono::Utc::now();
-    assert!(delay > chrono::Duration::minutes(59), "next attempt is an hour away: {delay}");
+    assert!(
+        delay > chrono::Duration::minutes(59),
+        "next attempt is an hour away: {delay}"
+    );
     assert_eq!(stored.last_error.as_deref(), Some("timeout"));
-    assert!(queue.claim("w", &kinds(), 1, Duration::from_secs(30)).await.expect("claim").is_empty(), "not due yet");
+    assert!(
+        queue
+            .claim("w", &kinds(), 1, Duration::from_secs(30))
+            .await
+            .expect("claim")
+            .is_empty(),
+        "not due yet"
+    );
 
     let mut soon = job("flaky-soon");
     soon.max_attempts = 2;
     queue.enqueue(&soon).await.expect("enqueue");
-    let a = queue.claim("w", &kinds(), 1, Duration::from_secs(30)).await.expect("claim").remove(0);
-    queue.fail(a.id, "w", "503", Some(Duration::from_millis(50))).await.expect("fail");
+    let a = queue
+        .claim("w", &kinds(), 1, Duration::from_secs(30))
+        .await
+        .expect("claim")
+        .remove(0);
+    queue
+        .fail(a.id, "w", "503", Some(Duration::from_millis(50)))
+        .await
+        .expect("fail");
     tokio::time::sleep(Duration::from_millis(150)).await;
-    let b = queue.claim("w", &kinds(), 1, Duration::from_secs(30)).await.expect("claim").remove(0);
+    let b = queue
+        .claim("w", &kinds(), 1, Duration::from_secs(30))
+        .await
+        .expect("claim")
+        .remove(0);
     assert_eq!((b.id, b.attempts), (a.id, 2));
-    let state = queue.fail(b.id, "w", "503 again", Some(Duration::from_millis(50))).await.expect("fail");
+    let state = queue
+        .fail(b.id, "w", "503 again", Some(Duration::from_millis(50)))
+        .await
+        .expect("fail");
     assert_eq!(state, Some(JobState::Dead), "no attempts left");
 
     queue.enqueue(&job("hopeless")).await.expect("enqueue");
-    let c = queue.claim("w", &kinds(), 1, Duration::from_secs(30)).await.expect("claim").remove(0);
-    assert_eq!(queue.fail(c.id, "w", "bad input", None).await.expect("fail"), Some(JobState::Dead));
+    let c = queue
+        .claim("w", &kinds(), 1, Duration::from_secs(30))
+        .await
+        .expect("claim")
+        .remove(0);
+    assert_eq!(
+        queue.fail(c.id, "w", "bad input", None).await.expect("fail"),
+        Some(JobState::Dead)
+    );
 }
 
 #[tokio::test]
@@ -165,9 +237,16 @@ async fn jobs_commit_with_their_events_or_not_at_all() {
 
     let mut conflicting = append(stream(t, "doc-1"), ExpectedVersion::NoStream, &["Queued"]);
     conflicting.jobs = vec![job("submit-doc-1-again")];
-    assert!(matches!(store.append(conflicting).await, Err(StoreError::VersionConflict { .. })));
+    assert!(matches!(
+        store.append(conflicting).await,
+        Err(StoreError::VersionConflict { .. })
+    ));
     assert!(
-        queue.get_by_key("submit-doc-1-again").await.expect("get").is_none(),
+        queue
+            .get_by_key("submit-doc-1-again")
+            .await
+            .expect("get")
+            .is_none(),
         "a refused append leaves no job behind"
     );
 }
@@ -215,11 +294,20 @@ async fn on_shutdown_a_worker_gives_back_the_lease_of_a_job_it_could_not_finish(
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert_eq!(running.expect("the job started").lease_owner.as_deref(), Some("leaving-0"));
+    assert_eq!(
+        running.expect("the job started").lease_owner.as_deref(),
+        Some("leaving-0")
+    );
     shutdown.cancel();
-    tokio::time::timeout(Duration::from_secs(5), pool).await.expect("stops within the grace").expect("pool");
+    tokio::time::timeout(Duration::from_secs(5), pool)
+        .await
+        .expect("stops within the grace")
+        .expect("pool");
     let released = queue.get_by_key("long").await.expect("get").expect("job");
     assert_eq!(released.state, JobState::Pending);
     assert_eq!(released.lease_owner, None);
-    assert_eq!(released.attempts, 0, "an interrupted attempt is not counted against the job");
+    assert_eq!(
+        released.attempts, 0,
+        "an interrupted attempt is not counted against the job"
+    );
 }

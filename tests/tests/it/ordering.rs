@@ -41,7 +41,11 @@ impl Projection for Stall {
     async fn apply(&self, _tx: &mut dyn SqlTx, event: &RecordedEvent) -> Result<(), StoreError> {
         if event.stream_id.starts_with("slow") {
             self.entered.notify_one();
-            self.gate.acquire().await.map_err(|e| StoreError::Invalid(e.to_string()))?.forget();
+            self.gate
+                .acquire()
+                .await
+                .map_err(|e| StoreError::Invalid(e.to_string()))?
+                .forget();
         } else if self.jitter_ms > 0 {
             let ms = rand::rng().random_range(0..=self.jitter_ms);
             tokio::time::sleep(Duration::from_millis(ms)).await;
@@ -82,20 +86,28 @@ async fn control_a_plain_sequence_loses_the_late_commit_to_a_polling_reader() {
         .execute(&mut *tx_a)
         .await
         .expect("a draws 1");
-    sqlx::query("INSERT INTO race_demo (note) VALUES ('b')").execute(&mut b).await.expect("b commits 2");
-    let seen: Vec<i64> = sqlx::query_scalar("SELECT position FROM race_demo WHERE position > 0 ORDER BY position")
-        .fetch_all(&mut reader)
+    sqlx::query("INSERT INTO race_demo (note) VALUES ('b')")
+        .execute(&mut b)
         .await
-        .expect("read");
+        .expect("b commits 2");
+    let seen: Vec<i64> =
+        sqlx::query_scalar("SELECT position FROM race_demo WHERE position > 0 ORDER BY position")
+            .fetch_all(&mut reader)
+            .await
+            .expect("read");
     assert_eq!(seen, vec![2], "the reader sees 2 before 1 is committed");
     let checkpoint = 2;
     tx_a.commit().await.expect("a commits 1 late");
-    let after: Vec<i64> = sqlx::query_scalar("SELECT position FROM race_demo WHERE position > $1 ORDER BY position")
-        .bind(checkpoint)
-        .fetch_all(&mut reader)
-        .await
-        .expect("read");
-    assert!(after.is_empty(), "position 1 is lost to the reader: the race is real");
+    let after: Vec<i64> =
+        sqlx::query_scalar("SELECT position FROM race_demo WHERE position > $1 ORDER BY position")
+            .bind(checkpoint)
+            .fetch_all(&mut reader)
+            .await
+            .expect("read");
+    assert!(
+        after.is_empty(),
+        "position 1 is lost to the reader: the race is real"
+    );
 }
 
 #[tokio::test]
@@ -108,25 +120,42 @@ async fn a_subscriber_never_skips_an_append_that_commits_late() {
         gate: gate.clone(),
         jitter_ms: 0,
     });
-    let store = db.open_custom(vec![stall], Arc::new(UpcasterChain::new())).await.store();
+    let store = db
+        .open_custom(vec![stall], Arc::new(UpcasterChain::new()))
+        .await
+        .store();
     let t = tenant();
 
     // A draws its position and stalls before committing.
     let a = {
         let store = store.clone();
-        tokio::spawn(async move { store.append(append(stream(t, "slow-a"), ExpectedVersion::NoStream, &["A"])).await })
+        tokio::spawn(async move {
+            store
+                .append(append(stream(t, "slow-a"), ExpectedVersion::NoStream, &["A"]))
+                .await
+        })
     };
     entered.notified().await;
     // B starts after A and would, without the lock, draw the next position and commit first.
     let b = {
         let store = store.clone();
-        tokio::spawn(async move { store.append(append(stream(t, "fast-b"), ExpectedVersion::NoStream, &["B"])).await })
+        tokio::spawn(async move {
+            store
+                .append(append(stream(t, "fast-b"), ExpectedVersion::NoStream, &["B"]))
+                .await
+        })
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(!b.is_finished(), "B must wait for A: it may not commit a higher position first");
+    assert!(
+        !b.is_finished(),
+        "B must wait for A: it may not commit a higher position first"
+    );
     let mut checkpoint = 0;
     let seen_early = read_after(&store, checkpoint).await;
-    assert!(seen_early.is_empty(), "nothing is visible while A is open: {seen_early:?}");
+    assert!(
+        seen_early.is_empty(),
+        "nothing is visible while A is open: {seen_early:?}"
+    );
     checkpoint = seen_early.last().copied().unwrap_or(checkpoint);
 
     gate.add_permits(1);
@@ -144,7 +173,10 @@ async fn under_concurrent_appends_with_jittered_commits_a_polling_subscriber_see
         gate: Arc::new(Semaphore::new(0)),
         jitter_ms: 3,
     });
-    let store = db.open_custom(vec![stall], Arc::new(UpcasterChain::new())).await.store();
+    let store = db
+        .open_custom(vec![stall], Arc::new(UpcasterChain::new()))
+        .await
+        .store();
     let t = tenant();
     let writers: Vec<_> = (0..12)
         .map(|w| {
@@ -152,7 +184,11 @@ async fn under_concurrent_appends_with_jittered_commits_a_polling_subscriber_see
             tokio::spawn(async move {
                 for i in 0..15u64 {
                     store
-                        .append(append(stream(t, &format!("w{w}")), ExpectedVersion::from_current(i), &["E"]))
+                        .append(append(
+                            stream(t, &format!("w{w}")),
+                            ExpectedVersion::from_current(i),
+                            &["E"],
+                        ))
                         .await
                         .expect("append");
                 }
@@ -184,5 +220,8 @@ async fn under_concurrent_appends_with_jittered_commits_a_polling_subscriber_see
         .expect("the subscriber saw all 180 events")
         .expect("subscriber");
     let all = read_after(&store, 0).await;
-    assert_eq!(seen, all, "the subscriber saw every committed position, in order, exactly once");
+    assert_eq!(
+        seen, all,
+        "the subscriber saw every committed position, in order, exactly once"
+    );
 }

@@ -37,7 +37,11 @@ async fn an_inline_projection_is_updated_in_the_append_transaction() {
     let store = database.store();
     let t = tenant();
     let outcome = store
-        .append(append(stream(t, "s1"), ExpectedVersion::NoStream, &["Opened", "Deposited"]))
+        .append(append(
+            stream(t, "s1"),
+            ExpectedVersion::NoStream,
+            &["Opened", "Deposited"],
+        ))
         .await
         .expect("append");
     let rows = snapshot(&database, STREAM_INDEX).await;
@@ -55,23 +59,42 @@ async fn a_catch_up_subscription_applies_batches_and_moves_its_checkpoint_with_t
     let t = tenant();
     for i in 0..5 {
         store
-            .append(append(stream(t, "s1"), ExpectedVersion::from_current(i), &["Deposited"]))
+            .append(append(
+                stream(t, "s1"),
+                ExpectedVersion::from_current(i),
+                &["Deposited"],
+            ))
             .await
             .expect("append");
     }
-    store.register_projection(&EventTypeCounts).await.expect("register");
+    store
+        .register_projection(&EventTypeCounts)
+        .await
+        .expect("register");
     assert_eq!(
         store.run_batch(&EventTypeCounts, 3).await.expect("batch"),
-        BatchOutcome::Applied { count: 3, position: 3 }
+        BatchOutcome::Applied {
+            count: 3,
+            position: 3
+        }
     );
     assert_eq!(snapshot(&database, COUNTS).await[0][3].as_deref(), Some("3"));
     assert_eq!(
         store.run_batch(&EventTypeCounts, 3).await.expect("batch"),
-        BatchOutcome::Applied { count: 2, position: 5 }
+        BatchOutcome::Applied {
+            count: 2,
+            position: 5
+        }
     );
-    assert_eq!(store.run_batch(&EventTypeCounts, 3).await.expect("batch"), BatchOutcome::CaughtUp);
+    assert_eq!(
+        store.run_batch(&EventTypeCounts, 3).await.expect("batch"),
+        BatchOutcome::CaughtUp
+    );
     let status = store.subscription_statuses().await.expect("status");
-    let counts = status.iter().find(|s| s.name == EventTypeCounts::NAME).expect("listed");
+    let counts = status
+        .iter()
+        .find(|s| s.name == EventTypeCounts::NAME)
+        .expect("listed");
     assert_eq!((counts.position, counts.lag), (5, 0));
 }
 
@@ -106,7 +129,11 @@ async fn a_failing_subscription_records_its_error_retries_and_never_skips_the_ev
     let store = database.store();
     let t = tenant();
     store
-        .append(append(stream(t, "s1"), ExpectedVersion::NoStream, &["Fine", "Poison", "Fine"]))
+        .append(append(
+            stream(t, "s1"),
+            ExpectedVersion::NoStream,
+            &["Fine", "Poison", "Fine"],
+        ))
         .await
         .expect("append");
     let fragile = Arc::new(Fragile {
@@ -121,7 +148,10 @@ async fn a_failing_subscription_records_its_error_retries_and_never_skips_the_ev
     let mut failing = None;
     for _ in 0..100 {
         let statuses = store.subscription_statuses().await.expect("status");
-        if let Some(s) = statuses.iter().find(|s| s.name == "test_fragile" && s.last_error.is_some()) {
+        if let Some(s) = statuses
+            .iter()
+            .find(|s| s.name == "test_fragile" && s.last_error.is_some())
+        {
             failing = Some(s.clone());
             break;
         }
@@ -134,7 +164,10 @@ async fn a_failing_subscription_records_its_error_retries_and_never_skips_the_ev
     let mut healed = false;
     for _ in 0..300 {
         let statuses = store.subscription_statuses().await.expect("status");
-        let s = statuses.iter().find(|s| s.name == "test_fragile").expect("listed");
+        let s = statuses
+            .iter()
+            .find(|s| s.name == "test_fragile")
+            .expect("listed");
         if s.position == 3 && s.last_error.is_none() {
             healed = true;
             break;
@@ -143,7 +176,10 @@ async fn a_failing_subscription_records_its_error_retries_and_never_skips_the_ev
     }
     shutdown.cancel();
     handle.await.expect("runtime");
-    assert!(healed, "after the fix the subscription catches up and clears its error");
+    assert!(
+        healed,
+        "after the fix the subscription catches up and clears its error"
+    );
 }
 
 struct Mailer;
@@ -173,13 +209,19 @@ async fn a_side_effect_subscription_is_never_rebuilt() {
         Err(RebuildError::SideEffects(name)) => assert_eq!(name, "test_mailer"),
         other => panic!("expected a refusal, got {other:?}"),
     }
-    assert!(matches!(store.reset_projection(&Mailer).await, Err(StoreError::Invalid(_))));
+    assert!(matches!(
+        store.reset_projection(&Mailer).await,
+        Err(StoreError::Invalid(_))
+    ));
 }
 
 /// Runs one command with retries on version conflicts, like a client would.
 async fn run(executor: &CommandExecutor<Ledger>, t: TenantId, id: &str, command: LedgerCommand) {
     for _ in 0..50 {
-        match executor.execute(t, id, command.clone(), EventMetadata::default()).await {
+        match executor
+            .execute(t, id, command.clone(), EventMetadata::default())
+            .await
+        {
             Ok(_) | Err(ExecuteError::Rejected(_)) => return,
             Err(ExecuteError::Conflict(_)) => tokio::task::yield_now().await,
             Err(other) => panic!("{other:?}"),
@@ -190,7 +232,9 @@ async fn run(executor: &CommandExecutor<Ledger>, t: TenantId, id: &str, command:
 
 fn command(kind: u8, amount: i64) -> LedgerCommand {
     match kind {
-        0 => LedgerCommand::Open { owner: format!("owner-{amount}") },
+        0 => LedgerCommand::Open {
+            owner: format!("owner-{amount}"),
+        },
         1 => LedgerCommand::Deposit { amount },
         2 => LedgerCommand::Withdraw { amount },
         _ => LedgerCommand::Close,
@@ -201,14 +245,22 @@ async fn incremental_equals_rebuilt(ops: Vec<(usize, u8, i64)>, writers: usize) 
     let db = TestDb::new().await;
     let database: Database = db.open().await;
     let store: SharedStore = database.store();
-    let tenants = [TenantId::from_uuid(uuid::Uuid::now_v7()), TenantId::from_uuid(uuid::Uuid::now_v7())];
+    let tenants = [
+        TenantId::from_uuid(uuid::Uuid::now_v7()),
+        TenantId::from_uuid(uuid::Uuid::now_v7()),
+    ];
     // The subscription runs while the writers write: the incremental build.
     let shutdown = CancellationToken::new();
     let config = RuntimeConfig {
         poll_interval: Duration::from_millis(5),
         batch_size: 7,
     };
-    let subscription = runtime::spawn(store.clone(), vec![Arc::new(EventTypeCounts)], config, shutdown.clone());
+    let subscription = runtime::spawn(
+        store.clone(),
+        vec![Arc::new(EventTypeCounts)],
+        config,
+        shutdown.clone(),
+    );
     let executor = Arc::new(CommandExecutor::<Ledger>::new(store.clone(), ()));
     let chunks: Vec<Vec<(usize, u8, i64)>> = (0..writers)
         .map(|w| ops.iter().skip(w).step_by(writers).cloned().collect())
@@ -231,24 +283,47 @@ async fn incremental_equals_rebuilt(ops: Vec<(usize, u8, i64)>, writers: usize) 
     for task in tasks {
         task.await.expect("writer");
     }
-    runtime::catch_up(&store, &EventTypeCounts, 7, &no_progress).await.expect("catch up");
+    runtime::catch_up(&store, &EventTypeCounts, 7, &no_progress)
+        .await
+        .expect("catch up");
     shutdown.cancel();
     subscription.await.expect("runtime");
-    let incremental = (snapshot(&database, STREAM_INDEX).await, snapshot(&database, COUNTS).await);
+    let incremental = (
+        snapshot(&database, STREAM_INDEX).await,
+        snapshot(&database, COUNTS).await,
+    );
     let head = store.head_position().await.expect("head");
-    let counted: i64 = incremental.1.iter().map(|r| r[3].as_deref().unwrap_or("0").parse::<i64>().unwrap_or(0)).sum();
+    let counted: i64 = incremental
+        .1
+        .iter()
+        .map(|r| r[3].as_deref().unwrap_or("0").parse::<i64>().unwrap_or(0))
+        .sum();
     assert_eq!(counted, head, "every event counted exactly once");
 
-    runtime::rebuild(&store, &StreamIndex, &no_progress).await.expect("rebuild inline");
-    runtime::rebuild(&store, &EventTypeCounts, &no_progress).await.expect("rebuild catch-up");
-    let rebuilt = (snapshot(&database, STREAM_INDEX).await, snapshot(&database, COUNTS).await);
+    runtime::rebuild(&store, &StreamIndex, &no_progress)
+        .await
+        .expect("rebuild inline");
+    runtime::rebuild(&store, &EventTypeCounts, &no_progress)
+        .await
+        .expect("rebuild catch-up");
+    let rebuilt = (
+        snapshot(&database, STREAM_INDEX).await,
+        snapshot(&database, COUNTS).await,
+    );
     assert_eq!(incremental, rebuilt, "incremental == rebuilt");
 
     // Deliver every event a second time, on top of the existing rows.
-    kuatia_tests::execute(&database, "UPDATE subscriptions SET position = 0").await.expect("rewind");
-    runtime::catch_up(&store, &EventTypeCounts, 5, &no_progress).await.expect("redeliver");
+    kuatia_tests::execute(&database, "UPDATE subscriptions SET position = 0")
+        .await
+        .expect("rewind");
+    runtime::catch_up(&store, &EventTypeCounts, 5, &no_progress)
+        .await
+        .expect("redeliver");
     while store.run_batch(&StreamIndex, 50).await.expect("redeliver inline") != BatchOutcome::CaughtUp {}
-    let twice = (snapshot(&database, STREAM_INDEX).await, snapshot(&database, COUNTS).await);
+    let twice = (
+        snapshot(&database, STREAM_INDEX).await,
+        snapshot(&database, COUNTS).await,
+    );
     assert_eq!(incremental, twice, "applying every event twice changes nothing");
 }
 

@@ -48,7 +48,11 @@ async fn an_append_assigns_versions_positions_uuidv7_ids_and_database_timestamps
     let t = tenant();
     let before = chrono::Utc::now() - chrono::Duration::seconds(5);
     let outcome = store
-        .append(append(stream(t, "s1"), ExpectedVersion::NoStream, &["Opened", "Deposited"]))
+        .append(append(
+            stream(t, "s1"),
+            ExpectedVersion::NoStream,
+            &["Opened", "Deposited"],
+        ))
         .await
         .expect("append");
     assert_eq!(outcome.stream_version, 2);
@@ -80,7 +84,11 @@ async fn a_stale_expected_version_is_a_typed_conflict_and_writes_nothing() {
         .append(append(stream(t, "s1"), ExpectedVersion::NoStream, &["Opened"]))
         .await
         .expect("first");
-    for expected in [ExpectedVersion::NoStream, ExpectedVersion::Exact(2), ExpectedVersion::Exact(0)] {
+    for expected in [
+        ExpectedVersion::NoStream,
+        ExpectedVersion::Exact(2),
+        ExpectedVersion::Exact(0),
+    ] {
         let err = store
             .append(append(stream(t, "s1"), expected, &["Deposited"]))
             .await
@@ -104,7 +112,11 @@ async fn of_many_concurrent_writers_expecting_the_same_version_exactly_one_wins(
             let store = store.clone();
             tokio::spawn(async move {
                 store
-                    .append(append(stream(t, "contended"), ExpectedVersion::NoStream, &["Opened"]))
+                    .append(append(
+                        stream(t, "contended"),
+                        ExpectedVersion::NoStream,
+                        &["Opened"],
+                    ))
                     .await
             })
         })
@@ -129,9 +141,18 @@ async fn read_all_pages_through_every_stream_in_global_order_with_filters() {
     let (a, b) = (tenant(), tenant());
     for i in 0..5 {
         let expected = ExpectedVersion::from_current(i);
-        store.append(append(stream(a, "a1"), expected, &["Deposited"])).await.expect("a1");
-        store.append(append(stream(b, "b1"), expected, &["Deposited"])).await.expect("b1");
-        store.append(append(stream(a, "a2"), expected, &["Deposited"])).await.expect("a2");
+        store
+            .append(append(stream(a, "a1"), expected, &["Deposited"]))
+            .await
+            .expect("a1");
+        store
+            .append(append(stream(b, "b1"), expected, &["Deposited"]))
+            .await
+            .expect("b1");
+        store
+            .append(append(stream(a, "a2"), expected, &["Deposited"]))
+            .await
+            .expect("a2");
     }
     let all = store
         .read_all(&ReadFilter {
@@ -142,7 +163,10 @@ async fn read_all_pages_through_every_stream_in_global_order_with_filters() {
         .await
         .expect("read");
     assert_eq!(all.len(), 15);
-    assert!(all.windows(2).all(|w| w[0].global_position < w[1].global_position));
+    assert!(
+        all.windows(2)
+            .all(|w| w[0].global_position < w[1].global_position)
+    );
 
     let mut paged = Vec::new();
     let mut after = 0;
@@ -191,7 +215,10 @@ async fn a_stream_of_another_tenant_or_type_is_never_appended_to() {
     let db = TestDb::new().await;
     let store = db.open().await.store();
     let (a, b) = (tenant(), tenant());
-    store.append(append(stream(a, "s1"), ExpectedVersion::NoStream, &["Opened"])).await.expect("a");
+    store
+        .append(append(stream(a, "s1"), ExpectedVersion::NoStream, &["Opened"]))
+        .await
+        .expect("a");
     let err = store
         .append(append(stream(b, "s1"), ExpectedVersion::Any, &["Deposited"]))
         .await
@@ -215,7 +242,10 @@ async fn appends_that_can_never_succeed_are_refused_before_touching_the_database
     let empty = append(stream(t, "s1"), ExpectedVersion::Any, &[]);
     assert!(matches!(store.append(empty).await, Err(StoreError::Invalid(_))));
     let bad_name = append(stream(t, "s1"), ExpectedVersion::Any, &["not a type"]);
-    assert!(matches!(store.append(bad_name).await, Err(StoreError::Invalid(_))));
+    assert!(matches!(
+        store.append(bad_name).await,
+        Err(StoreError::Invalid(_))
+    ));
     let mut zero = append(stream(t, "s1"), ExpectedVersion::Any, &["Opened"]);
     zero.events[0].schema_version = 0;
     assert!(matches!(store.append(zero).await, Err(StoreError::Invalid(_))));
@@ -229,7 +259,11 @@ async fn every_stream_hash_chain_verifies_and_recomputes() {
     let t = tenant();
     for i in 0..4 {
         store
-            .append(append(stream(t, "x"), ExpectedVersion::from_current(i * 2), &["A", "B"]))
+            .append(append(
+                stream(t, "x"),
+                ExpectedVersion::from_current(i * 2),
+                &["A", "B"],
+            ))
             .await
             .expect("x");
         store
@@ -272,7 +306,11 @@ async fn payload_numbers_and_unicode_survive_storage_byte_for_byte_in_the_hash()
         })
         .await
         .expect("raw");
-    assert_eq!(recompute(&raw[0]), raw[0].hash, "the stored payload must hash as it did at append time");
+    assert_eq!(
+        recompute(&raw[0]),
+        raw[0].hash,
+        "the stored payload must hash as it did at append time"
+    );
 }
 
 #[tokio::test]
@@ -288,7 +326,10 @@ async fn upcasters_run_on_every_read_path_but_not_on_raw_reads() {
     let chain = UpcasterChain::new().with(FnUpcaster::new("Deposited", 1, |p| json!({"amount": p["monto"]})));
     let store = db.open_with(Arc::new(chain)).await.store();
     let loaded = store.load_stream("u1").await.expect("load");
-    assert_eq!((loaded[0].schema_version, loaded[0].payload.clone()), (2, json!({"amount": 100})));
+    assert_eq!(
+        (loaded[0].schema_version, loaded[0].payload.clone()),
+        (2, json!({"amount": 100}))
+    );
     let filter = ReadFilter {
         after: 0,
         limit: 10,
@@ -297,7 +338,10 @@ async fn upcasters_run_on_every_read_path_but_not_on_raw_reads() {
     let read = store.read_all(&filter).await.expect("read_all");
     assert_eq!(read[0].payload, json!({"amount": 100}));
     let raw = store.read_all_raw(&filter).await.expect("raw");
-    assert_eq!((raw[0].schema_version, raw[0].payload.clone()), (1, json!({"monto": 100})));
+    assert_eq!(
+        (raw[0].schema_version, raw[0].payload.clone()),
+        (1, json!({"monto": 100}))
+    );
     assert_eq!(recompute(&raw[0]), raw[0].hash);
 }
 
@@ -307,15 +351,18 @@ async fn the_application_cannot_update_or_delete_events() {
     let database = db.open().await;
     let store = database.store();
     store
-        .append(append(stream(tenant(), "s1"), ExpectedVersion::NoStream, &["Opened"]))
+        .append(append(
+            stream(tenant(), "s1"),
+            ExpectedVersion::NoStream,
+            &["Opened"],
+        ))
         .await
         .expect("append");
     // Through the service's own pool (the kuatia_app role on PostgreSQL).
-    for sql in [
-        "UPDATE events SET payload = payload",
-        "DELETE FROM events",
-    ] {
-        let err = kuatia_tests::execute(&database, sql).await.expect_err("must be refused");
+    for sql in ["UPDATE events SET payload = payload", "DELETE FROM events"] {
+        let err = kuatia_tests::execute(&database, sql)
+            .await
+            .expect_err("must be refused");
         let message = err.to_string();
         assert!(
             message.contains("permission denied") || message.contains("append-only"),
@@ -336,8 +383,15 @@ async fn the_application_cannot_update_or_delete_events() {
             assert!(!privileges.contains(&forbidden.to_owned()), "{privileges:?}");
         }
         // Even the owner is stopped by the trigger.
-        for sql in ["UPDATE events SET payload = payload", "DELETE FROM events", "TRUNCATE events"] {
-            let err = sqlx::query(sql).execute(&mut owner).await.expect_err("trigger refuses");
+        for sql in [
+            "UPDATE events SET payload = payload",
+            "DELETE FROM events",
+            "TRUNCATE events",
+        ] {
+            let err = sqlx::query(sql)
+                .execute(&mut owner)
+                .await
+                .expect_err("trigger refuses");
             assert!(err.to_string().contains("append-only"), "{sql}: {err}");
         }
     }
@@ -350,7 +404,11 @@ async fn a_rewritten_event_breaks_the_chain_at_that_event_on_either_backend() {
     let store = db.open().await.store();
     let t = tenant();
     store
-        .append(append(stream(t, "audited"), ExpectedVersion::NoStream, &["A", "B", "C"]))
+        .append(append(
+            stream(t, "audited"),
+            ExpectedVersion::NoStream,
+            &["A", "B", "C"],
+        ))
         .await
         .expect("append");
     // Someone with the owner's credentials switches the guard off and edits the second event.
