@@ -24,10 +24,17 @@ impl Scratch {
     }
 
     fn kuatia(&self, args: &[&str]) -> Command {
+        let mut cmd = self.kuatia_with_defaults(args);
+        cmd.env("DATABASE_URL", self.url());
+        cmd
+    }
+
+    /// Without DATABASE_URL: the embedded default, `./data/kuatia.db` under the working folder.
+    fn kuatia_with_defaults(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_kuatia"));
         cmd.args(args)
             .current_dir(&self.dir)
-            .env("DATABASE_URL", self.url())
+            .env_remove("DATABASE_URL")
             .env("KUATIA_LISTEN", "127.0.0.1:0")
             .env("RUST_LOG", "info");
         cmd
@@ -84,10 +91,10 @@ async fn seed(url: &str, tenant: uuid::Uuid) {
 }
 
 #[test]
-fn serve_starts_on_sqlite_and_stops_cleanly_on_sigterm() {
+fn serve_starts_on_sqlite_under_data_by_default_and_stops_cleanly_on_sigterm() {
     let scratch = Scratch::new();
     let mut child = scratch
-        .kuatia(&[])
+        .kuatia_with_defaults(&[])
         .stderr(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()
@@ -109,7 +116,26 @@ fn serve_starts_on_sqlite_and_stops_cleanly_on_sigterm() {
     let mut response = String::new();
     stream.read_to_string(&mut response).expect("read");
     assert!(response.contains("\"status\":\"ok\""), "{response}");
-    assert!(scratch.dir.join("data").exists() || scratch.dir.join("kuatia.db").exists());
+    let response_id = response
+        .lines()
+        .find_map(|l| l.strip_prefix("x-request-id: "))
+        .expect("X-Request-Id header")
+        .trim()
+        .to_owned();
+    assert!(
+        scratch.dir.join("data/kuatia.db").exists(),
+        "the embedded database is under ./data"
+    );
+    // The request's log line carries the same request id.
+    let served = loop {
+        let line = lines.next().expect("a log line").expect("utf-8");
+        let entry: serde_json::Value = serde_json::from_str(&line).expect("JSON log lines");
+        if entry["message"] == "request served" {
+            break entry;
+        }
+    };
+    assert_eq!(served["span"]["request_id"], response_id.as_str(), "{served}");
+    assert_eq!(served["span"]["route"], "/health");
 
     let pid = child.id().to_string();
     assert!(

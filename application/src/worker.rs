@@ -148,7 +148,8 @@ impl WorkerPool {
         let Some(handler) = self.handlers.get(&job.kind).cloned() else {
             return;
         };
-        let heartbeat_every = self.config.lease / 3;
+        // interval() panics on zero; a lease shorter than 300 ms still heartbeats every 100 ms.
+        let heartbeat_every = (self.config.lease / 3).max(Duration::from_millis(100));
         let run = handler.run(&job);
         tokio::pin!(run);
         let mut heartbeat = tokio::time::interval(heartbeat_every);

@@ -43,7 +43,14 @@
 //!   create and drop databases (default `postgres://postgres@127.0.0.1:5432/postgres`).
 //!
 //! Output is one line per backend and scenario, e.g.
-//! `postgres  append     writers=64  batch=1   events=20000   elapsed=3.21s      6230 events/s`.
+//!
+//! ```text
+//! postgres  append     writers=64  batch=1   events=20000   elapsed= 17.88s      1119 events/s  p50=55.21ms p99=89.29ms
+//! postgres  read_all   page=1000            events=80128   elapsed=  0.75s    106562 events/s
+//! ```
+//!
+//! (p50/p99 are the latencies of single `append` calls; the read rows count every event in the
+//! store, warm-up included.)
 
 use anyhow::{Context, Result, bail};
 use kuatia_application::event_store::{

@@ -339,3 +339,72 @@ proptest! {
         rt.block_on(incremental_equals_rebuilt(ops, writers));
     }
 }
+
+#[tokio::test]
+async fn subscribers_are_woken_by_new_events_from_any_instance() {
+    let db = TestDb::new().await;
+    let here = db.open().await.store();
+    let there = db.open().await.store();
+    let t = tenant();
+    // On PostgreSQL the other instance's commit reaches us through NOTIFY; on SQLite (one
+    // process) through the in-process signal of the instance that appended.
+    let (watcher, writer) = if db.is_postgres() {
+        (&here, &there)
+    } else {
+        (&here, &here)
+    };
+    let mut hint = watcher.position_hint();
+    let before = *hint.borrow_and_update();
+    let outcome = writer
+        .append(append(
+            stream(t, "wake"),
+            ExpectedVersion::NoStream,
+            &["Happened"],
+        ))
+        .await
+        .expect("append");
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while *hint.borrow_and_update() < outcome.positions[0] {
+            hint.changed().await.expect("hint channel open");
+        }
+    })
+    .await
+    .expect("the watcher is woken by the new event");
+    assert!(before < outcome.positions[0]);
+}
+
+#[tokio::test]
+async fn while_one_instance_holds_a_subscription_another_backs_off() {
+    let db = TestDb::new().await;
+    let Some(mut other_instance) = db.owner_pg().await else {
+        eprintln!("SQLite has one writer: batches of one subscription simply queue (see the ADR)");
+        return;
+    };
+    let store = db.open().await.store();
+    store
+        .append(append(
+            stream(tenant(), "s"),
+            ExpectedVersion::NoStream,
+            &["Happened"],
+        ))
+        .await
+        .expect("append");
+    store
+        .register_projection(&EventTypeCounts)
+        .await
+        .expect("register");
+    let mut tx = sqlx::Connection::begin(&mut other_instance).await.expect("begin");
+    sqlx::query("SELECT position FROM subscriptions WHERE name = 'event_type_counts' FOR UPDATE")
+        .execute(&mut *tx)
+        .await
+        .expect("lock the checkpoint row");
+    assert_eq!(
+        store.run_batch(&EventTypeCounts, 10).await.expect("batch"),
+        BatchOutcome::Busy
+    );
+    tx.rollback().await.expect("release");
+    assert!(matches!(
+        store.run_batch(&EventTypeCounts, 10).await.expect("batch"),
+        BatchOutcome::Applied { count: 1, .. }
+    ));
+}
