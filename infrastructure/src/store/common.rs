@@ -143,3 +143,54 @@ pub(crate) fn is_unique_violation(err: &sqlx::Error, constraint: &str) -> bool {
         _ => false,
     }
 }
+
+/// One request of a batch that passed its checks, with its events ready to insert.
+#[derive(Debug)]
+pub(crate) struct Planned {
+    /// Index of the request in the batch.
+    pub index: usize,
+    /// The stream's version before this request.
+    pub current: u64,
+    /// The stored form of its events (positions still 0).
+    pub events: Vec<RecordedEvent>,
+}
+
+/// Checks every request of a batch against the stream heads, in order, as if each were appended
+/// alone: a later request on the same stream sees the earlier one's events. `heads` holds the
+/// heads read under the append lock and is advanced as requests are accepted. A refused request
+/// gets its error; the others are planned.
+pub(crate) fn plan(
+    requests: &[AppendRequest],
+    heads: &mut std::collections::HashMap<String, StreamHead>,
+    now: DateTime<Utc>,
+) -> (Vec<Planned>, Vec<Option<StoreError>>) {
+    let mut planned = Vec::with_capacity(requests.len());
+    let mut refusals: Vec<Option<StoreError>> = Vec::with_capacity(requests.len());
+    for (index, request) in requests.iter().enumerate() {
+        let head = heads.get(&request.stream.stream_id);
+        match check_head(request, head) {
+            Ok(current) => {
+                let events = chain(request, head, current, now);
+                if let Some(last) = events.last() {
+                    heads.insert(
+                        request.stream.stream_id.clone(),
+                        StreamHead {
+                            version: last.stream_version,
+                            hash: last.hash.clone(),
+                            tenant_id: request.stream.tenant_id.as_uuid(),
+                            stream_type: request.stream.stream_type.clone(),
+                        },
+                    );
+                }
+                planned.push(Planned {
+                    index,
+                    current,
+                    events,
+                });
+                refusals.push(None);
+            }
+            Err(err) => refusals.push(Some(err)),
+        }
+    }
+    (planned, refusals)
+}

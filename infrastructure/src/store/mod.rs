@@ -5,6 +5,7 @@
 //! both. [`Database::connect`] picks the backend from the URL and applies the migrations.
 
 mod common;
+mod group;
 pub mod postgres;
 mod sql_value;
 pub mod sqlite;

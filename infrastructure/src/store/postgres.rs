@@ -19,13 +19,15 @@ use kuatia_application::upcast::UpcasterChain;
 use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgListener, PgPoolOptions, PgRow};
 use sqlx::{AssertSqlSafe, Executor, PgConnection, PgPool, Row};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
-use super::common::{StreamHead, chain, check_head, is_unique_violation, tenant, upcast, validate};
+use super::common::{Planned, StreamHead, is_unique_violation, plan, tenant, upcast, validate};
+use super::group::{self, BatchAppend, GroupCommit};
 use super::sql_value::PgSqlTx;
 use super::{DatabaseOptions, db_error, redact_url};
 
@@ -54,12 +56,21 @@ macro_rules! job_columns {
 
 /// The event store and job queue on PostgreSQL.
 pub struct PgStore {
+    inner: Arc<PgInner>,
+    group: GroupCommit,
+    listener: Option<JoinHandle<()>>,
+}
+
+/// What the store and its group-commit tasks share.
+struct PgInner {
     pool: PgPool,
     inline: Vec<Arc<dyn Projection>>,
     upcasters: Arc<UpcasterChain>,
     hint: watch::Sender<i64>,
-    listener: Option<JoinHandle<()>>,
 }
+
+/// Most events one grouped transaction carries.
+const MAX_GROUP_EVENTS: usize = 1000;
 
 fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
@@ -111,13 +122,16 @@ impl PgStore {
         let (hint, _) = watch::channel(head);
         let listener = Self::spawn_listener(&pool, hint.clone()).await?;
         let store = Self {
-            pool,
-            inline,
-            upcasters,
-            hint,
+            inner: Arc::new(PgInner {
+                pool,
+                inline,
+                upcasters,
+                hint,
+            }),
+            group: GroupCommit::new(MAX_GROUP_EVENTS),
             listener: Some(listener),
         };
-        for projection in store.inline.clone() {
+        for projection in store.inner.inline.clone() {
             store.register_projection(projection.as_ref()).await?;
         }
         Ok(store)
@@ -147,7 +161,7 @@ impl PgStore {
 
     /// The service pool (for read models and health checks).
     pub fn pool(&self) -> &PgPool {
-        &self.pool
+        &self.inner.pool
     }
 
     /// Stops the listener and closes the pool.
@@ -155,28 +169,7 @@ impl PgStore {
         if let Some(listener) = &self.listener {
             listener.abort();
         }
-        self.pool.close().await;
-    }
-
-    async fn apply_inline(
-        &self,
-        conn: &mut PgConnection,
-        events: &[RecordedEvent],
-    ) -> Result<(), StoreError> {
-        for projection in &self.inline {
-            for event in events {
-                let event = upcast(&self.upcasters, event.clone());
-                let mut tx = PgSqlTx { conn: &mut *conn };
-                projection
-                    .apply(&mut tx, &event)
-                    .await
-                    .map_err(|e| StoreError::Projection {
-                        name: projection.name().to_owned(),
-                        message: e.to_string(),
-                    })?;
-            }
-        }
-        Ok(())
+        self.inner.pool.close().await;
     }
 
     async fn read_raw_on(
@@ -222,6 +215,219 @@ impl PgStore {
         rows.iter().map(event_from_row).collect()
     }
 
+    async fn delete_tables(conn: &mut PgConnection, projection: &dyn Projection) -> Result<(), StoreError> {
+        for table in projection.tables() {
+            sqlx::query(AssertSqlSafe(format!("DELETE FROM {}", quote_ident(table))))
+                .execute(&mut *conn)
+                .await
+                .map_err(db_error)?;
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl BatchAppend for PgInner {
+    async fn append_batch(
+        &self,
+        requests: &[AppendRequest],
+    ) -> Result<Vec<Result<AppendOutcome, StoreError>>, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(db_error)?;
+        // The lock comes first: positions are drawn only while holding it.
+        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+            .bind(APPEND_LOCK)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        let now: DateTime<Utc> = sqlx::query_scalar("SELECT clock_timestamp()")
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        let mut stream_ids: Vec<String> = requests.iter().map(|r| r.stream.stream_id.clone()).collect();
+        stream_ids.sort();
+        stream_ids.dedup();
+        let head_rows = sqlx::query(
+            "SELECT DISTINCT ON (stream_id) stream_id, stream_version, hash, tenant_id, stream_type \
+             FROM events WHERE stream_id = ANY($1) ORDER BY stream_id, stream_version DESC",
+        )
+        .bind(&stream_ids)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        let mut heads = HashMap::with_capacity(head_rows.len());
+        for row in &head_rows {
+            heads.insert(
+                row.try_get::<String, _>("stream_id").map_err(db_error)?,
+                StreamHead {
+                    version: row.try_get::<i64, _>("stream_version").map_err(db_error)? as u64,
+                    hash: row.try_get("hash").map_err(db_error)?,
+                    tenant_id: row.try_get("tenant_id").map_err(db_error)?,
+                    stream_type: row.try_get("stream_type").map_err(db_error)?,
+                },
+            );
+        }
+        let (mut planned, refusals) = plan(requests, &mut heads, now);
+        let total: usize = planned.iter().map(|p| p.events.len()).sum();
+        if total > 0 {
+            let mut positions: Vec<i64> = sqlx::query_scalar(
+                "SELECT nextval('events_global_position_seq') FROM generate_series(1, $1)",
+            )
+            .bind(total as i64)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_error)?;
+            positions.sort_unstable();
+            let mut next = positions.into_iter();
+            for event in planned.iter_mut().flat_map(|p| p.events.iter_mut()) {
+                event.global_position = next
+                    .next()
+                    .ok_or_else(|| StoreError::Corrupt("too few positions".into()))?;
+            }
+            self.insert_events(&mut tx, requests, &planned).await?;
+            let events: Vec<RecordedEvent> = planned.iter().flat_map(|p| p.events.iter().cloned()).collect();
+            self.apply_inline(&mut tx, &events).await?;
+            for p in &planned {
+                for job in &requests[p.index].jobs {
+                    insert_job(&mut tx, job).await?;
+                }
+            }
+        }
+        tx.commit().await.map_err(db_error)?;
+        if let Some(last) = planned
+            .iter()
+            .flat_map(|p| p.events.last())
+            .map(|e| e.global_position)
+            .max()
+        {
+            raise(&self.hint, last);
+        }
+        let mut outcomes: Vec<Option<AppendOutcome>> = vec![None; requests.len()];
+        for p in planned {
+            outcomes[p.index] = Some(AppendOutcome {
+                stream_version: p.current + p.events.len() as u64,
+                positions: p.events.iter().map(|e| e.global_position).collect(),
+            });
+        }
+        Ok(refusals
+            .into_iter()
+            .zip(outcomes)
+            .map(|(refusal, outcome)| match (refusal, outcome) {
+                (Some(err), _) => Err(err),
+                (None, Some(outcome)) => Ok(outcome),
+                (None, None) => Err(StoreError::Corrupt("a planned append has no outcome".into())),
+            })
+            .collect())
+    }
+}
+
+impl PgInner {
+    /// Inserts every planned event in one statement.
+    async fn insert_events(
+        &self,
+        conn: &mut PgConnection,
+        requests: &[AppendRequest],
+        planned: &[Planned],
+    ) -> Result<(), StoreError> {
+        let events = planned.iter().flat_map(|p| p.events.iter());
+        let n = planned.iter().map(|p| p.events.len()).sum();
+        let mut positions = Vec::with_capacity(n);
+        let mut ids = Vec::with_capacity(n);
+        let mut tenants = Vec::with_capacity(n);
+        let mut types = Vec::with_capacity(n);
+        let mut streams = Vec::with_capacity(n);
+        let mut versions = Vec::with_capacity(n);
+        let mut names = Vec::with_capacity(n);
+        let mut schemas = Vec::with_capacity(n);
+        let mut payloads = Vec::with_capacity(n);
+        let mut metadata = Vec::with_capacity(n);
+        let mut prevs = Vec::with_capacity(n);
+        let mut hashes = Vec::with_capacity(n);
+        let mut recorded = Vec::with_capacity(n);
+        for p in planned {
+            let meta = serde_json::to_string(&requests[p.index].metadata)
+                .map_err(|e| StoreError::Invalid(e.to_string()))?;
+            for _ in &p.events {
+                metadata.push(meta.clone());
+            }
+        }
+        for e in events {
+            positions.push(e.global_position);
+            ids.push(e.event_id);
+            tenants.push(e.tenant_id.as_uuid());
+            types.push(e.stream_type.clone());
+            streams.push(e.stream_id.clone());
+            versions.push(e.stream_version as i64);
+            names.push(e.event_type.clone());
+            schemas.push(e.schema_version as i32);
+            // Sent as text and cast to json, so the server stores exactly the hashed bytes.
+            payloads.push(e.payload.to_string());
+            prevs.push(e.prev_hash.clone());
+            hashes.push(e.hash.clone());
+            recorded.push(e.recorded_at);
+        }
+        let inserted = sqlx::query(
+            "INSERT INTO events (global_position, event_id, tenant_id, stream_type, stream_id, stream_version, \
+               event_type, schema_version, payload, metadata, recorded_at, prev_hash, hash) \
+             SELECT t.position, t.id, t.tenant, t.stype, t.stream, t.version, t.name, t.schema, \
+               t.payload::json, t.metadata::json, t.recorded, t.prev, t.hash \
+             FROM UNNEST($1::bigint[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::bigint[], \
+               $7::text[], $8::int[], $9::text[], $10::text[], $11::timestamptz[], $12::text[], $13::text[]) \
+               AS t(position, id, tenant, stype, stream, version, name, schema, payload, metadata, recorded, prev, hash)",
+        )
+        .bind(&positions)
+        .bind(&ids)
+        .bind(&tenants)
+        .bind(&types)
+        .bind(&streams)
+        .bind(&versions)
+        .bind(&names)
+        .bind(&schemas)
+        .bind(&payloads)
+        .bind(&metadata)
+        .bind(&recorded)
+        .bind(&prevs)
+        .bind(&hashes)
+        .execute(conn)
+        .await;
+        match inserted {
+            Ok(_) => Ok(()),
+            // Only possible if something bypassed the append lock; the one-by-one retry then
+            // reports it on the request it belongs to.
+            Err(err) if is_unique_violation(&err, "events_stream_version_key") => {
+                Err(StoreError::VersionConflict {
+                    stream_id: requests[planned[0].index].stream.stream_id.clone(),
+                    expected: requests[planned[0].index].expected,
+                    actual: planned[0].current,
+                })
+            }
+            Err(err) if is_unique_violation(&err, "events_event_id_key") => {
+                Err(StoreError::Invalid("an event id is already stored".into()))
+            }
+            Err(err) => Err(db_error(err)),
+        }
+    }
+
+    async fn apply_inline(
+        &self,
+        conn: &mut PgConnection,
+        events: &[RecordedEvent],
+    ) -> Result<(), StoreError> {
+        for projection in &self.inline {
+            for event in events {
+                let event = upcast(&self.upcasters, event.clone());
+                let mut tx = PgSqlTx { conn: &mut *conn };
+                projection
+                    .apply(&mut tx, &event)
+                    .await
+                    .map_err(|e| StoreError::Projection {
+                        name: projection.name().to_owned(),
+                        message: e.to_string(),
+                    })?;
+            }
+        }
+        Ok(())
+    }
+
     async fn apply_batch(
         &self,
         conn: &mut PgConnection,
@@ -238,16 +444,6 @@ impl PgStore {
                     name: projection.name().to_owned(),
                     message: format!("at position {}: {e}", event.global_position),
                 })?;
-        }
-        Ok(())
-    }
-
-    async fn delete_tables(conn: &mut PgConnection, projection: &dyn Projection) -> Result<(), StoreError> {
-        for table in projection.tables() {
-            sqlx::query(AssertSqlSafe(format!("DELETE FROM {}", quote_ident(table))))
-                .execute(&mut *conn)
-                .await
-                .map_err(db_error)?;
         }
         Ok(())
     }
@@ -328,93 +524,13 @@ pub(crate) async fn insert_job(conn: &mut PgConnection, job: &NewJob) -> Result<
 impl Store for PgStore {
     async fn append(&self, request: AppendRequest) -> Result<AppendOutcome, StoreError> {
         validate(&request)?;
-        let mut tx = self.pool.begin().await.map_err(db_error)?;
-        // The lock comes first: the position is drawn only while holding it.
-        sqlx::query("SELECT pg_advisory_xact_lock($1)")
-            .bind(APPEND_LOCK)
-            .execute(&mut *tx)
+        let inner = self.inner.clone();
+        self.group
+            .submit(request, move |batch| {
+                let inner = inner.clone();
+                tokio::spawn(async move { group::commit(inner.as_ref(), batch).await })
+            })
             .await
-            .map_err(db_error)?;
-        let row = sqlx::query(
-            "SELECT clock_timestamp() AS now, h.stream_version, h.hash, h.tenant_id, h.stream_type \
-             FROM (SELECT 1) AS one LEFT JOIN LATERAL ( \
-               SELECT stream_version, hash, tenant_id, stream_type FROM events \
-               WHERE stream_id = $1 ORDER BY stream_version DESC LIMIT 1) AS h ON true",
-        )
-        .bind(&request.stream.stream_id)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(db_error)?;
-        let now: DateTime<Utc> = row.try_get("now").map_err(db_error)?;
-        let head = match row
-            .try_get::<Option<i64>, _>("stream_version")
-            .map_err(db_error)?
-        {
-            Some(version) => Some(StreamHead {
-                version: version as u64,
-                hash: row.try_get("hash").map_err(db_error)?,
-                tenant_id: row.try_get("tenant_id").map_err(db_error)?,
-                stream_type: row.try_get("stream_type").map_err(db_error)?,
-            }),
-            None => None,
-        };
-        let current = check_head(&request, head.as_ref())?;
-        let mut events = chain(&request, head.as_ref(), current, now);
-        let metadata =
-            serde_json::to_value(&request.metadata).map_err(|e| StoreError::Invalid(e.to_string()))?;
-        for event in &mut events {
-            let inserted = sqlx::query_scalar::<_, i64>(
-                "INSERT INTO events (global_position, event_id, tenant_id, stream_type, stream_id, stream_version, \
-                   event_type, schema_version, payload, metadata, recorded_at, prev_hash, hash) \
-                 VALUES (nextval('events_global_position_seq'), $1, $2, $3, $4, $5, $6, $7, $8::json, $9::json, $10, $11, $12) \
-                 RETURNING global_position",
-            )
-            .bind(event.event_id)
-            .bind(event.tenant_id.as_uuid())
-            .bind(&event.stream_type)
-            .bind(&event.stream_id)
-            .bind(event.stream_version as i64)
-            .bind(&event.event_type)
-            .bind(event.schema_version as i32)
-            // Bound as text and cast to json, so the server stores exactly these bytes.
-            .bind(event.payload.to_string())
-            .bind(&metadata)
-            .bind(event.recorded_at)
-            .bind(&event.prev_hash)
-            .bind(&event.hash)
-            .fetch_one(&mut *tx)
-            .await;
-            event.global_position = match inserted {
-                Ok(position) => position,
-                Err(err) if is_unique_violation(&err, "events_stream_version_key") => {
-                    return Err(StoreError::VersionConflict {
-                        stream_id: request.stream.stream_id.clone(),
-                        expected: request.expected,
-                        actual: current,
-                    });
-                }
-                Err(err) if is_unique_violation(&err, "events_event_id_key") => {
-                    return Err(StoreError::Invalid(format!(
-                        "event {} is already stored",
-                        event.event_id
-                    )));
-                }
-                Err(err) => return Err(db_error(err)),
-            };
-        }
-        self.apply_inline(&mut tx, &events).await?;
-        for job in &request.jobs {
-            insert_job(&mut tx, job).await?;
-        }
-        tx.commit().await.map_err(db_error)?;
-        let positions: Vec<i64> = events.iter().map(|e| e.global_position).collect();
-        if let Some(last) = positions.last() {
-            raise(&self.hint, *last);
-        }
-        Ok(AppendOutcome {
-            positions,
-            stream_version: current + events.len() as u64,
-        })
     }
 
     async fn load_stream(&self, stream_id: &str) -> Result<Vec<RecordedEvent>, StoreError> {
@@ -424,33 +540,36 @@ impl Store for PgStore {
             " FROM events WHERE stream_id = $1 ORDER BY stream_version"
         ))
         .bind(stream_id)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.inner.pool)
         .await
         .map_err(db_error)?;
         rows.iter()
-            .map(|row| event_from_row(row).map(|e| upcast(&self.upcasters, e)))
+            .map(|row| event_from_row(row).map(|e| upcast(&self.inner.upcasters, e)))
             .collect()
     }
 
     async fn read_all(&self, filter: &ReadFilter) -> Result<Vec<RecordedEvent>, StoreError> {
         let raw = self.read_all_raw(filter).await?;
-        Ok(raw.into_iter().map(|e| upcast(&self.upcasters, e)).collect())
+        Ok(raw
+            .into_iter()
+            .map(|e| upcast(&self.inner.upcasters, e))
+            .collect())
     }
 
     async fn read_all_raw(&self, filter: &ReadFilter) -> Result<Vec<RecordedEvent>, StoreError> {
-        let mut conn = self.pool.acquire().await.map_err(db_error)?;
+        let mut conn = self.inner.pool.acquire().await.map_err(db_error)?;
         Self::read_raw_on(&mut conn, filter).await
     }
 
     async fn head_position(&self) -> Result<i64, StoreError> {
         sqlx::query_scalar("SELECT COALESCE(max(global_position), 0) FROM events")
-            .fetch_one(&self.pool)
+            .fetch_one(&self.inner.pool)
             .await
             .map_err(db_error)
     }
 
     fn position_hint(&self) -> watch::Receiver<i64> {
-        self.hint.subscribe()
+        self.inner.hint.subscribe()
     }
 
     async fn register_projection(&self, projection: &dyn Projection) -> Result<(), StoreError> {
@@ -460,7 +579,7 @@ impl Store for PgStore {
         )
         .bind(projection.name())
         .bind(projection.kind().as_str())
-        .execute(&self.pool)
+        .execute(&self.inner.pool)
         .await
         .map_err(db_error)?;
         Ok(())
@@ -471,7 +590,7 @@ impl Store for PgStore {
         projection: &dyn Projection,
         max_events: usize,
     ) -> Result<BatchOutcome, StoreError> {
-        let mut tx = self.pool.begin().await.map_err(db_error)?;
+        let mut tx = self.inner.pool.begin().await.map_err(db_error)?;
         let checkpoint: Option<i64> =
             sqlx::query_scalar("SELECT position FROM subscriptions WHERE name = $1 FOR UPDATE SKIP LOCKED")
                 .bind(projection.name())
@@ -502,7 +621,7 @@ impl Store for PgStore {
             return Ok(BatchOutcome::CaughtUp);
         };
         let count = events.len();
-        self.apply_batch(&mut tx, projection, events).await?;
+        self.inner.apply_batch(&mut tx, projection, events).await?;
         sqlx::query(
             "UPDATE subscriptions SET position = $2, last_error = NULL, updated_at = clock_timestamp() WHERE name = $1",
         )
@@ -524,7 +643,7 @@ impl Store for PgStore {
         )
         .bind(name)
         .bind(error)
-        .execute(&self.pool)
+        .execute(&self.inner.pool)
         .await
         .map_err(db_error)?;
         Ok(())
@@ -537,7 +656,7 @@ impl Store for PgStore {
                 projection.name()
             )));
         }
-        let mut tx = self.pool.begin().await.map_err(db_error)?;
+        let mut tx = self.inner.pool.begin().await.map_err(db_error)?;
         // Waits for a running batch to finish, then keeps every instance out until the reset commits.
         let found: Option<i64> =
             sqlx::query_scalar("SELECT position FROM subscriptions WHERE name = $1 FOR UPDATE")
@@ -571,7 +690,7 @@ impl Store for PgStore {
                 projection.name()
             )));
         }
-        let mut tx = self.pool.begin().await.map_err(db_error)?;
+        let mut tx = self.inner.pool.begin().await.map_err(db_error)?;
         sqlx::query("SELECT pg_advisory_xact_lock($1)")
             .bind(APPEND_LOCK)
             .execute(&mut *tx)
@@ -595,7 +714,7 @@ impl Store for PgStore {
                 break;
             };
             applied += events.len() as u64;
-            self.apply_batch(&mut tx, projection, events).await?;
+            self.inner.apply_batch(&mut tx, projection, events).await?;
             position = last;
             progress(position, head);
         }
@@ -617,7 +736,7 @@ impl Store for PgStore {
         let rows = sqlx::query(
             "SELECT name, kind, position, last_error, updated_at FROM subscriptions ORDER BY name",
         )
-        .fetch_all(&self.pool)
+        .fetch_all(&self.inner.pool)
         .await
         .map_err(db_error)?;
         rows.iter()
@@ -644,7 +763,7 @@ impl Store for PgStore {
 
     async fn ping(&self) -> Result<(), StoreError> {
         sqlx::query("SELECT 1")
-            .execute(&self.pool)
+            .execute(&self.inner.pool)
             .await
             .map_err(db_error)?;
         Ok(())
@@ -654,7 +773,7 @@ impl Store for PgStore {
 #[async_trait]
 impl JobQueue for PgStore {
     async fn enqueue(&self, job: &NewJob) -> Result<bool, StoreError> {
-        let mut conn = self.pool.acquire().await.map_err(db_error)?;
+        let mut conn = self.inner.pool.acquire().await.map_err(db_error)?;
         insert_job(&mut conn, job).await
     }
 
@@ -671,7 +790,7 @@ impl JobQueue for PgStore {
                last_error = COALESCE(last_error || '; ', '') || 'lease expired during the last attempt' \
              WHERE state = 'running' AND lease_expires_at < clock_timestamp() AND attempts >= max_attempts",
         )
-        .execute(&self.pool)
+        .execute(&self.inner.pool)
         .await
         .map_err(db_error)?;
         let rows = sqlx::query(concat!(
@@ -692,7 +811,7 @@ impl JobQueue for PgStore {
         .bind(lease.as_secs_f64())
         .bind(kinds)
         .bind(limit.max(1) as i64)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.inner.pool)
         .await
         .map_err(db_error)?;
         rows.iter().map(job_from_row).collect()
@@ -705,7 +824,7 @@ impl JobQueue for PgStore {
         )
         .bind(job_id)
         .bind(worker)
-        .execute(&self.pool)
+        .execute(&self.inner.pool)
         .await
         .map_err(db_error)?;
         Ok(result.rows_affected() == 1)
@@ -731,7 +850,7 @@ impl JobQueue for PgStore {
         .bind(worker)
         .bind(retry_in.map(|d| d.as_secs_f64()))
         .bind(error)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.inner.pool)
         .await
         .map_err(db_error)?;
         Ok(state.as_deref().and_then(JobState::parse))
@@ -745,7 +864,7 @@ impl JobQueue for PgStore {
         .bind(job_id)
         .bind(worker)
         .bind(lease.as_secs_f64())
-        .execute(&self.pool)
+        .execute(&self.inner.pool)
         .await
         .map_err(db_error)?;
         Ok(result.rows_affected() == 1)
@@ -758,7 +877,7 @@ impl JobQueue for PgStore {
              WHERE lease_owner = $1 AND state = 'running'",
         )
         .bind(worker)
-        .execute(&self.pool)
+        .execute(&self.inner.pool)
         .await
         .map_err(db_error)?;
         Ok(result.rows_affected())
@@ -767,7 +886,7 @@ impl JobQueue for PgStore {
     async fn get(&self, job_id: Uuid) -> Result<Option<Job>, StoreError> {
         let row = sqlx::query(concat!("SELECT ", job_columns!(), " FROM jobs WHERE id = $1"))
             .bind(job_id)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&self.inner.pool)
             .await
             .map_err(db_error)?;
         row.as_ref().map(job_from_row).transpose()
@@ -780,7 +899,7 @@ impl JobQueue for PgStore {
             " FROM jobs WHERE idempotency_key = $1"
         ))
         .bind(key)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.inner.pool)
         .await
         .map_err(db_error)?;
         row.as_ref().map(job_from_row).transpose()
@@ -790,7 +909,7 @@ impl JobQueue for PgStore {
         let rows = sqlx::query(
             "SELECT kind, state, count(*) AS n FROM jobs GROUP BY kind, state ORDER BY kind, state",
         )
-        .fetch_all(&self.pool)
+        .fetch_all(&self.inner.pool)
         .await
         .map_err(db_error)?;
         rows.iter()

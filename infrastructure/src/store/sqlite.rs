@@ -22,13 +22,15 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
 };
 use sqlx::{AssertSqlSafe, Row, SqliteConnection, SqlitePool, Transaction};
+use std::collections::HashMap;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{Mutex, MutexGuard, watch};
 use uuid::Uuid;
 
-use super::common::{StreamHead, chain, check_head, is_unique_violation, tenant, upcast, validate};
+use super::common::{StreamHead, is_unique_violation, plan, tenant, upcast, validate};
+use super::group::{self, BatchAppend, GroupCommit};
 use super::sql_value::SqliteSqlTx;
 use super::{DatabaseOptions, db_error};
 
@@ -69,12 +71,21 @@ fn seconds(d: Duration) -> String {
 
 /// The event store and job queue on SQLite.
 pub struct SqliteStore {
+    inner: Arc<SqliteInner>,
+    group: GroupCommit,
+}
+
+/// What the store and its group-commit tasks share.
+struct SqliteInner {
     pool: SqlitePool,
     write: Mutex<()>,
     inline: Vec<Arc<dyn Projection>>,
     upcasters: Arc<UpcasterChain>,
     hint: watch::Sender<i64>,
 }
+
+/// Most events one grouped transaction carries.
+const MAX_GROUP_EVENTS: usize = 1000;
 
 /// The database file of a `sqlite:` URL, if it names one.
 pub fn database_file(url: &str) -> Option<std::path::PathBuf> {
@@ -122,13 +133,16 @@ impl SqliteStore {
             .map_err(db_error)?;
         let (hint, _) = watch::channel(head);
         let store = Self {
-            pool,
-            write: Mutex::new(()),
-            inline,
-            upcasters,
-            hint,
+            inner: Arc::new(SqliteInner {
+                pool,
+                write: Mutex::new(()),
+                inline,
+                upcasters,
+                hint,
+            }),
+            group: GroupCommit::new(MAX_GROUP_EVENTS),
         };
-        for projection in store.inline.clone() {
+        for projection in store.inner.inline.clone() {
             store.register_projection(projection.as_ref()).await?;
         }
         Ok(store)
@@ -136,41 +150,12 @@ impl SqliteStore {
 
     /// The pool (for read models and health checks).
     pub fn pool(&self) -> &SqlitePool {
-        &self.pool
+        &self.inner.pool
     }
 
     /// Closes the pool.
     pub async fn close(&self) {
-        self.pool.close().await;
-    }
-
-    /// Starts a write transaction: in-process queue first, then `BEGIN IMMEDIATE`.
-    async fn begin_write(
-        &self,
-    ) -> Result<(MutexGuard<'_, ()>, Transaction<'static, sqlx::Sqlite>), StoreError> {
-        let guard = self.write.lock().await;
-        let tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(db_error)?;
-        Ok((guard, tx))
-    }
-
-    async fn apply_events(
-        &self,
-        conn: &mut SqliteConnection,
-        projection: &dyn Projection,
-        events: &[RecordedEvent],
-    ) -> Result<(), StoreError> {
-        for event in events {
-            let event = upcast(&self.upcasters, event.clone());
-            let mut tx = SqliteSqlTx { conn: &mut *conn };
-            projection
-                .apply(&mut tx, &event)
-                .await
-                .map_err(|e| StoreError::Projection {
-                    name: projection.name().to_owned(),
-                    message: format!("at position {}: {e}", event.global_position),
-                })?;
-        }
-        Ok(())
+        self.inner.pool.close().await;
     }
 
     async fn read_raw_on(
@@ -295,6 +280,147 @@ pub(crate) async fn insert_job(conn: &mut SqliteConnection, job: &NewJob) -> Res
     Ok(result.rows_affected() == 1)
 }
 
+impl SqliteInner {
+    /// Starts a write transaction: in-process queue first, then `BEGIN IMMEDIATE`.
+    async fn begin_write(
+        &self,
+    ) -> Result<(MutexGuard<'_, ()>, Transaction<'static, sqlx::Sqlite>), StoreError> {
+        let guard = self.write.lock().await;
+        let tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(db_error)?;
+        Ok((guard, tx))
+    }
+
+    async fn apply_events(
+        &self,
+        conn: &mut SqliteConnection,
+        projection: &dyn Projection,
+        events: &[RecordedEvent],
+    ) -> Result<(), StoreError> {
+        for event in events {
+            let event = upcast(&self.upcasters, event.clone());
+            let mut tx = SqliteSqlTx { conn: &mut *conn };
+            projection
+                .apply(&mut tx, &event)
+                .await
+                .map_err(|e| StoreError::Projection {
+                    name: projection.name().to_owned(),
+                    message: format!("at position {}: {e}", event.global_position),
+                })?;
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl BatchAppend for SqliteInner {
+    async fn append_batch(
+        &self,
+        requests: &[AppendRequest],
+    ) -> Result<Vec<Result<AppendOutcome, StoreError>>, StoreError> {
+        let (_guard, mut tx) = self.begin_write().await?;
+        let now: String = sqlx::query_scalar(concat!("SELECT ", now!()))
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db_error)?;
+        let now = parse_time("now", &now)?;
+        let mut heads = HashMap::new();
+        for request in requests {
+            let stream_id = &request.stream.stream_id;
+            if heads.contains_key(stream_id) {
+                continue;
+            }
+            let row = sqlx::query(
+                "SELECT stream_version, hash, tenant_id, stream_type FROM events \
+                 WHERE stream_id = $1 ORDER BY stream_version DESC LIMIT 1",
+            )
+            .bind(stream_id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_error)?;
+            if let Some(row) = row {
+                heads.insert(
+                    stream_id.clone(),
+                    StreamHead {
+                        version: row.try_get::<i64, _>("stream_version").map_err(db_error)? as u64,
+                        hash: row.try_get("hash").map_err(db_error)?,
+                        tenant_id: parse_uuid(
+                            "tenant_id",
+                            &row.try_get::<String, _>("tenant_id").map_err(db_error)?,
+                        )?,
+                        stream_type: row.try_get("stream_type").map_err(db_error)?,
+                    },
+                );
+            }
+        }
+        let (mut planned, refusals) = plan(requests, &mut heads, now);
+        for p in &mut planned {
+            let metadata = serde_json::to_string(&requests[p.index].metadata)
+                .map_err(|e| StoreError::Invalid(e.to_string()))?;
+            for event in &mut p.events {
+                let inserted = sqlx::query_scalar::<_, i64>(
+                    "INSERT INTO events (event_id, tenant_id, stream_type, stream_id, stream_version, event_type, \
+                       schema_version, payload, metadata, recorded_at, prev_hash, hash) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING global_position",
+                )
+                .bind(event.event_id.to_string())
+                .bind(event.tenant_id.as_uuid().to_string())
+                .bind(&event.stream_type)
+                .bind(&event.stream_id)
+                .bind(event.stream_version as i64)
+                .bind(&event.event_type)
+                .bind(i64::from(event.schema_version))
+                .bind(event.payload.to_string())
+                .bind(&metadata)
+                .bind(format_timestamp(event.recorded_at))
+                .bind(&event.prev_hash)
+                .bind(&event.hash)
+                .fetch_one(&mut *tx)
+                .await;
+                event.global_position = match inserted {
+                    Ok(position) => position,
+                    Err(err) if is_unique_violation(&err, "events_stream_version_key") => {
+                        return Err(StoreError::VersionConflict {
+                            stream_id: event.stream_id.clone(),
+                            expected: requests[p.index].expected,
+                            actual: p.current,
+                        });
+                    }
+                    Err(err) => return Err(db_error(err)),
+                };
+            }
+        }
+        let events: Vec<RecordedEvent> = planned.iter().flat_map(|p| p.events.iter().cloned()).collect();
+        for projection in &self.inline {
+            self.apply_events(&mut tx, projection.as_ref(), &events).await?;
+        }
+        for p in &planned {
+            for job in &requests[p.index].jobs {
+                insert_job(&mut tx, job).await?;
+            }
+        }
+        tx.commit().await.map_err(db_error)?;
+        if let Some(last) = events.last() {
+            raise(&self.hint, last.global_position);
+        }
+        let mut outcomes: Vec<Option<AppendOutcome>> = vec![None; requests.len()];
+        for p in planned {
+            outcomes[p.index] = Some(AppendOutcome {
+                stream_version: p.current + p.events.len() as u64,
+                positions: p.events.iter().map(|e| e.global_position).collect(),
+            });
+        }
+        Ok(refusals
+            .into_iter()
+            .zip(outcomes)
+            .map(|(refusal, outcome)| match (refusal, outcome) {
+                (Some(err), _) => Err(err),
+                (None, Some(outcome)) => Ok(outcome),
+                (None, None) => Err(StoreError::Corrupt("a planned append has no outcome".into())),
+            })
+            .collect())
+    }
+}
+
 fn raise(hint: &watch::Sender<i64>, position: i64) {
     hint.send_if_modified(|current| {
         if position > *current {
@@ -310,83 +436,13 @@ fn raise(hint: &watch::Sender<i64>, position: i64) {
 impl Store for SqliteStore {
     async fn append(&self, request: AppendRequest) -> Result<AppendOutcome, StoreError> {
         validate(&request)?;
-        let (_guard, mut tx) = self.begin_write().await?;
-        let now: String = sqlx::query_scalar(concat!("SELECT ", now!()))
-            .fetch_one(&mut *tx)
+        let inner = self.inner.clone();
+        self.group
+            .submit(request, move |batch| {
+                let inner = inner.clone();
+                tokio::spawn(async move { group::commit(inner.as_ref(), batch).await })
+            })
             .await
-            .map_err(db_error)?;
-        let now = parse_time("now", &now)?;
-        let head_row = sqlx::query(
-            "SELECT stream_version, hash, tenant_id, stream_type FROM events \
-             WHERE stream_id = $1 ORDER BY stream_version DESC LIMIT 1",
-        )
-        .bind(&request.stream.stream_id)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_error)?;
-        let head = match head_row {
-            Some(row) => Some(StreamHead {
-                version: row.try_get::<i64, _>("stream_version").map_err(db_error)? as u64,
-                hash: row.try_get("hash").map_err(db_error)?,
-                tenant_id: parse_uuid(
-                    "tenant_id",
-                    &row.try_get::<String, _>("tenant_id").map_err(db_error)?,
-                )?,
-                stream_type: row.try_get("stream_type").map_err(db_error)?,
-            }),
-            None => None,
-        };
-        let current = check_head(&request, head.as_ref())?;
-        let mut events = chain(&request, head.as_ref(), current, now);
-        let metadata =
-            serde_json::to_string(&request.metadata).map_err(|e| StoreError::Invalid(e.to_string()))?;
-        for event in &mut events {
-            let inserted = sqlx::query_scalar::<_, i64>(
-                "INSERT INTO events (event_id, tenant_id, stream_type, stream_id, stream_version, event_type, \
-                   schema_version, payload, metadata, recorded_at, prev_hash, hash) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING global_position",
-            )
-            .bind(event.event_id.to_string())
-            .bind(event.tenant_id.as_uuid().to_string())
-            .bind(&event.stream_type)
-            .bind(&event.stream_id)
-            .bind(event.stream_version as i64)
-            .bind(&event.event_type)
-            .bind(i64::from(event.schema_version))
-            .bind(event.payload.to_string())
-            .bind(&metadata)
-            .bind(format_timestamp(event.recorded_at))
-            .bind(&event.prev_hash)
-            .bind(&event.hash)
-            .fetch_one(&mut *tx)
-            .await;
-            event.global_position = match inserted {
-                Ok(position) => position,
-                Err(err) if is_unique_violation(&err, "events_stream_version_key") => {
-                    return Err(StoreError::VersionConflict {
-                        stream_id: request.stream.stream_id.clone(),
-                        expected: request.expected,
-                        actual: current,
-                    });
-                }
-                Err(err) => return Err(db_error(err)),
-            };
-        }
-        for projection in &self.inline {
-            self.apply_events(&mut tx, projection.as_ref(), &events).await?;
-        }
-        for job in &request.jobs {
-            insert_job(&mut tx, job).await?;
-        }
-        tx.commit().await.map_err(db_error)?;
-        let positions: Vec<i64> = events.iter().map(|e| e.global_position).collect();
-        if let Some(last) = positions.last() {
-            raise(&self.hint, *last);
-        }
-        Ok(AppendOutcome {
-            positions,
-            stream_version: current + events.len() as u64,
-        })
     }
 
     async fn load_stream(&self, stream_id: &str) -> Result<Vec<RecordedEvent>, StoreError> {
@@ -396,37 +452,40 @@ impl Store for SqliteStore {
             " FROM events WHERE stream_id = $1 ORDER BY stream_version"
         ))
         .bind(stream_id)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.inner.pool)
         .await
         .map_err(db_error)?;
         rows.iter()
-            .map(|row| event_from_row(row).map(|e| upcast(&self.upcasters, e)))
+            .map(|row| event_from_row(row).map(|e| upcast(&self.inner.upcasters, e)))
             .collect()
     }
 
     async fn read_all(&self, filter: &ReadFilter) -> Result<Vec<RecordedEvent>, StoreError> {
         let raw = self.read_all_raw(filter).await?;
-        Ok(raw.into_iter().map(|e| upcast(&self.upcasters, e)).collect())
+        Ok(raw
+            .into_iter()
+            .map(|e| upcast(&self.inner.upcasters, e))
+            .collect())
     }
 
     async fn read_all_raw(&self, filter: &ReadFilter) -> Result<Vec<RecordedEvent>, StoreError> {
-        let mut conn = self.pool.acquire().await.map_err(db_error)?;
+        let mut conn = self.inner.pool.acquire().await.map_err(db_error)?;
         Self::read_raw_on(&mut conn, filter).await
     }
 
     async fn head_position(&self) -> Result<i64, StoreError> {
         sqlx::query_scalar("SELECT COALESCE(max(global_position), 0) FROM events")
-            .fetch_one(&self.pool)
+            .fetch_one(&self.inner.pool)
             .await
             .map_err(db_error)
     }
 
     fn position_hint(&self) -> watch::Receiver<i64> {
-        self.hint.subscribe()
+        self.inner.hint.subscribe()
     }
 
     async fn register_projection(&self, projection: &dyn Projection) -> Result<(), StoreError> {
-        let (_guard, mut tx) = self.begin_write().await?;
+        let (_guard, mut tx) = self.inner.begin_write().await?;
         sqlx::query(concat!(
             "INSERT INTO subscriptions (name, kind, updated_at) VALUES ($1, $2, ",
             now!(),
@@ -447,7 +506,7 @@ impl Store for SqliteStore {
     ) -> Result<BatchOutcome, StoreError> {
         // The write lock is the checkpoint lock: one batch at a time, and a batch in another
         // process waits for this one and then reads the moved checkpoint.
-        let (_guard, mut tx) = self.begin_write().await?;
+        let (_guard, mut tx) = self.inner.begin_write().await?;
         let checkpoint: Option<i64> =
             sqlx::query_scalar("SELECT position FROM subscriptions WHERE name = $1")
                 .bind(projection.name())
@@ -469,7 +528,7 @@ impl Store for SqliteStore {
         let Some(last) = events.last().map(|e| e.global_position) else {
             return Ok(BatchOutcome::CaughtUp);
         };
-        self.apply_events(&mut tx, projection, &events).await?;
+        self.inner.apply_events(&mut tx, projection, &events).await?;
         sqlx::query(concat!(
             "UPDATE subscriptions SET position = $2, last_error = NULL, updated_at = ",
             now!(),
@@ -488,7 +547,7 @@ impl Store for SqliteStore {
     }
 
     async fn record_projection_error(&self, name: &str, error: &str) -> Result<(), StoreError> {
-        let (_guard, mut tx) = self.begin_write().await?;
+        let (_guard, mut tx) = self.inner.begin_write().await?;
         sqlx::query(concat!(
             "UPDATE subscriptions SET last_error = $2, updated_at = ",
             now!(),
@@ -509,7 +568,7 @@ impl Store for SqliteStore {
                 projection.name()
             )));
         }
-        let (_guard, mut tx) = self.begin_write().await?;
+        let (_guard, mut tx) = self.inner.begin_write().await?;
         let updated = sqlx::query(concat!(
             "UPDATE subscriptions SET position = 0, last_error = NULL, updated_at = ",
             now!(),
@@ -540,7 +599,7 @@ impl Store for SqliteStore {
                 projection.name()
             )));
         }
-        let (_guard, mut tx) = self.begin_write().await?;
+        let (_guard, mut tx) = self.inner.begin_write().await?;
         Self::delete_tables(&mut tx, projection).await?;
         let head: i64 = sqlx::query_scalar("SELECT COALESCE(max(global_position), 0) FROM events")
             .fetch_one(&mut *tx)
@@ -559,7 +618,7 @@ impl Store for SqliteStore {
                 break;
             };
             applied += events.len() as u64;
-            self.apply_events(&mut tx, projection, &events).await?;
+            self.inner.apply_events(&mut tx, projection, &events).await?;
             position = last;
             progress(position, head);
         }
@@ -583,7 +642,7 @@ impl Store for SqliteStore {
         let rows = sqlx::query(
             "SELECT name, kind, position, last_error, updated_at FROM subscriptions ORDER BY name",
         )
-        .fetch_all(&self.pool)
+        .fetch_all(&self.inner.pool)
         .await
         .map_err(db_error)?;
         rows.iter()
@@ -609,7 +668,7 @@ impl Store for SqliteStore {
 
     async fn ping(&self) -> Result<(), StoreError> {
         sqlx::query("SELECT 1")
-            .execute(&self.pool)
+            .execute(&self.inner.pool)
             .await
             .map_err(db_error)?;
         Ok(())
@@ -619,7 +678,7 @@ impl Store for SqliteStore {
 #[async_trait]
 impl JobQueue for SqliteStore {
     async fn enqueue(&self, job: &NewJob) -> Result<bool, StoreError> {
-        let (_guard, mut tx) = self.begin_write().await?;
+        let (_guard, mut tx) = self.inner.begin_write().await?;
         let inserted = insert_job(&mut tx, job).await?;
         tx.commit().await.map_err(db_error)?;
         Ok(inserted)
@@ -633,7 +692,7 @@ impl JobQueue for SqliteStore {
         lease: Duration,
     ) -> Result<Vec<Job>, StoreError> {
         let kinds = serde_json::to_string(kinds).map_err(|e| StoreError::Invalid(e.to_string()))?;
-        let (_guard, mut tx) = self.begin_write().await?;
+        let (_guard, mut tx) = self.inner.begin_write().await?;
         sqlx::query(concat!(
             "UPDATE jobs SET state = 'dead', lease_owner = NULL, lease_expires_at = NULL, updated_at = ",
             now!(),
@@ -674,7 +733,7 @@ impl JobQueue for SqliteStore {
     }
 
     async fn complete(&self, job_id: Uuid, worker: &str) -> Result<bool, StoreError> {
-        let (_guard, mut tx) = self.begin_write().await?;
+        let (_guard, mut tx) = self.inner.begin_write().await?;
         let result = sqlx::query(concat!(
             "UPDATE jobs SET state = 'succeeded', lease_owner = NULL, lease_expires_at = NULL, updated_at = ",
             now!(),
@@ -696,7 +755,7 @@ impl JobQueue for SqliteStore {
         error: &str,
         retry_in: Option<Duration>,
     ) -> Result<Option<JobState>, StoreError> {
-        let (_guard, mut tx) = self.begin_write().await?;
+        let (_guard, mut tx) = self.inner.begin_write().await?;
         let state: Option<String> = sqlx::query_scalar(concat!(
             "UPDATE jobs SET \
                state = CASE WHEN $3 IS NULL OR attempts >= max_attempts THEN 'dead' ELSE 'pending' END, \
@@ -718,7 +777,7 @@ impl JobQueue for SqliteStore {
     }
 
     async fn extend_lease(&self, job_id: Uuid, worker: &str, lease: Duration) -> Result<bool, StoreError> {
-        let (_guard, mut tx) = self.begin_write().await?;
+        let (_guard, mut tx) = self.inner.begin_write().await?;
         let result = sqlx::query(concat!(
             "UPDATE jobs SET lease_expires_at = ",
             now_plus!("$3"),
@@ -737,7 +796,7 @@ impl JobQueue for SqliteStore {
     }
 
     async fn release(&self, worker: &str) -> Result<u64, StoreError> {
-        let (_guard, mut tx) = self.begin_write().await?;
+        let (_guard, mut tx) = self.inner.begin_write().await?;
         let result = sqlx::query(concat!(
             "UPDATE jobs SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL, \
                attempts = max(attempts - 1, 0), next_attempt_at = ",
@@ -757,7 +816,7 @@ impl JobQueue for SqliteStore {
     async fn get(&self, job_id: Uuid) -> Result<Option<Job>, StoreError> {
         let row = sqlx::query(concat!("SELECT ", job_columns!(), " FROM jobs WHERE id = $1"))
             .bind(job_id.to_string())
-            .fetch_optional(&self.pool)
+            .fetch_optional(&self.inner.pool)
             .await
             .map_err(db_error)?;
         row.as_ref().map(job_from_row).transpose()
@@ -770,7 +829,7 @@ impl JobQueue for SqliteStore {
             " FROM jobs WHERE idempotency_key = $1"
         ))
         .bind(key)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.inner.pool)
         .await
         .map_err(db_error)?;
         row.as_ref().map(job_from_row).transpose()
@@ -780,7 +839,7 @@ impl JobQueue for SqliteStore {
         let rows = sqlx::query(
             "SELECT kind, state, count(*) AS n FROM jobs GROUP BY kind, state ORDER BY kind, state",
         )
-        .fetch_all(&self.pool)
+        .fetch_all(&self.inner.pool)
         .await
         .map_err(db_error)?;
         rows.iter()

@@ -225,3 +225,114 @@ async fn under_concurrent_appends_with_jittered_commits_a_polling_subscriber_see
         "the subscriber saw every committed position, in order, exactly once"
     );
 }
+
+/// Holds the first `slow…` append open until the gate opens, and fails any `poison…` stream.
+struct GateAndPoison {
+    entered: Arc<Notify>,
+    gate: Arc<Semaphore>,
+}
+
+#[async_trait]
+impl Projection for GateAndPoison {
+    fn name(&self) -> &'static str {
+        "test_gate_and_poison"
+    }
+    fn kind(&self) -> ProjectionKind {
+        ProjectionKind::Inline
+    }
+    fn tables(&self) -> &'static [&'static str] {
+        &[]
+    }
+    async fn apply(&self, _tx: &mut dyn SqlTx, event: &RecordedEvent) -> Result<(), StoreError> {
+        if event.stream_id.starts_with("slow") {
+            self.entered.notify_one();
+            self.gate
+                .acquire()
+                .await
+                .map_err(|e| StoreError::Invalid(e.to_string()))?
+                .forget();
+        }
+        if event.stream_id.starts_with("poison") {
+            return Err(StoreError::Invalid("this stream cannot be projected".into()));
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn queued_appends_share_one_transaction_and_a_bad_one_does_not_fail_its_neighbours() {
+    let db = TestDb::new().await;
+    let entered = Arc::new(Notify::new());
+    let gate = Arc::new(Semaphore::new(0));
+    let projection = Arc::new(GateAndPoison {
+        entered: entered.clone(),
+        gate: gate.clone(),
+    });
+    let store = db
+        .open_custom(vec![projection], Arc::new(UpcasterChain::new()))
+        .await
+        .store();
+    let t = tenant();
+    let first = {
+        let store = store.clone();
+        tokio::spawn(async move {
+            store
+                .append(append(stream(t, "slow-0"), ExpectedVersion::NoStream, &["A"]))
+                .await
+        })
+    };
+    entered.notified().await;
+    // While the first transaction is open, more appends queue up behind it.
+    let names: Vec<String> = (0..10)
+        .map(|i| {
+            if i == 4 {
+                "poison-4".to_owned()
+            } else {
+                format!("queued-{i}")
+            }
+        })
+        .collect();
+    let queued: Vec<_> = names
+        .iter()
+        .map(|name| {
+            let store = store.clone();
+            let name = name.clone();
+            tokio::spawn(async move {
+                store
+                    .append(append(stream(t, &name), ExpectedVersion::NoStream, &["B"]))
+                    .await
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    gate.add_permits(1);
+    first.await.expect("task").expect("the first append commits");
+    let mut results = Vec::new();
+    for task in queued {
+        results.push(task.await.expect("task"));
+    }
+    for (name, result) in names.iter().zip(&results) {
+        if name.starts_with("poison") {
+            assert!(
+                matches!(result, Err(StoreError::Projection { .. })),
+                "{name}: {result:?}"
+            );
+            assert!(
+                store.load_stream(name).await.expect("load").is_empty(),
+                "nothing of it was stored"
+            );
+        } else {
+            assert!(result.is_ok(), "{name}: {result:?}");
+        }
+    }
+    // The good ones were committed together: one transaction, one database clock reading.
+    let mut stamps = std::collections::BTreeMap::new();
+    for name in names.iter().filter(|n| !n.starts_with("poison")) {
+        let events = store.load_stream(name).await.expect("load");
+        *stamps.entry(events[0].recorded_at).or_insert(0) += 1;
+    }
+    assert!(
+        stamps.values().any(|n| *n > 1),
+        "queued appends share a transaction (same recorded_at): {stamps:?}"
+    );
+}
