@@ -79,7 +79,14 @@ impl GroupCommit {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push(Waiting { request, reply });
         loop {
-            let leader = self.leader.lock().await;
+            // Whoever is answered returns at once; only the unanswered compete to lead. (Queuing
+            // for the leader lock just to read an answer would keep writers from submitting new
+            // work and shrink every batch.)
+            let leader = tokio::select! {
+                biased;
+                outcome = &mut result => return outcome.unwrap_or_else(|_| Err(interrupted())),
+                guard = self.leader.lock() => guard,
+            };
             match result.try_recv() {
                 Ok(outcome) => return outcome,
                 Err(oneshot::error::TryRecvError::Closed) => return Err(interrupted()),

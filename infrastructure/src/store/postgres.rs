@@ -72,6 +72,12 @@ struct PgInner {
 /// Most events one grouped transaction carries.
 const MAX_GROUP_EVENTS: usize = 1000;
 
+/// Largest bind message of one INSERT. sqlx 0.9.0 no longer sets TCP_NODELAY
+/// (transact-rs/sqlx#4335, fixed upstream by #4336 but not released as of 0.9.0): a message that
+/// TLS cuts into several 16 KiB records then waits ~40 ms for a delayed ACK (Nagle). Keeping each
+/// statement within one record avoids the stall; drop this split once sqlx sets TCP_NODELAY again.
+const MAX_STATEMENT_BYTES: usize = 12 * 1024;
+
 fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
@@ -247,8 +253,11 @@ impl BatchAppend for PgInner {
         stream_ids.sort();
         stream_ids.dedup();
         let head_rows = sqlx::query(
-            "SELECT DISTINCT ON (stream_id) stream_id, stream_version, hash, tenant_id, stream_type \
-             FROM events WHERE stream_id = ANY($1) ORDER BY stream_id, stream_version DESC",
+            // One backward index probe per stream (DISTINCT ON would read every version of it).
+            "SELECT s.id AS stream_id, h.stream_version, h.hash, h.tenant_id, h.stream_type \
+             FROM UNNEST($1::text[]) AS s(id) JOIN LATERAL ( \
+               SELECT stream_version, hash, tenant_id, stream_type FROM events \
+               WHERE stream_id = s.id ORDER BY stream_version DESC LIMIT 1) AS h ON true",
         )
         .bind(&stream_ids)
         .fetch_all(&mut *tx)
@@ -321,15 +330,57 @@ impl BatchAppend for PgInner {
 }
 
 impl PgInner {
-    /// Inserts every planned event in one statement.
+    /// Inserts the planned events, as few statements as possible but each under
+    /// [`MAX_STATEMENT_BYTES`].
     async fn insert_events(
         &self,
         conn: &mut PgConnection,
         requests: &[AppendRequest],
         planned: &[Planned],
     ) -> Result<(), StoreError> {
-        let events = planned.iter().flat_map(|p| p.events.iter());
-        let n = planned.iter().map(|p| p.events.len()).sum();
+        let mut rows: Vec<(&RecordedEvent, Arc<str>)> = Vec::new();
+        for p in planned {
+            let metadata: Arc<str> = serde_json::to_string(&requests[p.index].metadata)
+                .map_err(|e| StoreError::Invalid(e.to_string()))?
+                .into();
+            rows.extend(p.events.iter().map(|e| (e, metadata.clone())));
+        }
+        let mut chunk_start = 0;
+        let mut chunk_bytes = 0;
+        for (i, (event, metadata)) in rows.iter().enumerate() {
+            // Payload length is a close upper bound of its JSON text; the rest is ids and hashes.
+            let bytes = 300 + metadata.len() + event.payload.to_string().len();
+            if i > chunk_start && chunk_bytes + bytes > MAX_STATEMENT_BYTES {
+                Self::insert_chunk(&mut *conn, &rows[chunk_start..i]).await?;
+                chunk_start = i;
+                chunk_bytes = 0;
+            }
+            chunk_bytes += bytes;
+        }
+        Self::insert_chunk(conn, &rows[chunk_start..])
+            .await
+            .map_err(|err| match err {
+                StoreError::VersionConflict { .. } => {
+                    let first = &planned[0];
+                    StoreError::VersionConflict {
+                        stream_id: requests[first.index].stream.stream_id.clone(),
+                        expected: requests[first.index].expected,
+                        actual: first.current,
+                    }
+                }
+                other => other,
+            })
+    }
+
+    /// One multi-row INSERT.
+    async fn insert_chunk(
+        conn: &mut PgConnection,
+        rows: &[(&RecordedEvent, Arc<str>)],
+    ) -> Result<(), StoreError> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let n = rows.len();
         let mut positions = Vec::with_capacity(n);
         let mut ids = Vec::with_capacity(n);
         let mut tenants = Vec::with_capacity(n);
@@ -343,14 +394,7 @@ impl PgInner {
         let mut prevs = Vec::with_capacity(n);
         let mut hashes = Vec::with_capacity(n);
         let mut recorded = Vec::with_capacity(n);
-        for p in planned {
-            let meta = serde_json::to_string(&requests[p.index].metadata)
-                .map_err(|e| StoreError::Invalid(e.to_string()))?;
-            for _ in &p.events {
-                metadata.push(meta.clone());
-            }
-        }
-        for e in events {
+        for (e, meta) in rows {
             positions.push(e.global_position);
             ids.push(e.event_id);
             tenants.push(e.tenant_id.as_uuid());
@@ -361,6 +405,7 @@ impl PgInner {
             schemas.push(e.schema_version as i32);
             // Sent as text and cast to json, so the server stores exactly the hashed bytes.
             payloads.push(e.payload.to_string());
+            metadata.push(meta.to_string());
             prevs.push(e.prev_hash.clone());
             hashes.push(e.hash.clone());
             recorded.push(e.recorded_at);
@@ -391,13 +436,13 @@ impl PgInner {
         .await;
         match inserted {
             Ok(_) => Ok(()),
-            // Only possible if something bypassed the append lock; the one-by-one retry then
+            // Only possible if something bypassed the append lock; the bisecting retry then
             // reports it on the request it belongs to.
             Err(err) if is_unique_violation(&err, "events_stream_version_key") => {
                 Err(StoreError::VersionConflict {
-                    stream_id: requests[planned[0].index].stream.stream_id.clone(),
-                    expected: requests[planned[0].index].expected,
-                    actual: planned[0].current,
+                    stream_id: rows[0].0.stream_id.clone(),
+                    expected: kuatia_application::event_store::ExpectedVersion::Any,
+                    actual: 0,
                 })
             }
             Err(err) if is_unique_violation(&err, "events_event_id_key") => {

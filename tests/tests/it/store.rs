@@ -440,3 +440,26 @@ async fn a_rewritten_event_breaks_the_chain_at_that_event_on_either_backend() {
     let broken = verifier.check(&raw[1]).expect_err("the edit is detected");
     assert_eq!((broken.event_id, broken.stream_version), (raw[1].event_id, 2));
 }
+
+#[tokio::test]
+async fn a_large_append_spread_over_several_statements_lands_whole_and_in_order() {
+    let db = TestDb::new().await;
+    let store = db.open().await.store();
+    let t = tenant();
+    let names: Vec<String> = (0..60).map(|i| format!("Line{i}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let mut request = append(stream(t, "big"), ExpectedVersion::NoStream, &refs);
+    for (i, event) in request.events.iter_mut().enumerate() {
+        event.payload = json!({"i": i, "description": "x".repeat(1500)});
+    }
+    let outcome = store.append(request).await.expect("append ~90 KB");
+    assert_eq!(outcome.stream_version, 60);
+    assert!(outcome.positions.windows(2).all(|w| w[1] == w[0] + 1), "{:?}", outcome.positions);
+    let events = store.load_stream("big").await.expect("load");
+    assert_eq!(events.len(), 60);
+    let mut verifier = ChainVerifier::default();
+    for (i, event) in events.iter().enumerate() {
+        assert_eq!(event.payload["i"], i);
+        verifier.check(event).expect("chain");
+    }
+}
