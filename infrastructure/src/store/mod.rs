@@ -117,7 +117,7 @@ impl Database {
 /// A database URL without its password, for logs and errors.
 pub fn redact_url(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
-        (Some(scheme_end), Some(at)) if at > scheme_end => {
+        (Some(scheme_end), Some(at)) if at > scheme_end && url[scheme_end + 3..at].contains(':') => {
             let userinfo = &url[scheme_end + 3..at];
             let user = userinfo.split(':').next().unwrap_or("");
             format!("{}{}:[redacted]{}", &url[..scheme_end + 3], user, &url[at..])
