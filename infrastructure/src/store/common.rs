@@ -2,10 +2,11 @@
 //! upcasting.
 
 use chrono::{DateTime, Utc};
-use kuatia_application::event_store::{AppendRequest, RecordedEvent, StoreError};
+use kuatia_application::event_store::{AppendOutcome, AppendRequest, RecordedEvent, StoreError};
 use kuatia_application::hash::{HashInput, chain_hash};
 use kuatia_application::upcast::UpcasterChain;
 use kuatia_domain::tenancy::TenantId;
+use tokio::sync::watch;
 use uuid::Uuid;
 
 /// The last event of a stream, as the append needs it.
@@ -193,4 +194,39 @@ pub(crate) fn plan(
         }
     }
     (planned, refusals)
+}
+
+/// Each request's result: its refusal, or the outcome of its planned events (positions filled).
+pub(crate) fn outcomes(
+    planned: Vec<Planned>,
+    refusals: Vec<Option<StoreError>>,
+) -> Vec<Result<AppendOutcome, StoreError>> {
+    let mut outcomes: Vec<Option<AppendOutcome>> = vec![None; refusals.len()];
+    for p in planned {
+        outcomes[p.index] = Some(AppendOutcome {
+            stream_version: p.current + p.events.len() as u64,
+            positions: p.events.iter().map(|e| e.global_position).collect(),
+        });
+    }
+    refusals
+        .into_iter()
+        .zip(outcomes)
+        .map(|(refusal, outcome)| match (refusal, outcome) {
+            (Some(err), _) => Err(err),
+            (None, Some(outcome)) => Ok(outcome),
+            (None, None) => Err(StoreError::Corrupt("a planned append has no outcome".into())),
+        })
+        .collect()
+}
+
+/// Moves the position hint forward (never back) and wakes its subscribers.
+pub(crate) fn raise(hint: &watch::Sender<i64>, position: i64) {
+    hint.send_if_modified(|current| {
+        if position > *current {
+            *current = position;
+            true
+        } else {
+            false
+        }
+    });
 }

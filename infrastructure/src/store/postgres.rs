@@ -26,7 +26,9 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
-use super::common::{Planned, StreamHead, is_unique_violation, plan, tenant, upcast, validate};
+use super::common::{
+    Planned, StreamHead, is_unique_violation, outcomes, plan, raise, tenant, upcast, validate,
+};
 use super::group::{self, BatchAppend, GroupCommit};
 use super::sql_value::PgSqlTx;
 use super::{DatabaseOptions, db_error, redact_url};
@@ -310,22 +312,7 @@ impl BatchAppend for PgInner {
         {
             raise(&self.hint, last);
         }
-        let mut outcomes: Vec<Option<AppendOutcome>> = vec![None; requests.len()];
-        for p in planned {
-            outcomes[p.index] = Some(AppendOutcome {
-                stream_version: p.current + p.events.len() as u64,
-                positions: p.events.iter().map(|e| e.global_position).collect(),
-            });
-        }
-        Ok(refusals
-            .into_iter()
-            .zip(outcomes)
-            .map(|(refusal, outcome)| match (refusal, outcome) {
-                (Some(err), _) => Err(err),
-                (None, Some(outcome)) => Ok(outcome),
-                (None, None) => Err(StoreError::Corrupt("a planned append has no outcome".into())),
-            })
-            .collect())
+        Ok(outcomes(planned, refusals))
     }
 }
 
@@ -492,17 +479,6 @@ impl PgInner {
         }
         Ok(())
     }
-}
-
-fn raise(hint: &watch::Sender<i64>, position: i64) {
-    hint.send_if_modified(|current| {
-        if position > *current {
-            *current = position;
-            true
-        } else {
-            false
-        }
-    });
 }
 
 fn event_from_row(row: &PgRow) -> Result<RecordedEvent, StoreError> {

@@ -29,7 +29,7 @@ use std::time::Duration;
 use tokio::sync::{Mutex, MutexGuard, watch};
 use uuid::Uuid;
 
-use super::common::{StreamHead, is_unique_violation, plan, tenant, upcast, validate};
+use super::common::{StreamHead, is_unique_violation, outcomes, plan, raise, tenant, upcast, validate};
 use super::group::{self, BatchAppend, GroupCommit};
 use super::sql_value::SqliteSqlTx;
 use super::{DatabaseOptions, db_error};
@@ -402,34 +402,8 @@ impl BatchAppend for SqliteInner {
         if let Some(last) = events.last() {
             raise(&self.hint, last.global_position);
         }
-        let mut outcomes: Vec<Option<AppendOutcome>> = vec![None; requests.len()];
-        for p in planned {
-            outcomes[p.index] = Some(AppendOutcome {
-                stream_version: p.current + p.events.len() as u64,
-                positions: p.events.iter().map(|e| e.global_position).collect(),
-            });
-        }
-        Ok(refusals
-            .into_iter()
-            .zip(outcomes)
-            .map(|(refusal, outcome)| match (refusal, outcome) {
-                (Some(err), _) => Err(err),
-                (None, Some(outcome)) => Ok(outcome),
-                (None, None) => Err(StoreError::Corrupt("a planned append has no outcome".into())),
-            })
-            .collect())
+        Ok(outcomes(planned, refusals))
     }
-}
-
-fn raise(hint: &watch::Sender<i64>, position: i64) {
-    hint.send_if_modified(|current| {
-        if position > *current {
-            *current = position;
-            true
-        } else {
-            false
-        }
-    });
 }
 
 #[async_trait]

@@ -454,7 +454,11 @@ async fn a_large_append_spread_over_several_statements_lands_whole_and_in_order(
     }
     let outcome = store.append(request).await.expect("append ~90 KB");
     assert_eq!(outcome.stream_version, 60);
-    assert!(outcome.positions.windows(2).all(|w| w[1] == w[0] + 1), "{:?}", outcome.positions);
+    assert!(
+        outcome.positions.windows(2).all(|w| w[1] == w[0] + 1),
+        "{:?}",
+        outcome.positions
+    );
     let events = store.load_stream("big").await.expect("load");
     assert_eq!(events.len(), 60);
     let mut verifier = ChainVerifier::default();
