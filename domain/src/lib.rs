@@ -5,8 +5,12 @@
 //! Aggregates implement [`cqrs_es::Aggregate`]: they decide from state and command and return
 //! events; `apply` only folds. Time and ids come in as arguments, never from a clock.
 //!
-//! Start reading at [`tenancy`] for the identifiers every stream carries, and [`event`] for the
-//! naming rules every event follows.
+//! Start reading at [`tenancy`] for the identifiers every stream carries, [`event`] for the
+//! naming rules every event follows, [`ruc`] and [`check_digit`] for taxpayer numbers, and
+//! [`access`] for roles and permissions.
 
+pub mod access;
+pub mod check_digit;
 pub mod event;
+pub mod ruc;
 pub mod tenancy;
