@@ -86,6 +86,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         metrics_token: config.metrics_bearer_token.clone().map(Arc::new),
         prometheus: crate::metrics::handle(),
         max_body_bytes: config.max_body_bytes,
+        public_signup: config.public_signup,
     };
     let router = crate::app(state);
     let shutdown = CancellationToken::new();

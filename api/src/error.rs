@@ -150,6 +150,8 @@ pub struct ApiError {
     pub message: String,
     /// Details for the client.
     pub details: Option<Value>,
+    /// Extra response headers (`WWW-Authenticate`, `Retry-After`).
+    pub headers: Vec<(axum::http::HeaderName, axum::http::HeaderValue)>,
 }
 
 impl ApiError {
@@ -160,7 +162,26 @@ impl ApiError {
             status: code.status(),
             message: message.into(),
             details: None,
+            headers: Vec::new(),
         }
+    }
+
+    /// The same error with a response header.
+    pub fn with_header(mut self, name: axum::http::HeaderName, value: &'static str) -> Self {
+        self.headers
+            .push((name, axum::http::HeaderValue::from_static(value)));
+        self
+    }
+
+    /// 401 `authentication_error` with `WWW-Authenticate: Bearer`.
+    pub fn unauthenticated(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::AuthenticationError, message)
+            .with_header(axum::http::header::WWW_AUTHENTICATE, "Bearer")
+    }
+
+    /// 403 `permission_error`.
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::PermissionError, message)
     }
 
     /// The same error with another status (409 and 413 variants of `validation_error`, 504).
@@ -178,6 +199,14 @@ impl ApiError {
     /// 400 `validation_error`.
     pub fn validation(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::ValidationError, message)
+    }
+
+    /// 400 `validation_error` for one field, with `details.errors` as the contract shapes it.
+    pub fn invalid_field(field: &str, code: &str, message: impl Into<String>) -> Self {
+        let message = message.into();
+        Self::validation(format!("{field}: {message}")).with_details(serde_json::json!({
+            "errors": [{"field": field, "code": code, "message": message}]
+        }))
     }
 
     /// 404 `not_found`.
@@ -215,6 +244,9 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut response = self.status.into_response();
+        for (name, value) in &self.headers {
+            response.headers_mut().insert(name.clone(), value.clone());
+        }
         response.extensions_mut().insert(self);
         response
     }

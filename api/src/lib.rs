@@ -5,6 +5,7 @@
 //! by the black-box tests); [`cli`] holds the subcommands. Handlers extract, call the
 //! application, and map the result: no SQL here.
 
+pub mod auth;
 pub mod cli;
 pub mod compose;
 pub mod error;
@@ -32,6 +33,11 @@ pub fn api_router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(routes::health::health))
         .routes(routes!(routes::health::ready))
         .routes(routes!(routes::metrics::metrics))
+        .routes(routes!(routes::tenants::create_tenant))
+        .routes(routes!(routes::tenants::get_tenant))
+        .routes(routes!(routes::api_keys::create_api_key))
+        .routes(routes!(routes::api_keys::current_api_key))
+        .routes(routes!(routes::api_keys::revoke_api_key))
         .split_for_parts()
 }
 

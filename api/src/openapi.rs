@@ -20,7 +20,10 @@ use crate::error::{ErrorBody, ErrorCode};
                        and their HTTP statuses are listed in the `ErrorCode` schema and in docs/errors.md."
     ),
     components(schemas(ErrorBody, ErrorCode)),
-    tags((name = "health", description = "Liveness, readiness and metrics")),
+    tags(
+        (name = "health", description = "Liveness, readiness and metrics"),
+        (name = "tenancy", description = "Tenants and API keys")
+    ),
     modifiers(&SecuritySchemes)
 )]
 pub struct ApiDoc;
@@ -36,6 +39,18 @@ impl Modify for SecuritySchemes {
                 HttpBuilder::new()
                     .scheme(HttpAuthScheme::Bearer)
                     .description(Some("The operator's METRICS_BEARER_TOKEN"))
+                    .build(),
+            ),
+        );
+        components.add_security_scheme(
+            "api_key",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "An API key (`kt_live_…`, `kt_test_…` in demo tenants); every /v1 call also \
+                         sends X-Tenant-Id with the key's tenant",
+                    ))
                     .build(),
             ),
         );

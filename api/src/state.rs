@@ -19,4 +19,6 @@ pub struct AppState {
     pub prometheus: PrometheusHandle,
     /// Largest accepted request body.
     pub max_body_bytes: usize,
+    /// Whether `POST /v1/tenants` is open to anyone.
+    pub public_signup: bool,
 }

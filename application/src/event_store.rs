@@ -227,6 +227,9 @@ pub enum StoreError {
         /// Its error.
         message: String,
     },
+    /// A write hit a unique constraint (a taken email, a reused key): the constraint's name.
+    #[error("duplicate value for {0}")]
+    Duplicate(String),
     /// Stored data that cannot be read back (bad JSON, unknown state).
     #[error("corrupt stored data: {0}")]
     Corrupt(String),
@@ -342,6 +345,22 @@ pub trait Store: Send + Sync {
 
     /// Whether the database answers.
     async fn ping(&self) -> Result<(), StoreError>;
+
+    /// Reads a read model or plain table with portable SQL (`$1` placeholders; see
+    /// [`crate::projection::SqlTx`] for how values map on each backend).
+    async fn query(
+        &self,
+        sql: &'static str,
+        params: &[crate::projection::SqlValue],
+    ) -> Result<Vec<Vec<crate::projection::SqlValue>>, StoreError>;
+
+    /// Runs one statement on a plain table (credentials, sessions), in its own transaction.
+    /// A unique violation is [`StoreError::Duplicate`].
+    async fn execute(
+        &self,
+        sql: &'static str,
+        params: &[crate::projection::SqlValue],
+    ) -> Result<u64, StoreError>;
 }
 
 /// A shared store.

@@ -6,6 +6,7 @@
 //! through [`projection::SqlTx`]). Start reading at [`event_store`], then [`aggregate`] for how a
 //! command becomes committed events, then [`jobs`] and [`worker`] for side effects.
 
+pub mod access;
 pub mod aggregate;
 pub mod event_store;
 pub mod hash;

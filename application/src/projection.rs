@@ -17,8 +17,10 @@ use crate::jobs::NewJob;
 /// to text on SQLite.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SqlValue {
-    /// NULL.
+    /// NULL, typed as text (fine for text columns and SQLite).
     Null,
+    /// NULL of a given type: PostgreSQL refuses a text-typed NULL in a uuid or timestamp column.
+    TypedNull(SqlType),
     /// Any integer.
     Int(i64),
     /// Text.
@@ -51,6 +53,48 @@ impl SqlValue {
             _ => None,
         }
     }
+
+    /// The UUID, native (PostgreSQL) or as text (SQLite).
+    pub fn as_uuid(&self) -> Option<uuid::Uuid> {
+        match self {
+            Self::Uuid(v) => Some(*v),
+            Self::Text(v) => uuid::Uuid::parse_str(v).ok(),
+            _ => None,
+        }
+    }
+
+    /// The timestamp, native (PostgreSQL) or as RFC 3339 text (SQLite).
+    pub fn as_timestamp(&self) -> Option<DateTime<Utc>> {
+        match self {
+            Self::Timestamp(v) => Some(*v),
+            Self::Text(v) => DateTime::parse_from_rfc3339(v)
+                .ok()
+                .map(|t| t.with_timezone(&Utc)),
+            _ => None,
+        }
+    }
+
+    /// A nullable value: `None` for NULL.
+    pub fn non_null(&self) -> Option<&SqlValue> {
+        (!matches!(self, Self::Null | Self::TypedNull(_))).then_some(self)
+    }
+}
+
+/// The type of a [`SqlValue::TypedNull`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SqlType {
+    /// Text.
+    Text,
+    /// Integer.
+    Int,
+    /// Boolean.
+    Bool,
+    /// JSON.
+    Json,
+    /// UUID.
+    Uuid,
+    /// Timestamp.
+    Timestamp,
 }
 
 /// Which database a transaction runs on, for the rare statement that must differ.
@@ -60,6 +104,18 @@ pub enum Backend {
     Postgres,
     /// SQLite.
     Sqlite,
+}
+
+impl From<Option<uuid::Uuid>> for SqlValue {
+    fn from(value: Option<uuid::Uuid>) -> Self {
+        value.map_or(Self::TypedNull(SqlType::Uuid), Self::Uuid)
+    }
+}
+
+impl From<Option<DateTime<Utc>>> for SqlValue {
+    fn from(value: Option<DateTime<Utc>>) -> Self {
+        value.map_or(Self::TypedNull(SqlType::Timestamp), Self::Timestamp)
+    }
 }
 
 /// An open transaction, as a projection sees it.

@@ -14,3 +14,4 @@ pub mod check_digit;
 pub mod event;
 pub mod ruc;
 pub mod tenancy;
+pub mod tenant;

@@ -78,6 +78,8 @@ pub struct Config {
     pub shutdown_grace_secs: u64,
     /// `KUATIA_LOG_FORMAT`: `json` (default) or `pretty`. Levels come from `RUST_LOG`.
     pub log_format: LogFormat,
+    /// `KUATIA_PUBLIC_SIGNUP`: whether anyone may `POST /v1/tenants`. Default true.
+    pub public_signup: bool,
 }
 
 impl Default for Config {
@@ -93,6 +95,7 @@ impl Default for Config {
             workers: 4,
             shutdown_grace_secs: 20,
             log_format: LogFormat::Json,
+            public_signup: true,
         }
     }
 }
@@ -113,6 +116,7 @@ impl std::fmt::Debug for Config {
             .field("workers", &self.workers)
             .field("shutdown_grace_secs", &self.shutdown_grace_secs)
             .field("log_format", &self.log_format)
+            .field("public_signup", &self.public_signup)
             .finish()
     }
 }

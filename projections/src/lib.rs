@@ -4,6 +4,7 @@
 //! through `application::projection::SqlTx`, so each is written once for both backends. Start at
 //! [`registry`] (every projection of the service), then [`runtime`] (catch-up loops, rebuild).
 
+pub mod access;
 pub mod event_type_counts;
 pub mod registry;
 pub mod runtime;

@@ -270,6 +270,43 @@ impl TestApp {
             .expect("request")
     }
 
+    /// A request with an API key and a tenant header.
+    pub fn as_key(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        key: &str,
+        tenant: &str,
+    ) -> reqwest::RequestBuilder {
+        self.client
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(key)
+            .header("X-Tenant-Id", tenant)
+    }
+
+    /// `POST /v1/tenants`; returns (status, body).
+    pub async fn create_tenant(&self, slug: &str) -> (u16, serde_json::Value) {
+        let response = self
+            .client
+            .post(format!("{}/v1/tenants", self.base))
+            .json(&serde_json::json!({"slug": slug, "name": format!("{slug} S.A.")}))
+            .send()
+            .await
+            .expect("request");
+        let status = response.status().as_u16();
+        (status, response.json().await.expect("json body"))
+    }
+
+    /// Creates a tenant and returns (tenant id, owner key).
+    pub async fn tenant(&self, slug: &str) -> (String, String) {
+        let (status, body) = self.create_tenant(slug).await;
+        assert_eq!(status, 201, "{body}");
+        (
+            body["id"].as_str().expect("id").to_owned(),
+            body["bootstrap_api_key"].as_str().expect("key").to_owned(),
+        )
+    }
+
     /// Stops the service gracefully.
     pub async fn stop(mut self) {
         if let Some(service) = self.service.take() {

@@ -50,6 +50,15 @@ pub(crate) fn validate(request: &AppendRequest) -> Result<(), StoreError> {
 /// Checks ownership and the expected version against the head; returns the current version.
 pub(crate) fn check_head(request: &AppendRequest, head: Option<&StreamHead>) -> Result<u64, StoreError> {
     let current = head.map_or(0, |h| h.version);
+    // The expected version first: a writer that expected no stream (or another version) learns
+    // that someone else wrote first, whoever that was.
+    if !request.expected.admits(current) {
+        return Err(StoreError::VersionConflict {
+            stream_id: request.stream.stream_id.clone(),
+            expected: request.expected,
+            actual: current,
+        });
+    }
     if let Some(head) = head
         && (head.tenant_id != request.stream.tenant_id.as_uuid()
             || head.stream_type != request.stream.stream_type)
@@ -60,13 +69,6 @@ pub(crate) fn check_head(request: &AppendRequest, head: Option<&StreamHead>) -> 
             "stream {} belongs to another tenant or stream type",
             request.stream.stream_id
         )));
-    }
-    if !request.expected.admits(current) {
-        return Err(StoreError::VersionConflict {
-            stream_id: request.stream.stream_id.clone(),
-            expected: request.expected,
-            actual: current,
-        });
     }
     Ok(current)
 }

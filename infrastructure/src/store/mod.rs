@@ -130,6 +130,24 @@ fn db_error(err: sqlx::Error) -> StoreError {
     StoreError::Database(Box::new(err))
 }
 
+/// Like [`db_error`], but a unique violation becomes [`StoreError::Duplicate`] naming the
+/// constraint (SQLite names the columns instead: `table.column`).
+fn write_error(err: sqlx::Error) -> StoreError {
+    if let sqlx::Error::Database(db) = &err
+        && db.is_unique_violation()
+    {
+        let name = db.constraint().map(str::to_owned).unwrap_or_else(|| {
+            db.message()
+                .rsplit(": ")
+                .next()
+                .unwrap_or("unique constraint")
+                .to_owned()
+        });
+        return StoreError::Duplicate(name);
+    }
+    db_error(err)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

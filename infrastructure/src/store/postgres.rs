@@ -30,8 +30,9 @@ use super::common::{
     Planned, StreamHead, is_unique_violation, outcomes, plan, raise, tenant, upcast, validate,
 };
 use super::group::{self, BatchAppend, GroupCommit};
-use super::sql_value::PgSqlTx;
-use super::{DatabaseOptions, db_error, redact_url};
+use super::sql_value::{PgSqlTx, bind_pg, decode_pg_row};
+use super::{DatabaseOptions, db_error, redact_url, write_error};
+use kuatia_application::projection::SqlValue;
 
 /// The migrations of this backend, embedded in the binary.
 pub static MIGRATOR: Migrator = sqlx::migrate!("../migrations/postgres");
@@ -788,6 +789,22 @@ impl Store for PgStore {
             .await
             .map_err(db_error)?;
         Ok(())
+    }
+
+    async fn query(&self, sql: &'static str, params: &[SqlValue]) -> Result<Vec<Vec<SqlValue>>, StoreError> {
+        let rows = bind_pg(sqlx::query(sql), params)
+            .fetch_all(&self.inner.pool)
+            .await
+            .map_err(db_error)?;
+        rows.iter().map(decode_pg_row).collect()
+    }
+
+    async fn execute(&self, sql: &'static str, params: &[SqlValue]) -> Result<u64, StoreError> {
+        bind_pg(sqlx::query(sql), params)
+            .execute(&self.inner.pool)
+            .await
+            .map(|r| r.rows_affected())
+            .map_err(write_error)
     }
 }
 

@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use kuatia_application::event_store::StoreError;
 use kuatia_application::hash::format_timestamp;
 use kuatia_application::jobs::NewJob;
-use kuatia_application::projection::{Backend, SqlTx, SqlValue};
+use kuatia_application::projection::{Backend, SqlTx, SqlType, SqlValue};
 use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::query::Query;
 use sqlx::sqlite::{SqliteArguments, SqliteRow};
@@ -19,7 +19,12 @@ pub(crate) fn bind_pg<'q>(
 ) -> Query<'q, Postgres, PgArguments> {
     for param in params {
         query = match param {
-            SqlValue::Null => query.bind(None::<String>),
+            SqlValue::Null | SqlValue::TypedNull(SqlType::Text) => query.bind(None::<String>),
+            SqlValue::TypedNull(SqlType::Int) => query.bind(None::<i64>),
+            SqlValue::TypedNull(SqlType::Bool) => query.bind(None::<bool>),
+            SqlValue::TypedNull(SqlType::Json) => query.bind(None::<sqlx::types::Json<serde_json::Value>>),
+            SqlValue::TypedNull(SqlType::Uuid) => query.bind(None::<uuid::Uuid>),
+            SqlValue::TypedNull(SqlType::Timestamp) => query.bind(None::<chrono::DateTime<chrono::Utc>>),
             SqlValue::Int(v) => query.bind(*v),
             SqlValue::Text(v) => query.bind(v.clone()),
             SqlValue::Bool(v) => query.bind(*v),
@@ -37,7 +42,7 @@ pub(crate) fn bind_sqlite<'q>(
 ) -> Query<'q, Sqlite, SqliteArguments> {
     for param in params {
         query = match param {
-            SqlValue::Null => query.bind(None::<String>),
+            SqlValue::Null | SqlValue::TypedNull(_) => query.bind(None::<String>),
             SqlValue::Int(v) => query.bind(*v),
             SqlValue::Text(v) => query.bind(v.clone()),
             SqlValue::Bool(v) => query.bind(i64::from(*v)),

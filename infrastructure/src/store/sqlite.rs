@@ -31,8 +31,9 @@ use uuid::Uuid;
 
 use super::common::{StreamHead, is_unique_violation, outcomes, plan, raise, tenant, upcast, validate};
 use super::group::{self, BatchAppend, GroupCommit};
-use super::sql_value::SqliteSqlTx;
-use super::{DatabaseOptions, db_error};
+use super::sql_value::{SqliteSqlTx, bind_sqlite, decode_sqlite_row};
+use super::{DatabaseOptions, db_error, write_error};
+use kuatia_application::projection::SqlValue;
 
 /// The migrations of this backend, embedded in the binary.
 pub static MIGRATOR: Migrator = sqlx::migrate!("../migrations/sqlite");
@@ -646,6 +647,25 @@ impl Store for SqliteStore {
             .await
             .map_err(db_error)?;
         Ok(())
+    }
+
+    async fn query(&self, sql: &'static str, params: &[SqlValue]) -> Result<Vec<Vec<SqlValue>>, StoreError> {
+        let rows = bind_sqlite(sqlx::query(sql), params)
+            .fetch_all(&self.inner.pool)
+            .await
+            .map_err(db_error)?;
+        rows.iter().map(decode_sqlite_row).collect()
+    }
+
+    async fn execute(&self, sql: &'static str, params: &[SqlValue]) -> Result<u64, StoreError> {
+        let (_guard, mut tx) = self.inner.begin_write().await?;
+        let affected = bind_sqlite(sqlx::query(sql), params)
+            .execute(&mut *tx)
+            .await
+            .map(|r| r.rows_affected())
+            .map_err(write_error)?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(affected)
     }
 }
 

@@ -1,6 +1,7 @@
 //! kuatia's integration tests: one binary (link time on 2 cores), one module per area.
 //! Every test gets a fresh database; set `KUATIA_TEST_POSTGRES_URL` to run them on PostgreSQL.
 
+mod access;
 mod api;
 mod architecture;
 mod executor;

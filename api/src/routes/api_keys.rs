@@ -1,0 +1,227 @@
+//! Contract §4.3: `POST /v1/api-keys`, `GET /v1/api-keys/current`, and `DELETE /v1/api-keys/{id}`
+//! (DECISIONS §2).
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use chrono::{DateTime, Utc};
+use kuatia_application::access::{self, KeyRequest};
+use kuatia_domain::access::{Permission, Role};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::auth::Caller;
+use crate::error::{ApiError, ErrorBody, ErrorCode};
+use crate::extract::Json;
+use crate::routes::tenants::access_error;
+use crate::state::AppState;
+
+/// `POST /v1/api-keys` body.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateApiKey {
+    /// Label, 1 to 100 characters.
+    pub name: String,
+    /// `owner`, `admin`, `issuer`, `viewer` or `auditor` (only owners issue owner keys).
+    #[schema(value_type = String, example = "issuer")]
+    pub role: Role,
+    /// Restrict the key to one company.
+    pub company_id: Option<Uuid>,
+    /// When the key stops working (RFC 3339, in the future).
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+/// An API key's record (never its secret, except `key` at creation).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ApiKeyView {
+    /// Id.
+    pub id: Uuid,
+    /// Label.
+    pub name: String,
+    /// Role.
+    #[schema(value_type = String, example = "issuer")]
+    pub role: Role,
+    /// Company scope.
+    pub company_id: Option<Uuid>,
+    /// First 12 characters of the key.
+    pub prefix: String,
+    /// Issued.
+    pub created_at: DateTime<Utc>,
+    /// Expiry.
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+/// `POST /v1/api-keys` answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CreatedApiKey {
+    /// The record.
+    #[serde(flatten)]
+    pub record: ApiKeyView,
+    /// The key. Shown only in this answer.
+    pub key: String,
+}
+
+/// `GET /v1/api-keys/current` answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CurrentApiKey {
+    /// The record.
+    #[serde(flatten)]
+    pub record: ApiKeyView,
+    /// Its tenant.
+    pub tenant_id: Uuid,
+}
+
+/// `DELETE /v1/api-keys/{id}` answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RevokedApiKey {
+    /// Id.
+    pub id: Uuid,
+    /// When it stopped working.
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+fn view(row: &kuatia_projections::access::ApiKeyRow) -> ApiKeyView {
+    ApiKeyView {
+        id: row.id,
+        name: row.name.clone(),
+        role: row.role,
+        company_id: row.company_id,
+        prefix: row.prefix.clone(),
+        created_at: row.created_at,
+        expires_at: row.expires_at,
+    }
+}
+
+async fn stream_of(
+    state: &AppState,
+    caller: &Caller,
+) -> Result<(String, kuatia_domain::tenancy::Environment), ApiError> {
+    let tenant = kuatia_projections::access::tenant(&state.store, caller.tenant)
+        .await?
+        .ok_or_else(|| ApiError::not_found("no such tenant"))?;
+    Ok((tenant.stream_id, tenant.environment))
+}
+
+/// Issues an API key; its value is returned once.
+#[utoipa::path(
+    post,
+    path = "/v1/api-keys",
+    tag = "tenancy",
+    security(("api_key" = [])),
+    params(("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")),
+    request_body = CreateApiKey,
+    responses(
+        (status = 201, description = "Created; `key` is shown only here", body = CreatedApiKey),
+        (status = 400, description = "Invalid name, role, company or expiry", body = ErrorBody),
+        (status = 401, description = "No valid API key", body = ErrorBody),
+        (status = 403, description = "Role not allowed, or an owner key asked by a non-owner", body = ErrorBody)
+    )
+)]
+pub async fn create_api_key(
+    State(state): State<AppState>,
+    caller: Caller,
+    Json(body): Json<CreateApiKey>,
+) -> Result<(StatusCode, axum::Json<CreatedApiKey>), ApiError> {
+    caller.require(Permission::ManageAccess)?;
+    if caller.company_id.is_some() {
+        return Err(ApiError::forbidden("a company-scoped key cannot issue keys"));
+    }
+    if let Some(company) = body.company_id {
+        // Companies arrive with the configuration API; until then no company can match.
+        return Err(ApiError::new(
+            ErrorCode::ConfigurationError,
+            format!("company {company} does not exist in this tenant"),
+        ));
+    }
+    if body.expires_at.is_some_and(|at| at <= Utc::now()) {
+        return Err(ApiError::invalid_field(
+            "expires_at",
+            "in_the_past",
+            "expires_at must be in the future",
+        ));
+    }
+    let (stream, environment) = stream_of(&state, &caller).await?;
+    let issued = access::issue_key(
+        &state.store,
+        caller.tenant,
+        &stream,
+        environment,
+        KeyRequest {
+            name: body.name,
+            role: body.role,
+            company_id: body.company_id,
+            expires_at: body.expires_at,
+        },
+        caller.role,
+        caller.metadata(),
+    )
+    .await
+    .map_err(access_error)?;
+    let row = kuatia_projections::access::key_by_id(&state.store, caller.tenant, issued.id)
+        .await?
+        .ok_or_else(|| ApiError::new(ErrorCode::InternalError, "the new key is not readable"))?;
+    Ok((
+        StatusCode::CREATED,
+        axum::Json(CreatedApiKey {
+            record: view(&row),
+            key: issued.key,
+        }),
+    ))
+}
+
+/// Describes the key this request authenticated with (no secret).
+#[utoipa::path(
+    get,
+    path = "/v1/api-keys/current",
+    tag = "tenancy",
+    security(("api_key" = [])),
+    params(("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")),
+    responses(
+        (status = 200, description = "The calling key", body = CurrentApiKey),
+        (status = 401, description = "No valid API key", body = ErrorBody),
+        (status = 403, description = "X-Tenant-Id is not the key's tenant", body = ErrorBody)
+    )
+)]
+pub async fn current_api_key(caller: Caller) -> Result<axum::Json<CurrentApiKey>, ApiError> {
+    caller.require(Permission::ReadConfiguration)?;
+    Ok(axum::Json(CurrentApiKey {
+        record: view(&caller.key),
+        tenant_id: caller.tenant.as_uuid(),
+    }))
+}
+
+/// Revokes a key of the tenant (revoking twice is harmless).
+#[utoipa::path(
+    delete,
+    path = "/v1/api-keys/{id}",
+    tag = "tenancy",
+    security(("api_key" = [])),
+    params(
+        ("id" = Uuid, Path, description = "Key id"),
+        ("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")
+    ),
+    responses(
+        (status = 200, description = "Revoked", body = RevokedApiKey),
+        (status = 401, description = "No valid API key", body = ErrorBody),
+        (status = 403, description = "Role not allowed", body = ErrorBody),
+        (status = 404, description = "No such key in this tenant", body = ErrorBody)
+    )
+)]
+pub async fn revoke_api_key(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+) -> Result<axum::Json<RevokedApiKey>, ApiError> {
+    caller.require(Permission::ManageAccess)?;
+    let (stream, _) = stream_of(&state, &caller).await?;
+    access::revoke_key(&state.store, caller.tenant, &stream, id, caller.metadata())
+        .await
+        .map_err(access_error)?;
+    let row = kuatia_projections::access::key_by_id(&state.store, caller.tenant, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("no such API key"))?;
+    Ok(axum::Json(RevokedApiKey {
+        id,
+        revoked_at: row.revoked_at,
+    }))
+}

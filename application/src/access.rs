@@ -1,0 +1,267 @@
+//! Tenants and API keys: the use cases behind `POST /v1/tenants` and `/v1/api-keys`.
+//!
+//! Keys are `kt_test_` (demo tenants) or `kt_live_` followed by 40 random base62 characters
+//! (about 238 bits). Only their SHA-256 is kept; the plain key is returned once, by the call
+//! that creates it. A SHA-256 rather than a slow password hash is right here: the key is random
+//! and long, so there is nothing to brute-force, and every request must verify it quickly.
+
+use chrono::{DateTime, Utc};
+use kuatia_domain::access::Role;
+use kuatia_domain::tenancy::{Environment, TenantId, TenantSlug};
+use kuatia_domain::tenant::{self, KeyGrant, Tenant, TenantCommand, TenantError};
+use rand::Rng;
+use sha2::{Digest, Sha256};
+use uuid::Uuid;
+
+use crate::aggregate::{CommandExecutor, ExecuteError};
+use crate::event_store::{EventMetadata, SharedStore, StoreError};
+
+const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+/// Lower-case hex SHA-256 of a secret.
+pub fn sha256_hex(secret: &str) -> String {
+    hex::encode(Sha256::digest(secret.as_bytes()))
+}
+
+/// A freshly generated key: the secret, its listing prefix and its hash.
+#[derive(Clone, PartialEq, Eq)]
+pub struct GeneratedKey {
+    /// The whole key, shown once.
+    pub secret: String,
+    /// First 12 characters, kept for listings.
+    pub prefix: String,
+    /// SHA-256 of the secret.
+    pub sha256: String,
+}
+
+impl std::fmt::Debug for GeneratedKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GeneratedKey")
+            .field("prefix", &self.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Generates a key for a tenant of the given environment.
+pub fn generate_key(environment: Environment) -> GeneratedKey {
+    let mut rng = rand::rng();
+    let random: String = (0..40)
+        .map(|_| char::from(BASE62[rng.random_range(0..BASE62.len())]))
+        .collect();
+    let secret = format!("{}{random}", environment.api_key_prefix());
+    GeneratedKey {
+        prefix: secret.chars().take(12).collect(),
+        sha256: sha256_hex(&secret),
+        secret,
+    }
+}
+
+/// A key as returned at creation: its record plus the secret, once.
+#[derive(Clone)]
+pub struct IssuedKey {
+    /// Id.
+    pub id: Uuid,
+    /// Label.
+    pub name: String,
+    /// Role.
+    pub role: Role,
+    /// Company scope.
+    pub company_id: Option<Uuid>,
+    /// Prefix.
+    pub prefix: String,
+    /// The key, shown once.
+    pub key: String,
+    /// Expiry.
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+impl std::fmt::Debug for IssuedKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IssuedKey")
+            .field("id", &self.id)
+            .field("role", &self.role)
+            .field("prefix", &self.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why an access operation did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum AccessError {
+    /// The slug belongs to another tenant.
+    #[error("the slug is already taken")]
+    SlugTaken,
+    /// No such tenant or key for this caller.
+    #[error("not found")]
+    NotFound,
+    /// A domain rule refused it.
+    #[error(transparent)]
+    Refused(TenantError),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+fn from_execute(err: ExecuteError<TenantError>) -> AccessError {
+    match err {
+        ExecuteError::Rejected(TenantError::UnknownKey | TenantError::NotCreated)
+        | ExecuteError::NotFound => AccessError::NotFound,
+        ExecuteError::Rejected(e) => AccessError::Refused(e),
+        ExecuteError::Conflict(stream) => AccessError::Store(StoreError::VersionConflict {
+            stream_id: stream,
+            expected: crate::event_store::ExpectedVersion::Any,
+            actual: 0,
+        }),
+        ExecuteError::Store(e) => AccessError::Store(e),
+    }
+}
+
+/// Creates a tenant and its bootstrap owner key; returns the tenant id and the key.
+pub async fn create_tenant(
+    store: &SharedStore,
+    slug: TenantSlug,
+    name: String,
+    environment: Environment,
+    metadata: EventMetadata,
+) -> Result<(TenantId, IssuedKey), AccessError> {
+    let tenant_id = TenantId::from_uuid(Uuid::now_v7());
+    let generated = generate_key(environment);
+    let grant = KeyGrant {
+        key_id: Uuid::now_v7(),
+        name: "bootstrap".to_owned(),
+        role: Role::Owner,
+        company_id: None,
+        prefix: generated.prefix.clone(),
+        key_sha256: generated.sha256.clone(),
+        expires_at: None,
+    };
+    let executor = CommandExecutor::<Tenant>::new(store.clone(), ());
+    let command = TenantCommand::Create {
+        tenant_id: tenant_id.as_uuid(),
+        slug: slug.clone(),
+        name,
+        environment,
+        bootstrap_key: grant.clone(),
+    };
+    match executor
+        .execute(tenant_id, &tenant::stream_id(&slug), command, metadata)
+        .await
+    {
+        Ok(_) => {}
+        // Another tenant's stream (NotFound), a lost race (Conflict) or an existing tenant.
+        Err(
+            ExecuteError::NotFound
+            | ExecuteError::Conflict(_)
+            | ExecuteError::Rejected(TenantError::AlreadyExists),
+        ) => {
+            return Err(AccessError::SlugTaken);
+        }
+        Err(other) => return Err(from_execute(other)),
+    }
+    Ok((tenant_id, issued(grant, generated.secret)))
+}
+
+fn issued(grant: KeyGrant, secret: String) -> IssuedKey {
+    IssuedKey {
+        id: grant.key_id,
+        name: grant.name,
+        role: grant.role,
+        company_id: grant.company_id,
+        prefix: grant.prefix,
+        key: secret,
+        expires_at: grant.expires_at,
+    }
+}
+
+/// What a new key should be.
+#[derive(Debug, Clone)]
+pub struct KeyRequest {
+    /// Label.
+    pub name: String,
+    /// Role.
+    pub role: Role,
+    /// Company scope.
+    pub company_id: Option<Uuid>,
+    /// Expiry.
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+/// Issues a key in a tenant, on behalf of a caller with `granted_by`.
+pub async fn issue_key(
+    store: &SharedStore,
+    tenant: TenantId,
+    stream_id: &str,
+    environment: Environment,
+    request: KeyRequest,
+    granted_by: Role,
+    metadata: EventMetadata,
+) -> Result<IssuedKey, AccessError> {
+    let generated = generate_key(environment);
+    let grant = KeyGrant {
+        key_id: Uuid::now_v7(),
+        name: request.name.trim().to_owned(),
+        role: request.role,
+        company_id: request.company_id,
+        prefix: generated.prefix.clone(),
+        key_sha256: generated.sha256.clone(),
+        expires_at: request.expires_at,
+    };
+    let executor = CommandExecutor::<Tenant>::new(store.clone(), ());
+    executor
+        .execute(
+            tenant,
+            stream_id,
+            TenantCommand::IssueApiKey {
+                key: grant.clone(),
+                granted_by,
+            },
+            metadata,
+        )
+        .await
+        .map_err(from_execute)?;
+    Ok(issued(grant, generated.secret))
+}
+
+/// Revokes a key of the tenant.
+pub async fn revoke_key(
+    store: &SharedStore,
+    tenant: TenantId,
+    stream_id: &str,
+    key_id: Uuid,
+    metadata: EventMetadata,
+) -> Result<(), AccessError> {
+    let executor = CommandExecutor::<Tenant>::new(store.clone(), ());
+    executor
+        .execute(
+            tenant,
+            stream_id,
+            TenantCommand::RevokeApiKey { key_id },
+            metadata,
+        )
+        .await
+        .map_err(from_execute)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_have_the_environment_prefix_forty_base62_characters_and_a_matching_hash() {
+        let demo = generate_key(Environment::Demo);
+        assert!(demo.secret.starts_with("kt_test_"));
+        let live = generate_key(Environment::Production);
+        assert!(live.secret.starts_with("kt_live_"));
+        let random = &live.secret["kt_live_".len()..];
+        assert_eq!(random.len(), 40);
+        assert!(random.bytes().all(|b| b.is_ascii_alphanumeric()));
+        assert_eq!(live.prefix, live.secret[..12]);
+        assert_eq!(live.sha256, sha256_hex(&live.secret));
+        assert_ne!(generate_key(Environment::Demo).secret, demo.secret);
+        assert!(
+            !format!("{demo:?}").contains(&demo.secret),
+            "Debug never shows the secret"
+        );
+    }
+}

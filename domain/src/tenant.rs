@@ -1,0 +1,333 @@
+//! The tenant aggregate: a tenant's creation, its API keys and its members, as events, so that
+//! who was given which access, and when, is part of the audit trail.
+//!
+//! The stream id is `tenant:<slug>`, so a slug can be taken once: a second creation with the same
+//! slug meets an existing stream (or loses the race on its expected version). API keys are
+//! generated outside (they need randomness); the aggregate records only their SHA-256.
+
+use chrono::{DateTime, Utc};
+use cqrs_es::event_sink::EventSink;
+use cqrs_es::{Aggregate, DomainEvent};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use uuid::Uuid;
+
+use crate::access::{Permission, Role};
+use crate::tenancy::{Environment, TenantSlug};
+
+/// The stream id of a tenant.
+pub fn stream_id(slug: &TenantSlug) -> String {
+    format!("tenant:{}", slug.as_str())
+}
+
+/// An API key to record (the secret itself never reaches the aggregate).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyGrant {
+    /// Key id.
+    pub key_id: Uuid,
+    /// Human label.
+    pub name: String,
+    /// Role the key acts with.
+    pub role: Role,
+    /// Restricts the key to one company's data.
+    pub company_id: Option<Uuid>,
+    /// The first characters of the key (`kt_test_AbC1`), to recognise it in listings.
+    pub prefix: String,
+    /// Lower-case hex SHA-256 of the whole key.
+    pub key_sha256: String,
+    /// When the key stops working.
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+/// Commands.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TenantCommand {
+    /// Creates the tenant with its first owner key.
+    Create {
+        /// Tenant id.
+        tenant_id: Uuid,
+        /// Slug.
+        slug: TenantSlug,
+        /// Display name.
+        name: String,
+        /// Demo or production.
+        environment: Environment,
+        /// The bootstrap key (role owner).
+        bootstrap_key: KeyGrant,
+    },
+    /// Issues an API key, on behalf of a caller with `granted_by`.
+    IssueApiKey {
+        /// The key.
+        key: KeyGrant,
+        /// Role of whoever asks.
+        granted_by: Role,
+    },
+    /// Revokes a key (revoking twice is harmless).
+    RevokeApiKey {
+        /// Key id.
+        key_id: Uuid,
+    },
+}
+
+/// Events.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum TenantEvent {
+    /// A tenant exists.
+    TenantCreated {
+        /// Id.
+        tenant_id: Uuid,
+        /// Slug.
+        slug: TenantSlug,
+        /// Name.
+        name: String,
+        /// Environment.
+        environment: Environment,
+    },
+    /// A key was issued.
+    ApiKeyIssued(KeyGrant),
+    /// A key was revoked.
+    ApiKeyRevoked {
+        /// Key id.
+        key_id: Uuid,
+    },
+}
+
+impl DomainEvent for TenantEvent {
+    fn event_type(&self) -> String {
+        match self {
+            Self::TenantCreated { .. } => "TenantCreated",
+            Self::ApiKeyIssued(_) => "ApiKeyIssued",
+            Self::ApiKeyRevoked { .. } => "ApiKeyRevoked",
+        }
+        .to_owned()
+    }
+
+    fn event_version(&self) -> String {
+        "1".to_owned()
+    }
+}
+
+/// Refusals.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TenantError {
+    /// The slug is taken.
+    #[error("the slug is already taken")]
+    AlreadyExists,
+    /// No such tenant.
+    #[error("no such tenant")]
+    NotCreated,
+    /// A key with this id exists.
+    #[error("an API key with this id already exists")]
+    DuplicateKey,
+    /// Unknown key.
+    #[error("no such API key")]
+    UnknownKey,
+    /// Only owners create owner keys.
+    #[error("only an owner can issue an owner key")]
+    OwnerOnly,
+    /// The key name is empty or too long.
+    #[error("a key name has 1 to 100 characters")]
+    BadName,
+}
+
+/// State.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tenant {
+    /// Created.
+    pub created: bool,
+    /// Keys and whether they are revoked.
+    pub keys: BTreeMap<Uuid, bool>,
+}
+
+impl Aggregate for Tenant {
+    const TYPE: &'static str = "tenant";
+    type Command = TenantCommand;
+    type Event = TenantEvent;
+    type Error = TenantError;
+    type Services = ();
+
+    async fn handle(
+        &mut self,
+        command: TenantCommand,
+        _: &(),
+        sink: &EventSink<Self>,
+    ) -> Result<(), TenantError> {
+        match command {
+            TenantCommand::Create {
+                tenant_id,
+                slug,
+                name,
+                environment,
+                bootstrap_key,
+            } => {
+                if self.created {
+                    return Err(TenantError::AlreadyExists);
+                }
+                let key = KeyGrant {
+                    role: Role::Owner,
+                    ..bootstrap_key
+                };
+                check_name(&key.name)?;
+                sink.write(
+                    TenantEvent::TenantCreated {
+                        tenant_id,
+                        slug,
+                        name,
+                        environment,
+                    },
+                    self,
+                )
+                .await;
+                sink.write(TenantEvent::ApiKeyIssued(key), self).await;
+            }
+            TenantCommand::IssueApiKey { key, granted_by } => {
+                if !self.created {
+                    return Err(TenantError::NotCreated);
+                }
+                if key.role == Role::Owner && !granted_by.allows(Permission::ManageOwnership) {
+                    return Err(TenantError::OwnerOnly);
+                }
+                check_name(&key.name)?;
+                if self.keys.contains_key(&key.key_id) {
+                    return Err(TenantError::DuplicateKey);
+                }
+                sink.write(TenantEvent::ApiKeyIssued(key), self).await;
+            }
+            TenantCommand::RevokeApiKey { key_id } => match self.keys.get(&key_id) {
+                None => return Err(TenantError::UnknownKey),
+                Some(true) => {}
+                Some(false) => sink.write(TenantEvent::ApiKeyRevoked { key_id }, self).await,
+            },
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, event: TenantEvent) {
+        match event {
+            TenantEvent::TenantCreated { .. } => self.created = true,
+            TenantEvent::ApiKeyIssued(key) => {
+                self.keys.insert(key.key_id, false);
+            }
+            TenantEvent::ApiKeyRevoked { key_id } => {
+                self.keys.insert(key_id, true);
+            }
+        }
+    }
+}
+
+fn check_name(name: &str) -> Result<(), TenantError> {
+    let len = name.trim().chars().count();
+    if (1..=100).contains(&len) {
+        Ok(())
+    } else {
+        Err(TenantError::BadName)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cqrs_es::test::TestFramework;
+
+    fn key(role: Role) -> KeyGrant {
+        KeyGrant {
+            key_id: Uuid::from_u128(7),
+            name: "erp".into(),
+            role,
+            company_id: None,
+            prefix: "kt_test_abcd".into(),
+            key_sha256: "00".repeat(32),
+            expires_at: None,
+        }
+    }
+
+    fn created() -> TenantEvent {
+        TenantEvent::TenantCreated {
+            tenant_id: Uuid::from_u128(1),
+            slug: TenantSlug::parse("acme").expect("slug"),
+            name: "Acme".into(),
+            environment: Environment::Demo,
+        }
+    }
+
+    #[test]
+    fn creating_a_tenant_issues_its_bootstrap_owner_key() {
+        TestFramework::<Tenant>::with(())
+            .given_no_previous_events()
+            .when(TenantCommand::Create {
+                tenant_id: Uuid::from_u128(1),
+                slug: TenantSlug::parse("acme").expect("slug"),
+                name: "Acme".into(),
+                environment: Environment::Demo,
+                bootstrap_key: key(Role::Viewer),
+            })
+            .then_expect_events(vec![created(), TenantEvent::ApiKeyIssued(key(Role::Owner))]);
+    }
+
+    #[test]
+    fn a_taken_slug_cannot_be_created_again() {
+        TestFramework::<Tenant>::with(())
+            .given(vec![created()])
+            .when(TenantCommand::Create {
+                tenant_id: Uuid::from_u128(2),
+                slug: TenantSlug::parse("acme").expect("slug"),
+                name: "Other".into(),
+                environment: Environment::Production,
+                bootstrap_key: key(Role::Owner),
+            })
+            .then_expect_error(TenantError::AlreadyExists);
+    }
+
+    #[test]
+    fn only_an_owner_issues_owner_keys() {
+        TestFramework::<Tenant>::with(())
+            .given(vec![created()])
+            .when(TenantCommand::IssueApiKey {
+                key: key(Role::Owner),
+                granted_by: Role::Admin,
+            })
+            .then_expect_error(TenantError::OwnerOnly);
+        TestFramework::<Tenant>::with(())
+            .given(vec![created()])
+            .when(TenantCommand::IssueApiKey {
+                key: key(Role::Issuer),
+                granted_by: Role::Admin,
+            })
+            .then_expect_events(vec![TenantEvent::ApiKeyIssued(key(Role::Issuer))]);
+    }
+
+    #[test]
+    fn revoking_twice_is_harmless_and_unknown_keys_are_refused() {
+        TestFramework::<Tenant>::with(())
+            .given(vec![
+                created(),
+                TenantEvent::ApiKeyIssued(key(Role::Owner)),
+                TenantEvent::ApiKeyRevoked {
+                    key_id: Uuid::from_u128(7),
+                },
+            ])
+            .when(TenantCommand::RevokeApiKey {
+                key_id: Uuid::from_u128(7),
+            })
+            .then_expect_events(vec![]);
+        TestFramework::<Tenant>::with(())
+            .given(vec![created()])
+            .when(TenantCommand::RevokeApiKey {
+                key_id: Uuid::from_u128(9),
+            })
+            .then_expect_error(TenantError::UnknownKey);
+    }
+
+    #[test]
+    fn key_names_must_be_present() {
+        let mut nameless = key(Role::Viewer);
+        nameless.name = "  ".into();
+        TestFramework::<Tenant>::with(())
+            .given(vec![created()])
+            .when(TenantCommand::IssueApiKey {
+                key: nameless,
+                granted_by: Role::Owner,
+            })
+            .then_expect_error(TenantError::BadName);
+    }
+}

@@ -1,0 +1,231 @@
+//! `access` (inline): tenants and their API keys, from the tenant streams, and the queries that
+//! authentication and the tenant endpoints run on them.
+//!
+//! Inline, because a key must work the moment its creation returns. Every statement is
+//! idempotent (insert-if-absent, revoke-if-not-revoked), so a replayed event changes nothing.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use kuatia_application::event_store::{ProjectionKind, RecordedEvent, SharedStore, StoreError};
+use kuatia_application::projection::{Projection, SqlTx, SqlValue};
+use kuatia_domain::access::Role;
+use kuatia_domain::tenancy::{Environment, TenantId};
+use kuatia_domain::tenant::TenantEvent;
+use uuid::Uuid;
+
+/// The projection.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Access;
+
+impl Access {
+    /// Its stable name.
+    pub const NAME: &'static str = "access";
+}
+
+#[async_trait]
+impl Projection for Access {
+    fn name(&self) -> &'static str {
+        Self::NAME
+    }
+
+    fn kind(&self) -> ProjectionKind {
+        ProjectionKind::Inline
+    }
+
+    fn tables(&self) -> &'static [&'static str] {
+        &["tenants", "api_keys"]
+    }
+
+    async fn apply(&self, tx: &mut dyn SqlTx, event: &RecordedEvent) -> Result<(), StoreError> {
+        if event.stream_type != "tenant" {
+            return Ok(());
+        }
+        let decoded: TenantEvent = serde_json::from_value(event.payload.clone())
+            .map_err(|e| StoreError::Corrupt(format!("tenant event {}: {e}", event.event_id)))?;
+        let tenant = event.tenant_id.as_uuid();
+        match decoded {
+            TenantEvent::TenantCreated {
+                tenant_id,
+                slug,
+                name,
+                environment,
+            } => {
+                tx.execute(
+                    "INSERT INTO tenants (id, tenant_id, slug, name, environment, stream_id, created_at) \
+                     VALUES ($1, $1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING",
+                    &[
+                        SqlValue::Uuid(tenant_id),
+                        SqlValue::Text(slug.as_str().to_owned()),
+                        SqlValue::Text(name),
+                        SqlValue::Text(environment_name(environment).to_owned()),
+                        SqlValue::Text(event.stream_id.clone()),
+                        SqlValue::Timestamp(event.recorded_at),
+                    ],
+                )
+                .await?;
+            }
+            TenantEvent::ApiKeyIssued(key) => {
+                tx.execute(
+                    "INSERT INTO api_keys (id, tenant_id, name, role, company_id, prefix, key_sha256, created_at, \
+                       expires_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING",
+                    &[
+                        SqlValue::Uuid(key.key_id),
+                        SqlValue::Uuid(tenant),
+                        SqlValue::Text(key.name),
+                        SqlValue::Text(key.role.as_str().to_owned()),
+                        key.company_id.into(),
+                        SqlValue::Text(key.prefix),
+                        SqlValue::Text(key.key_sha256),
+                        SqlValue::Timestamp(event.recorded_at),
+                        key.expires_at.into(),
+                    ],
+                )
+                .await?;
+            }
+            TenantEvent::ApiKeyRevoked { key_id } => {
+                tx.execute(
+                    "UPDATE api_keys SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL",
+                    &[SqlValue::Uuid(key_id), SqlValue::Timestamp(event.recorded_at)],
+                )
+                .await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn environment_name(environment: Environment) -> &'static str {
+    match environment {
+        Environment::Demo => "demo",
+        Environment::Production => "production",
+    }
+}
+
+fn parse_environment(text: &str) -> Environment {
+    if text == "production" {
+        Environment::Production
+    } else {
+        Environment::Demo
+    }
+}
+
+fn parse_role(text: &str) -> Result<Role, StoreError> {
+    serde_json::from_value(serde_json::Value::String(text.to_owned()))
+        .map_err(|_| StoreError::Corrupt(format!("unknown role {text:?}")))
+}
+
+fn corrupt(what: &str) -> StoreError {
+    StoreError::Corrupt(format!("unreadable {what}"))
+}
+
+/// A tenant as the API shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TenantRow {
+    /// Id.
+    pub id: Uuid,
+    /// Slug.
+    pub slug: String,
+    /// Name.
+    pub name: String,
+    /// Environment.
+    pub environment: Environment,
+    /// Stream of its events.
+    pub stream_id: String,
+    /// Creation.
+    pub created_at: DateTime<Utc>,
+}
+
+/// Reads one tenant.
+pub async fn tenant(store: &SharedStore, id: TenantId) -> Result<Option<TenantRow>, StoreError> {
+    let rows = store
+        .query(
+            "SELECT id, slug, name, environment, stream_id, created_at FROM tenants WHERE id = $1",
+            &[SqlValue::Uuid(id.as_uuid())],
+        )
+        .await?;
+    rows.first()
+        .map(|r| {
+            Ok(TenantRow {
+                id: r[0].as_uuid().ok_or_else(|| corrupt("tenant id"))?,
+                slug: r[1].as_text().ok_or_else(|| corrupt("slug"))?,
+                name: r[2].as_text().ok_or_else(|| corrupt("name"))?,
+                environment: parse_environment(&r[3].as_text().unwrap_or_default()),
+                stream_id: r[4].as_text().ok_or_else(|| corrupt("stream id"))?,
+                created_at: r[5].as_timestamp().ok_or_else(|| corrupt("created_at"))?,
+            })
+        })
+        .transpose()
+}
+
+/// An API key's record (no secret).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiKeyRow {
+    /// Id.
+    pub id: Uuid,
+    /// Tenant.
+    pub tenant_id: TenantId,
+    /// Label.
+    pub name: String,
+    /// Role.
+    pub role: Role,
+    /// Company scope.
+    pub company_id: Option<Uuid>,
+    /// Recognisable prefix.
+    pub prefix: String,
+    /// Issued.
+    pub created_at: DateTime<Utc>,
+    /// Stops working at.
+    pub expires_at: Option<DateTime<Utc>>,
+    /// Revoked at.
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+impl ApiKeyRow {
+    /// Whether the key authenticates at `now`.
+    pub fn is_active(&self, now: DateTime<Utc>) -> bool {
+        self.revoked_at.is_none() && self.expires_at.is_none_or(|at| at > now)
+    }
+}
+
+fn key_row(r: &[SqlValue]) -> Result<ApiKeyRow, StoreError> {
+    Ok(ApiKeyRow {
+        id: r[0].as_uuid().ok_or_else(|| corrupt("key id"))?,
+        tenant_id: TenantId::from_uuid(r[1].as_uuid().ok_or_else(|| corrupt("key tenant"))?),
+        name: r[2].as_text().ok_or_else(|| corrupt("key name"))?,
+        role: parse_role(&r[3].as_text().unwrap_or_default())?,
+        company_id: r[4].non_null().and_then(SqlValue::as_uuid),
+        prefix: r[5].as_text().ok_or_else(|| corrupt("prefix"))?,
+        created_at: r[6].as_timestamp().ok_or_else(|| corrupt("created_at"))?,
+        expires_at: r[7].non_null().and_then(SqlValue::as_timestamp),
+        revoked_at: r[8].non_null().and_then(SqlValue::as_timestamp),
+    })
+}
+
+/// Finds a key by the SHA-256 of its secret.
+pub async fn key_by_hash(store: &SharedStore, sha256: &str) -> Result<Option<ApiKeyRow>, StoreError> {
+    let rows = store
+        .query(
+            "SELECT id, tenant_id, name, role, company_id, prefix, created_at, expires_at, revoked_at \
+             FROM api_keys WHERE key_sha256 = $1",
+            &[SqlValue::Text(sha256.to_owned())],
+        )
+        .await?;
+    rows.first().map(|r| key_row(r)).transpose()
+}
+
+/// Finds a tenant's key by id.
+pub async fn key_by_id(
+    store: &SharedStore,
+    tenant: TenantId,
+    id: Uuid,
+) -> Result<Option<ApiKeyRow>, StoreError> {
+    let rows = store
+        .query(
+            "SELECT id, tenant_id, name, role, company_id, prefix, created_at, expires_at, revoked_at \
+             FROM api_keys WHERE tenant_id = $1 AND id = $2",
+            &[SqlValue::Uuid(tenant.as_uuid()), SqlValue::Uuid(id)],
+        )
+        .await?;
+    rows.first().map(|r| key_row(r)).transpose()
+}

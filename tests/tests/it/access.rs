@@ -1,0 +1,436 @@
+//! Tenants, API keys, X-Tenant-Id and roles (contract §4.2, §5; DECISIONS §2), black-box.
+
+use kuatia_tests::TestApp;
+use reqwest::Method;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+async fn body(response: reqwest::Response) -> (u16, Value) {
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn a_new_tenant_gets_a_bootstrap_owner_key_that_works_at_once() {
+    let app = TestApp::spawn().await;
+    let (status, created) = app.create_tenant("acme").await;
+    assert_eq!(status, 201, "{created}");
+    assert_eq!(created["slug"], "acme");
+    assert_eq!(created["environment"], "demo");
+    let key = created["bootstrap_api_key"].as_str().expect("key");
+    assert!(
+        key.starts_with("kt_test_") && key.len() == "kt_test_".len() + 40,
+        "{key}"
+    );
+    let tenant = created["id"].as_str().expect("id");
+
+    let (status, current) = body(
+        app.as_key(Method::GET, "/v1/api-keys/current", key, tenant)
+            .send()
+            .await
+            .expect("get"),
+    )
+    .await;
+    assert_eq!(status, 200, "{current}");
+    assert_eq!(current["role"], "owner");
+    assert_eq!(current["tenant_id"], tenant);
+    assert_eq!(current["prefix"], &key[..12]);
+    assert!(
+        !current.to_string().contains(key),
+        "the secret is never shown again"
+    );
+
+    let (status, read) = body(
+        app.as_key(Method::GET, &format!("/v1/tenants/{tenant}"), key, tenant)
+            .send()
+            .await
+            .expect("get"),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        (read["id"].as_str(), read["name"].as_str()),
+        (Some(tenant), Some("acme S.A."))
+    );
+    assert!(read.get("bootstrap_api_key").is_none());
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn slugs_are_validated_and_taken_once_even_by_racing_requests() {
+    let app = TestApp::spawn().await;
+    let (status, err) = app.create_tenant("Not A Slug").await;
+    assert_eq!(status, 400);
+    assert_eq!(err["code"], "validation_error");
+    assert_eq!(err["details"]["errors"][0]["field"], "slug");
+
+    let (status, err) = body(
+        app.client
+            .post(format!("{}/v1/tenants", app.base))
+            .json(&json!({"slug": "ok-slug", "name": "x", "plan": "gold"}))
+            .send()
+            .await
+            .expect("post"),
+    )
+    .await;
+    assert_eq!(status, 400, "unknown fields are refused: {err}");
+
+    let racers: Vec<_> = (0..8)
+        .map(|_| {
+            let client = app.client.clone();
+            let url = format!("{}/v1/tenants", app.base);
+            tokio::spawn(async move {
+                client
+                    .post(url)
+                    .json(&json!({"slug": "contested", "name": "C"}))
+                    .send()
+                    .await
+                    .expect("post")
+                    .status()
+                    .as_u16()
+            })
+        })
+        .collect();
+    let mut statuses = Vec::new();
+    for r in racers {
+        statuses.push(r.await.expect("task"));
+    }
+    statuses.sort_unstable();
+    assert_eq!(statuses, vec![201, 409, 409, 409, 409, 409, 409, 409]);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn public_signup_can_be_switched_off() {
+    let app = TestApp::spawn_with(|c| c.public_signup = false).await;
+    let (status, err) = app.create_tenant("closed").await;
+    assert_eq!((status, err["code"].as_str()), (403, Some("permission_error")));
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn credentials_and_the_tenant_header_are_checked_in_order() {
+    let app = TestApp::spawn().await;
+    let (tenant, key) = app.tenant("acme").await;
+    let (other, _) = app.tenant("globex").await;
+    let url = format!("{}/v1/api-keys/current", app.base);
+
+    let none = app
+        .client
+        .get(&url)
+        .header("X-Tenant-Id", &tenant)
+        .send()
+        .await
+        .expect("get");
+    assert_eq!(none.status(), 401);
+    assert_eq!(none.headers()["www-authenticate"], "Bearer");
+    let (status, err) = body(
+        app.as_key(Method::GET, "/v1/api-keys/current", "kt_test_nope", &tenant)
+            .send()
+            .await
+            .expect("get"),
+    )
+    .await;
+    assert_eq!(
+        (status, err["code"].as_str()),
+        (401, Some("authentication_error"))
+    );
+
+    let (status, err) = body(app.client.get(&url).bearer_auth(&key).send().await.expect("get")).await;
+    assert_eq!((status, err["code"].as_str()), (400, Some("validation_error")));
+    let (status, _) = body(
+        app.as_key(Method::GET, "/v1/api-keys/current", &key, "not-a-uuid")
+            .send()
+            .await
+            .expect("get"),
+    )
+    .await;
+    assert_eq!(status, 400);
+    let (status, err) = body(
+        app.as_key(Method::GET, "/v1/api-keys/current", &key, &other)
+            .send()
+            .await
+            .expect("get"),
+    )
+    .await;
+    assert_eq!((status, err["code"].as_str()), (403, Some("permission_error")));
+    app.stop().await;
+}
+
+async fn issue(app: &TestApp, key: &str, tenant: &str, body_json: Value) -> (u16, Value) {
+    body(
+        app.as_key(Method::POST, "/v1/api-keys", key, tenant)
+            .json(&body_json)
+            .send()
+            .await
+            .expect("post"),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn roles_decide_who_may_issue_and_revoke_keys() {
+    let app = TestApp::spawn().await;
+    let (tenant, owner) = app.tenant("acme").await;
+    let mut keys = std::collections::HashMap::new();
+    for role in ["admin", "issuer", "viewer", "auditor"] {
+        let (status, created) = issue(
+            &app,
+            &owner,
+            &tenant,
+            json!({"name": format!("{role} key"), "role": role}),
+        )
+        .await;
+        assert_eq!(status, 201, "{created}");
+        assert_eq!(created["role"], role);
+        keys.insert(
+            role,
+            (
+                created["id"].as_str().expect("id").to_owned(),
+                created["key"].as_str().expect("key").to_owned(),
+            ),
+        );
+    }
+    for role in ["issuer", "viewer", "auditor"] {
+        let (_, key) = &keys[role];
+        let (status, err) = issue(&app, key, &tenant, json!({"name": "x", "role": "viewer"})).await;
+        assert_eq!(
+            (status, err["code"].as_str()),
+            (403, Some("permission_error")),
+            "{role}"
+        );
+        let (status, _) = body(
+            app.as_key(Method::GET, "/v1/api-keys/current", key, &tenant)
+                .send()
+                .await
+                .expect("get"),
+        )
+        .await;
+        assert_eq!(status, 200, "{role} reads its own key");
+    }
+    let (_, admin) = &keys["admin"];
+    let (status, err) = issue(&app, admin, &tenant, json!({"name": "sneaky", "role": "owner"})).await;
+    assert_eq!(
+        (status, err["code"].as_str()),
+        (403, Some("permission_error")),
+        "only owners mint owners"
+    );
+    let (status, _) = issue(&app, admin, &tenant, json!({"name": "ci", "role": "issuer"})).await;
+    assert_eq!(status, 201);
+
+    let (viewer_id, viewer_key) = &keys["viewer"];
+    let (status, err) = body(
+        app.as_key(
+            Method::DELETE,
+            &format!("/v1/api-keys/{viewer_id}"),
+            &keys["issuer"].1,
+            &tenant,
+        )
+        .send()
+        .await
+        .expect("del"),
+    )
+    .await;
+    assert_eq!((status, err["code"].as_str()), (403, Some("permission_error")));
+    let (status, revoked) = body(
+        app.as_key(
+            Method::DELETE,
+            &format!("/v1/api-keys/{viewer_id}"),
+            admin,
+            &tenant,
+        )
+        .send()
+        .await
+        .expect("del"),
+    )
+    .await;
+    assert_eq!(status, 200, "{revoked}");
+    assert!(revoked["revoked_at"].is_string());
+    let (status, _) = body(
+        app.as_key(
+            Method::DELETE,
+            &format!("/v1/api-keys/{viewer_id}"),
+            admin,
+            &tenant,
+        )
+        .send()
+        .await
+        .expect("del"),
+    )
+    .await;
+    assert_eq!(status, 200, "revoking twice is harmless");
+    let (status, _) = body(
+        app.as_key(Method::GET, "/v1/api-keys/current", viewer_key, &tenant)
+            .send()
+            .await
+            .expect("get"),
+    )
+    .await;
+    assert_eq!(status, 401, "a revoked key stops working at once");
+    let unknown = uuid::Uuid::now_v7();
+    let (status, _) = body(
+        app.as_key(Method::DELETE, &format!("/v1/api-keys/{unknown}"), admin, &tenant)
+            .send()
+            .await
+            .expect("del"),
+    )
+    .await;
+    assert_eq!(status, 404);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn keys_expire_and_bad_key_requests_are_refused_with_reasons() {
+    let app = TestApp::spawn().await;
+    let (tenant, owner) = app.tenant("acme").await;
+    let soon = (chrono::Utc::now() + chrono::Duration::milliseconds(1500)).to_rfc3339();
+    let (status, created) = issue(
+        &app,
+        &owner,
+        &tenant,
+        json!({"name": "temp", "role": "viewer", "expires_at": soon}),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    let temp = created["key"].as_str().expect("key").to_owned();
+    let (status, _) = body(
+        app.as_key(Method::GET, "/v1/api-keys/current", &temp, &tenant)
+            .send()
+            .await
+            .expect("get"),
+    )
+    .await;
+    assert_eq!(status, 200);
+    tokio::time::sleep(Duration::from_millis(1800)).await;
+    let (status, _) = body(
+        app.as_key(Method::GET, "/v1/api-keys/current", &temp, &tenant)
+            .send()
+            .await
+            .expect("get"),
+    )
+    .await;
+    assert_eq!(status, 401, "an expired key stops working");
+
+    let past = (chrono::Utc::now() - chrono::Duration::hours(1)).to_rfc3339();
+    let (status, err) = issue(
+        &app,
+        &owner,
+        &tenant,
+        json!({"name": "late", "role": "viewer", "expires_at": past}),
+    )
+    .await;
+    assert_eq!(
+        (status, err["details"]["errors"][0]["field"].as_str()),
+        (400, Some("expires_at"))
+    );
+    let (status, _) = issue(&app, &owner, &tenant, json!({"name": "x", "role": "superuser"})).await;
+    assert_eq!(status, 400);
+    let (status, _) = issue(&app, &owner, &tenant, json!({"name": "", "role": "viewer"})).await;
+    assert_eq!(status, 400);
+    let (status, err) = issue(
+        &app,
+        &owner,
+        &tenant,
+        json!({"name": "scoped", "role": "viewer", "company_id": uuid::Uuid::now_v7()}),
+    )
+    .await;
+    assert_eq!((status, err["code"].as_str()), (400, Some("configuration_error")));
+    app.stop().await;
+}
+
+/// Every route that takes an API key, from the OpenAPI document, so routes added later are
+/// walked too: `(method, path template)`.
+fn tenant_routes(doc: &Value) -> Vec<(Method, String)> {
+    let mut routes = Vec::new();
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, op) in item.as_object().expect("item") {
+            let secured = op["security"]
+                .as_array()
+                .is_some_and(|s| s.iter().any(|r| r.get("api_key").is_some()));
+            if secured {
+                routes.push((method.to_uppercase().parse().expect("method"), path.clone()));
+            }
+        }
+    }
+    routes
+}
+
+#[tokio::test]
+async fn every_tenant_route_refuses_a_second_tenants_credentials_and_leaks_nothing() {
+    let app = TestApp::spawn().await;
+    let (tenant_a, key_a) = app.tenant("alpha").await;
+    let (tenant_b, key_b) = app.tenant("bravo").await;
+    let (_, a_key) = issue(
+        &app,
+        &key_a,
+        &tenant_a,
+        json!({"name": "a-erp", "role": "issuer"}),
+    )
+    .await;
+    let a_key_id = a_key["id"].as_str().expect("id").to_owned();
+    let a_secrets = [tenant_a.as_str(), a_key_id.as_str(), "alpha", &key_a[..12]];
+
+    let doc: Value = app.get("/openapi.json").await.json().await.expect("openapi");
+    let routes = tenant_routes(&doc);
+    assert!(routes.len() >= 4, "{routes:?}");
+    for (method, template) in routes {
+        // A's resources in every path parameter.
+        let path = template
+            .replace("/v1/tenants/{id}", &format!("/v1/tenants/{tenant_a}"))
+            .replace("{id}", &a_key_id);
+        assert!(!path.contains('{'), "unhandled path parameter in {template}");
+        let json_body = json!({"name": "probe", "role": "viewer"});
+
+        // B's key claiming to act in A's tenant.
+        let (status, err) = body(
+            app.as_key(method.clone(), &path, &key_b, &tenant_a)
+                .json(&json_body)
+                .send()
+                .await
+                .expect("send"),
+        )
+        .await;
+        assert_eq!(
+            status, 403,
+            "{method} {template} with B's key in A's tenant: {err}"
+        );
+        assert_eq!(err["code"], "permission_error");
+
+        // B's key in its own tenant, aimed at A's resources.
+        if template.contains('{') {
+            let (status, body_b) = body(
+                app.as_key(method.clone(), &path, &key_b, &tenant_b)
+                    .json(&json_body)
+                    .send()
+                    .await
+                    .expect("send"),
+            )
+            .await;
+            assert!(
+                status == 404 || status == 403,
+                "{method} {template} on A's ids answered {status}: {body_b}"
+            );
+            for secret in a_secrets {
+                assert!(
+                    !body_b.to_string().contains(secret),
+                    "{method} {template} leaked {secret}: {body_b}"
+                );
+            }
+        }
+    }
+    // A's key survived the walk (nobody revoked it from outside).
+    let (status, _) = body(
+        app.as_key(
+            Method::GET,
+            "/v1/api-keys/current",
+            a_key["key"].as_str().expect("k"),
+            &tenant_a,
+        )
+        .send()
+        .await
+        .expect("get"),
+    )
+    .await;
+    assert_eq!(status, 200);
+    app.stop().await;
+}
