@@ -2,11 +2,14 @@
 //! handler can forget either (contract §5, DECISIONS §2).
 //!
 //! [`Caller`] resolves, in this order:
-//! 1. credentials: `Authorization: Bearer <API key>`; none, unknown, revoked or expired → 401
-//!    `authentication_error` with `WWW-Authenticate: Bearer` (one message for all, so a caller
-//!    learns nothing about which keys exist);
-//! 2. `X-Tenant-Id`: missing or not a UUID → 400 `validation_error`; another tenant than the
-//!    key's → 403 `permission_error`.
+//! 1. credentials ([`Credentials`]): `Authorization: Bearer <API key>`, else the `kuatia_session`
+//!    cookie of a console login; none, unknown, revoked or expired → 401 `authentication_error`
+//!    with `WWW-Authenticate: Bearer` (one message for all, so a caller learns nothing about which
+//!    keys or sessions exist);
+//! 2. `X-Tenant-Id`: missing or not a UUID → 400 `validation_error`; a tenant the key does not
+//!    belong to, or the session's user is not a member of → 403 `permission_error`. Every tenant
+//!    route needs the header, also with a cookie: a cross-site form cannot send it, which is the
+//!    CSRF defence for cookie sessions (DECISIONS §2).
 //!
 //! Handlers then ask for what they need with [`Caller::require`] (403 `permission_error`). The key
 //! is looked up by its SHA-256, so the comparison of secrets never happens byte by byte in our
@@ -28,6 +31,23 @@ use crate::state::AppState;
 /// Header naming the tenant of a request.
 pub const TENANT_HEADER: &str = "x-tenant-id";
 
+/// Name of the session cookie.
+pub const SESSION_COOKIE: &str = "kuatia_session";
+
+/// Proven credentials, before any tenant is chosen.
+#[derive(Debug, Clone)]
+pub enum Credentials {
+    /// An API key (its record).
+    ApiKey(ApiKeyRow),
+    /// A console session.
+    Session {
+        /// Session id.
+        session_id: Uuid,
+        /// Its user.
+        user: kuatia_application::identity::User,
+    },
+}
+
 /// Who is calling, in which tenant, with which role.
 #[derive(Debug, Clone)]
 pub struct Caller {
@@ -37,8 +57,8 @@ pub struct Caller {
     pub role: Role,
     /// When set, only this company's data.
     pub company_id: Option<Uuid>,
-    /// The API key used.
-    pub key: ApiKeyRow,
+    /// The credentials used.
+    pub credentials: Credentials,
     /// The request's id (for event metadata).
     pub request_id: Option<String>,
 }
@@ -63,8 +83,12 @@ impl Caller {
 
     /// Metadata for the events this request causes.
     pub fn metadata(&self) -> EventMetadata {
+        let actor = match &self.credentials {
+            Credentials::ApiKey(key) => format!("api_key:{}", key.id),
+            Credentials::Session { user, .. } => format!("user:{}", user.id),
+        };
         EventMetadata {
-            actor: Some(format!("api_key:{}", self.key.id)),
+            actor: Some(actor),
             request_id: self.request_id.clone(),
             correlation_id: self.request_id.clone(),
             causation_id: None,
@@ -82,19 +106,47 @@ fn bearer(parts: &Parts) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty()).then(|| token.trim())
 }
 
+fn session_cookie(parts: &Parts) -> Option<&str> {
+    parts
+        .headers
+        .get_all(axum::http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .find_map(|pair| {
+            let (name, value) = pair.trim().split_once('=')?;
+            (name == SESSION_COOKIE && !value.is_empty()).then_some(value)
+        })
+}
+
+impl FromRequestParts<AppState> for Credentials {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        if let Some(token) = bearer(parts) {
+            let key = access::key_by_hash(&state.store, &sha256_hex(token)).await?;
+            return match key.filter(|k| k.is_active(chrono::Utc::now())) {
+                Some(key) => Ok(Self::ApiKey(key)),
+                None => Err(ApiError::unauthenticated("the API key is not valid")),
+            };
+        }
+        if let Some(token) = session_cookie(parts) {
+            return match kuatia_application::identity::session(&state.store, token).await? {
+                Some((session_id, user)) => Ok(Self::Session { session_id, user }),
+                None => Err(ApiError::unauthenticated("the session has ended; log in again")),
+            };
+        }
+        Err(ApiError::unauthenticated(
+            "an API key is required (Authorization: Bearer …)",
+        ))
+    }
+}
+
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
-        let Some(token) = bearer(parts) else {
-            return Err(ApiError::unauthenticated(
-                "an API key is required (Authorization: Bearer …)",
-            ));
-        };
-        let key = access::key_by_hash(&state.store, &sha256_hex(token)).await?;
-        let Some(key) = key.filter(|k| k.is_active(chrono::Utc::now())) else {
-            return Err(ApiError::unauthenticated("the API key is not valid"));
-        };
+        let credentials = Credentials::from_request_parts(parts, state).await?;
         let tenant = match parts.headers.get(TENANT_HEADER).map(|v| v.to_str()) {
             None => return Err(ApiError::validation("the X-Tenant-Id header is required")),
             Some(Err(_)) => return Err(ApiError::validation("X-Tenant-Id must be a UUID")),
@@ -103,17 +155,30 @@ impl FromRequestParts<AppState> for Caller {
                 .parse::<TenantId>()
                 .map_err(|_| ApiError::validation("X-Tenant-Id must be a UUID"))?,
         };
-        if tenant != key.tenant_id {
-            return Err(ApiError::forbidden(
-                "X-Tenant-Id does not match the API key's tenant",
-            ));
-        }
+        let (role, company_id) = match &credentials {
+            Credentials::ApiKey(key) if key.tenant_id == tenant => (key.role, key.company_id),
+            Credentials::ApiKey(_) => {
+                return Err(ApiError::forbidden(
+                    "X-Tenant-Id does not match the API key's tenant",
+                ));
+            }
+            Credentials::Session { user, .. } => {
+                match access::membership(&state.store, tenant, user.id).await? {
+                    Some(m) => (m.role, None),
+                    None => {
+                        return Err(ApiError::forbidden(
+                            "the user is not a member of the X-Tenant-Id tenant",
+                        ));
+                    }
+                }
+            }
+        };
         Ok(Self {
             tenant,
-            role: key.role,
-            company_id: key.company_id,
+            role,
+            company_id,
             request_id: parts.extensions.get::<RequestId>().map(|r| r.0.clone()),
-            key,
+            credentials,
         })
     }
 }

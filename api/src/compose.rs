@@ -87,6 +87,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         prometheus: crate::metrics::handle(),
         max_body_bytes: config.max_body_bytes,
         public_signup: config.public_signup,
+        insecure_cookies: config.insecure_cookies,
     };
     let router = crate::app(state);
     let shutdown = CancellationToken::new();

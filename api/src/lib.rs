@@ -38,6 +38,10 @@ pub fn api_router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(routes::api_keys::create_api_key))
         .routes(routes!(routes::api_keys::current_api_key))
         .routes(routes!(routes::api_keys::revoke_api_key))
+        .routes(routes!(routes::identity::create_user))
+        .routes(routes!(routes::identity::login))
+        .routes(routes!(routes::identity::logout))
+        .routes(routes!(routes::identity::create_membership))
         .split_for_parts()
 }
 

@@ -4,7 +4,7 @@
 //! Routes are registered through `utoipa_axum::routes!`, so a handler cannot be routed without
 //! being documented.
 
-use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::error::{ErrorBody, ErrorCode};
@@ -41,6 +41,13 @@ impl Modify for SecuritySchemes {
                     .description(Some("The operator's METRICS_BEARER_TOKEN"))
                     .build(),
             ),
+        );
+        components.add_security_scheme(
+            "session",
+            SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(
+                "kuatia_session",
+                "Console session from POST /v1/auth/login; unsafe requests also need X-Tenant-Id",
+            ))),
         );
         components.add_security_scheme(
             "api_key",

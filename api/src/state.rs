@@ -21,4 +21,6 @@ pub struct AppState {
     pub max_body_bytes: usize,
     /// Whether `POST /v1/tenants` is open to anyone.
     pub public_signup: bool,
+    /// Whether the session cookie omits `Secure` (plain-HTTP development).
+    pub insecure_cookies: bool,
 }

@@ -10,6 +10,7 @@ pub mod access;
 pub mod aggregate;
 pub mod event_store;
 pub mod hash;
+pub mod identity;
 pub mod jobs;
 pub mod projection;
 pub mod upcast;

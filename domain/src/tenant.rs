@@ -67,6 +67,17 @@ pub enum TenantCommand {
         /// Key id.
         key_id: Uuid,
     },
+    /// Gives a user a role in the tenant, on behalf of a caller with `granted_by`.
+    AddMember {
+        /// Membership id.
+        membership_id: Uuid,
+        /// The user.
+        user_id: Uuid,
+        /// The role.
+        role: Role,
+        /// Role of whoever asks.
+        granted_by: Role,
+    },
 }
 
 /// Events.
@@ -90,6 +101,15 @@ pub enum TenantEvent {
         /// Key id.
         key_id: Uuid,
     },
+    /// A user became a member.
+    MemberAdded {
+        /// Membership id.
+        membership_id: Uuid,
+        /// The user.
+        user_id: Uuid,
+        /// The role.
+        role: Role,
+    },
 }
 
 impl DomainEvent for TenantEvent {
@@ -98,6 +118,7 @@ impl DomainEvent for TenantEvent {
             Self::TenantCreated { .. } => "TenantCreated",
             Self::ApiKeyIssued(_) => "ApiKeyIssued",
             Self::ApiKeyRevoked { .. } => "ApiKeyRevoked",
+            Self::MemberAdded { .. } => "MemberAdded",
         }
         .to_owned()
     }
@@ -125,6 +146,9 @@ pub enum TenantError {
     /// Only owners create owner keys.
     #[error("only an owner can issue an owner key")]
     OwnerOnly,
+    /// The user is a member already.
+    #[error("the user is already a member of this tenant")]
+    AlreadyMember,
     /// The key name is empty or too long.
     #[error("a key name has 1 to 100 characters")]
     BadName,
@@ -137,6 +161,8 @@ pub struct Tenant {
     pub created: bool,
     /// Keys and whether they are revoked.
     pub keys: BTreeMap<Uuid, bool>,
+    /// Members and their roles.
+    pub members: BTreeMap<Uuid, Role>,
 }
 
 impl Aggregate for Tenant {
@@ -193,6 +219,31 @@ impl Aggregate for Tenant {
                 }
                 sink.write(TenantEvent::ApiKeyIssued(key), self).await;
             }
+            TenantCommand::AddMember {
+                membership_id,
+                user_id,
+                role,
+                granted_by,
+            } => {
+                if !self.created {
+                    return Err(TenantError::NotCreated);
+                }
+                if role == Role::Owner && !granted_by.allows(Permission::ManageOwnership) {
+                    return Err(TenantError::OwnerOnly);
+                }
+                if self.members.contains_key(&user_id) {
+                    return Err(TenantError::AlreadyMember);
+                }
+                sink.write(
+                    TenantEvent::MemberAdded {
+                        membership_id,
+                        user_id,
+                        role,
+                    },
+                    self,
+                )
+                .await;
+            }
             TenantCommand::RevokeApiKey { key_id } => match self.keys.get(&key_id) {
                 None => return Err(TenantError::UnknownKey),
                 Some(true) => {}
@@ -210,6 +261,9 @@ impl Aggregate for Tenant {
             }
             TenantEvent::ApiKeyRevoked { key_id } => {
                 self.keys.insert(key_id, true);
+            }
+            TenantEvent::MemberAdded { user_id, role, .. } => {
+                self.members.insert(user_id, role);
             }
         }
     }
@@ -316,6 +370,33 @@ mod tests {
                 key_id: Uuid::from_u128(9),
             })
             .then_expect_error(TenantError::UnknownKey);
+    }
+
+    #[test]
+    fn a_user_joins_once_and_only_owners_grant_ownership() {
+        let member = |role| TenantEvent::MemberAdded {
+            membership_id: Uuid::from_u128(20),
+            user_id: Uuid::from_u128(21),
+            role,
+        };
+        let add = |role, granted_by| TenantCommand::AddMember {
+            membership_id: Uuid::from_u128(20),
+            user_id: Uuid::from_u128(21),
+            role,
+            granted_by,
+        };
+        TestFramework::<Tenant>::with(())
+            .given(vec![created()])
+            .when(add(Role::Issuer, Role::Admin))
+            .then_expect_events(vec![member(Role::Issuer)]);
+        TestFramework::<Tenant>::with(())
+            .given(vec![created()])
+            .when(add(Role::Owner, Role::Admin))
+            .then_expect_error(TenantError::OwnerOnly);
+        TestFramework::<Tenant>::with(())
+            .given(vec![created(), member(Role::Viewer)])
+            .when(add(Role::Admin, Role::Owner))
+            .then_expect_error(TenantError::AlreadyMember);
     }
 
     #[test]

@@ -80,6 +80,9 @@ pub struct Config {
     pub log_format: LogFormat,
     /// `KUATIA_PUBLIC_SIGNUP`: whether anyone may `POST /v1/tenants`. Default true.
     pub public_signup: bool,
+    /// `KUATIA_INSECURE_COOKIES`: drop the `Secure` flag of the session cookie (plain-HTTP
+    /// development only). Default false.
+    pub insecure_cookies: bool,
 }
 
 impl Default for Config {
@@ -96,6 +99,7 @@ impl Default for Config {
             shutdown_grace_secs: 20,
             log_format: LogFormat::Json,
             public_signup: true,
+            insecure_cookies: false,
         }
     }
 }
@@ -117,6 +121,7 @@ impl std::fmt::Debug for Config {
             .field("shutdown_grace_secs", &self.shutdown_grace_secs)
             .field("log_format", &self.log_format)
             .field("public_signup", &self.public_signup)
+            .field("insecure_cookies", &self.insecure_cookies)
             .finish()
     }
 }

@@ -33,7 +33,7 @@ impl Projection for Access {
     }
 
     fn tables(&self) -> &'static [&'static str] {
-        &["tenants", "api_keys"]
+        &["tenants", "api_keys", "memberships"]
     }
 
     async fn apply(&self, tx: &mut dyn SqlTx, event: &RecordedEvent) -> Result<(), StoreError> {
@@ -79,6 +79,24 @@ impl Projection for Access {
                         SqlValue::Text(key.key_sha256),
                         SqlValue::Timestamp(event.recorded_at),
                         key.expires_at.into(),
+                    ],
+                )
+                .await?;
+            }
+            TenantEvent::MemberAdded {
+                membership_id,
+                user_id,
+                role,
+            } => {
+                tx.execute(
+                    "INSERT INTO memberships (id, tenant_id, user_id, role, created_at) VALUES ($1, $2, $3, $4, $5) \
+                     ON CONFLICT (id) DO NOTHING",
+                    &[
+                        SqlValue::Uuid(membership_id),
+                        SqlValue::Uuid(tenant),
+                        SqlValue::Uuid(user_id),
+                        SqlValue::Text(role.as_str().to_owned()),
+                        SqlValue::Timestamp(event.recorded_at),
                     ],
                 )
                 .await?;
@@ -228,4 +246,57 @@ pub async fn key_by_id(
         )
         .await?;
     rows.first().map(|r| key_row(r)).transpose()
+}
+
+/// A membership.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MembershipRow {
+    /// Id.
+    pub id: Uuid,
+    /// Tenant.
+    pub tenant_id: TenantId,
+    /// User.
+    pub user_id: Uuid,
+    /// Role.
+    pub role: Role,
+    /// Since.
+    pub created_at: DateTime<Utc>,
+}
+
+fn membership_row(r: &[SqlValue]) -> Result<MembershipRow, StoreError> {
+    Ok(MembershipRow {
+        id: r[0].as_uuid().ok_or_else(|| corrupt("membership id"))?,
+        tenant_id: TenantId::from_uuid(r[1].as_uuid().ok_or_else(|| corrupt("membership tenant"))?),
+        user_id: r[2].as_uuid().ok_or_else(|| corrupt("membership user"))?,
+        role: parse_role(&r[3].as_text().unwrap_or_default())?,
+        created_at: r[4].as_timestamp().ok_or_else(|| corrupt("created_at"))?,
+    })
+}
+
+/// Every tenant a user belongs to.
+pub async fn memberships_of(store: &SharedStore, user_id: Uuid) -> Result<Vec<MembershipRow>, StoreError> {
+    store
+        .query(
+            "SELECT id, tenant_id, user_id, role, created_at FROM memberships WHERE user_id = $1 ORDER BY created_at",
+            &[SqlValue::Uuid(user_id)],
+        )
+        .await?
+        .iter()
+        .map(|r| membership_row(r))
+        .collect()
+}
+
+/// A user's membership in one tenant.
+pub async fn membership(
+    store: &SharedStore,
+    tenant: TenantId,
+    user_id: Uuid,
+) -> Result<Option<MembershipRow>, StoreError> {
+    let rows = store
+        .query(
+            "SELECT id, tenant_id, user_id, role, created_at FROM memberships WHERE tenant_id = $1 AND user_id = $2",
+            &[SqlValue::Uuid(tenant.as_uuid()), SqlValue::Uuid(user_id)],
+        )
+        .await?;
+    rows.first().map(|r| membership_row(r)).transpose()
 }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::auth::Caller;
+use crate::auth::{Caller, Credentials};
 use crate::error::{ApiError, ErrorBody, ErrorCode};
 use crate::extract::Json;
 use crate::routes::tenants::access_error;
@@ -107,7 +107,7 @@ async fn stream_of(
     post,
     path = "/v1/api-keys",
     tag = "tenancy",
-    security(("api_key" = [])),
+    security(("api_key" = []), ("session" = [])),
     params(("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")),
     request_body = CreateApiKey,
     responses(
@@ -174,20 +174,26 @@ pub async fn create_api_key(
     get,
     path = "/v1/api-keys/current",
     tag = "tenancy",
-    security(("api_key" = [])),
+    security(("api_key" = []), ("session" = [])),
     params(("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")),
     responses(
         (status = 200, description = "The calling key", body = CurrentApiKey),
         (status = 401, description = "No valid API key", body = ErrorBody),
-        (status = 403, description = "X-Tenant-Id is not the key's tenant", body = ErrorBody)
+        (status = 403, description = "X-Tenant-Id is not the key's tenant", body = ErrorBody),
+        (status = 404, description = "The request used a session, not an API key", body = ErrorBody)
     )
 )]
 pub async fn current_api_key(caller: Caller) -> Result<axum::Json<CurrentApiKey>, ApiError> {
     caller.require(Permission::ReadConfiguration)?;
-    Ok(axum::Json(CurrentApiKey {
-        record: view(&caller.key),
-        tenant_id: caller.tenant.as_uuid(),
-    }))
+    match &caller.credentials {
+        Credentials::ApiKey(key) => Ok(axum::Json(CurrentApiKey {
+            record: view(key),
+            tenant_id: caller.tenant.as_uuid(),
+        })),
+        Credentials::Session { .. } => Err(ApiError::not_found(
+            "this request is authenticated with a session, not an API key",
+        )),
+    }
 }
 
 /// Revokes a key of the tenant (revoking twice is harmless).
@@ -195,7 +201,7 @@ pub async fn current_api_key(caller: Caller) -> Result<axum::Json<CurrentApiKey>
     delete,
     path = "/v1/api-keys/{id}",
     tag = "tenancy",
-    security(("api_key" = [])),
+    security(("api_key" = []), ("session" = [])),
     params(
         ("id" = Uuid, Path, description = "Key id"),
         ("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")

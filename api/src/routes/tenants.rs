@@ -130,7 +130,7 @@ pub async fn create_tenant(
     get,
     path = "/v1/tenants/{id}",
     tag = "tenancy",
-    security(("api_key" = [])),
+    security(("api_key" = []), ("session" = [])),
     params(
         ("id" = Uuid, Path, description = "Tenant id"),
         ("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")

@@ -338,16 +338,17 @@ async fn keys_expire_and_bad_key_requests_are_refused_with_reasons() {
     app.stop().await;
 }
 
-/// Every route that takes an API key, from the OpenAPI document, so routes added later are
-/// walked too: `(method, path template)`.
+/// Every tenant route (one that takes `X-Tenant-Id`), from the OpenAPI document, so routes
+/// added later are walked too: `(method, path template)`.
 fn tenant_routes(doc: &Value) -> Vec<(Method, String)> {
     let mut routes = Vec::new();
     for (path, item) in doc["paths"].as_object().expect("paths") {
         for (method, op) in item.as_object().expect("item") {
-            let secured = op["security"]
-                .as_array()
-                .is_some_and(|s| s.iter().any(|r| r.get("api_key").is_some()));
-            if secured {
+            let scoped = op["parameters"].as_array().is_some_and(|ps| {
+                ps.iter()
+                    .any(|p| p["in"] == "header" && p["name"] == "X-Tenant-Id")
+            });
+            if scoped {
                 routes.push((method.to_uppercase().parse().expect("method"), path.clone()));
             }
         }

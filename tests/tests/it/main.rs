@@ -5,6 +5,7 @@ mod access;
 mod api;
 mod architecture;
 mod executor;
+mod identity;
 mod jobs;
 mod ordering;
 mod projections;

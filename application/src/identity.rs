@@ -1,0 +1,350 @@
+//! Users, passwords, sessions and memberships: the use cases behind `/v1/users`,
+//! `/v1/auth/login|logout` and `/v1/memberships` (DECISIONS §2).
+//!
+//! Users and sessions are credentials and live in plain tables (written with portable SQL
+//! through the store port); memberships are events on the tenant stream. Passwords are hashed
+//! with Argon2id (its default parameters: 19 MiB, 2 passes); session cookies are 43 random base62
+//! characters of which only the SHA-256 is stored. Sessions last 12 hours, sliding.
+
+use argon2::Argon2;
+use argon2::password_hash::phc::PasswordHash;
+use argon2::password_hash::{PasswordHasher, PasswordVerifier};
+use chrono::{DateTime, Duration, Utc};
+use kuatia_domain::access::Role;
+use kuatia_domain::tenancy::TenantId;
+use kuatia_domain::tenant::{Tenant, TenantCommand};
+use rand::Rng;
+use uuid::Uuid;
+
+use crate::access::{AccessError, sha256_hex};
+use crate::aggregate::{CommandExecutor, ExecuteError};
+use crate::event_store::{EventMetadata, SharedStore, StoreError};
+use crate::projection::SqlValue;
+
+/// How long a session lives after its last use.
+pub const SESSION_LIFETIME: Duration = Duration::hours(12);
+
+/// Shortest password accepted.
+pub const MIN_PASSWORD_CHARS: usize = 12;
+
+/// A user, without the password hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct User {
+    /// Id.
+    pub id: Uuid,
+    /// Email, lower case.
+    pub email: String,
+    /// Name.
+    pub name: Option<String>,
+    /// Registered.
+    pub created_at: DateTime<Utc>,
+}
+
+/// Why a registration or login failed.
+#[derive(Debug, thiserror::Error)]
+pub enum IdentityError {
+    /// Invalid or already registered email (one error for both: the endpoint must not reveal
+    /// who is registered).
+    #[error("the email is invalid or cannot be registered")]
+    EmailRefused,
+    /// Password too short.
+    #[error("a password has at least 12 characters")]
+    WeakPassword,
+    /// Wrong email or password (one error for both).
+    #[error("wrong email or password")]
+    BadCredentials,
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Hashing failed.
+    #[error("password hashing failed")]
+    Hashing,
+}
+
+fn plausible_email(email: &str) -> bool {
+    let Some((local, domain)) = email.split_once('@') else {
+        return false;
+    };
+    !local.is_empty()
+        && domain.contains('.')
+        && !domain.starts_with('.')
+        && !domain.ends_with('.')
+        && email.len() <= 254
+        && !email.chars().any(|c| c.is_whitespace() || c.is_control())
+}
+
+fn hash_password(password: &str) -> Result<String, IdentityError> {
+    Argon2::default()
+        .hash_password(password.as_bytes())
+        .map(|h| h.to_string())
+        .map_err(|_| IdentityError::Hashing)
+}
+
+fn verify_password(password: &str, phc: &str) -> bool {
+    PasswordHash::new(phc).is_ok_and(|hash| {
+        Argon2::default()
+            .verify_password(password.as_bytes(), &hash)
+            .is_ok()
+    })
+}
+
+/// A valid Argon2id hash of a password nobody has, verified against when an email is unknown so
+/// that a login takes as long whether or not the user exists.
+fn decoy_hash() -> &'static str {
+    static DECOY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    DECOY.get_or_init(|| hash_password("decoy password that nobody has").unwrap_or_default())
+}
+
+fn corrupt(what: &str) -> StoreError {
+    StoreError::Corrupt(format!("unreadable {what}"))
+}
+
+fn user_row(r: &[SqlValue]) -> Result<User, StoreError> {
+    Ok(User {
+        id: r[0].as_uuid().ok_or_else(|| corrupt("user id"))?,
+        email: r[1].as_text().ok_or_else(|| corrupt("email"))?,
+        name: r[2].non_null().and_then(SqlValue::as_text),
+        created_at: r[3].as_timestamp().ok_or_else(|| corrupt("created_at"))?,
+    })
+}
+
+/// Registers a user. Blocking work (Argon2) runs off the async threads.
+pub async fn register(
+    store: &SharedStore,
+    email: &str,
+    password: &str,
+    name: Option<String>,
+) -> Result<User, IdentityError> {
+    let email = email.trim().to_lowercase();
+    if !plausible_email(&email) {
+        return Err(IdentityError::EmailRefused);
+    }
+    if password.chars().count() < MIN_PASSWORD_CHARS {
+        return Err(IdentityError::WeakPassword);
+    }
+    let password = password.to_owned();
+    let hash = tokio::task::spawn_blocking(move || hash_password(&password))
+        .await
+        .map_err(|_| IdentityError::Hashing)??;
+    let user = User {
+        id: Uuid::now_v7(),
+        email,
+        name: name.map(|n| n.trim().to_owned()).filter(|n| !n.is_empty()),
+        created_at: Utc::now(),
+    };
+    let inserted = store
+        .execute(
+            "INSERT INTO users (id, tenant_id, email, name, password_hash, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
+            &[
+                SqlValue::Uuid(user.id),
+                SqlValue::Uuid(TenantId::SYSTEM.as_uuid()),
+                SqlValue::Text(user.email.clone()),
+                user.name.clone().map_or(SqlValue::Null, SqlValue::Text),
+                SqlValue::Text(hash),
+                SqlValue::Timestamp(user.created_at),
+            ],
+        )
+        .await;
+    match inserted {
+        Ok(_) => Ok(user),
+        Err(StoreError::Duplicate(_)) => Err(IdentityError::EmailRefused),
+        Err(other) => Err(other.into()),
+    }
+}
+
+/// Finds a user by email.
+pub async fn user_by_email(store: &SharedStore, email: &str) -> Result<Option<User>, StoreError> {
+    let rows = store
+        .query(
+            "SELECT id, email, name, created_at FROM users WHERE email = $1",
+            &[SqlValue::Text(email.trim().to_lowercase())],
+        )
+        .await?;
+    rows.first().map(|r| user_row(r)).transpose()
+}
+
+/// Finds a user by id.
+pub async fn user_by_id(store: &SharedStore, id: Uuid) -> Result<Option<User>, StoreError> {
+    let rows = store
+        .query(
+            "SELECT id, email, name, created_at FROM users WHERE id = $1",
+            &[SqlValue::Uuid(id)],
+        )
+        .await?;
+    rows.first().map(|r| user_row(r)).transpose()
+}
+
+/// A new session: the cookie value (shown once) and its id.
+#[derive(Clone)]
+pub struct NewSession {
+    /// Session id.
+    pub id: Uuid,
+    /// Cookie value.
+    pub token: String,
+    /// The user.
+    pub user: User,
+}
+
+impl std::fmt::Debug for NewSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NewSession")
+            .field("id", &self.id)
+            .field("user", &self.user)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Checks a password and opens a session.
+pub async fn login(store: &SharedStore, email: &str, password: &str) -> Result<NewSession, IdentityError> {
+    let email = email.trim().to_lowercase();
+    let rows = store
+        .query(
+            "SELECT id, email, name, created_at, password_hash FROM users WHERE email = $1",
+            &[SqlValue::Text(email)],
+        )
+        .await?;
+    let found = rows
+        .first()
+        .map(|r| Ok::<_, StoreError>((user_row(r)?, r[4].as_text().unwrap_or_default())))
+        .transpose()?;
+    let (user, phc) = match found {
+        Some((user, phc)) => (Some(user), phc),
+        None => (None, decoy_hash().to_owned()),
+    };
+    let password = password.to_owned();
+    let ok = tokio::task::spawn_blocking(move || verify_password(&password, &phc))
+        .await
+        .map_err(|_| IdentityError::Hashing)?;
+    let user = match (user, ok) {
+        (Some(user), true) => user,
+        _ => return Err(IdentityError::BadCredentials),
+    };
+    let token: String = {
+        let mut rng = rand::rng();
+        const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+        (0..43)
+            .map(|_| char::from(BASE62[rng.random_range(0..BASE62.len())]))
+            .collect()
+    };
+    let now = Utc::now();
+    let id = Uuid::now_v7();
+    store
+        .execute(
+            "INSERT INTO sessions (id, tenant_id, user_id, token_sha256, created_at, expires_at) \
+             VALUES ($1, $2, $3, $4, $5, $6)",
+            &[
+                SqlValue::Uuid(id),
+                SqlValue::Uuid(TenantId::SYSTEM.as_uuid()),
+                SqlValue::Uuid(user.id),
+                SqlValue::Text(sha256_hex(&token)),
+                SqlValue::Timestamp(now),
+                SqlValue::Timestamp(now + SESSION_LIFETIME),
+            ],
+        )
+        .await?;
+    Ok(NewSession { id, token, user })
+}
+
+/// The live session of a cookie value, sliding its expiry forward; `None` when unknown, revoked
+/// or expired.
+pub async fn session(store: &SharedStore, token: &str) -> Result<Option<(Uuid, User)>, StoreError> {
+    let now = Utc::now();
+    let rows = store
+        .query(
+            "SELECT s.id, s.expires_at, s.revoked_at, u.id, u.email, u.name, u.created_at \
+             FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token_sha256 = $1",
+            &[SqlValue::Text(sha256_hex(token))],
+        )
+        .await?;
+    let Some(r) = rows.first() else { return Ok(None) };
+    let id = r[0].as_uuid().ok_or_else(|| corrupt("session id"))?;
+    let expires_at = r[1].as_timestamp().ok_or_else(|| corrupt("expires_at"))?;
+    if r[2].non_null().is_some() || expires_at <= now {
+        return Ok(None);
+    }
+    // Slide, but write at most once a minute per session.
+    if expires_at - (now + SESSION_LIFETIME) < -Duration::minutes(1) {
+        store
+            .execute(
+                "UPDATE sessions SET expires_at = $2 WHERE id = $1 AND revoked_at IS NULL",
+                &[SqlValue::Uuid(id), SqlValue::Timestamp(now + SESSION_LIFETIME)],
+            )
+            .await?;
+    }
+    Ok(Some((id, user_row(&r[3..])?)))
+}
+
+/// Ends a session.
+pub async fn logout(store: &SharedStore, session_id: Uuid) -> Result<(), StoreError> {
+    store
+        .execute(
+            "UPDATE sessions SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL",
+            &[SqlValue::Uuid(session_id), SqlValue::Timestamp(Utc::now())],
+        )
+        .await?;
+    Ok(())
+}
+
+/// Adds a user to a tenant with a role.
+pub async fn add_member(
+    store: &SharedStore,
+    tenant: TenantId,
+    stream_id: &str,
+    user_id: Uuid,
+    role: Role,
+    granted_by: Role,
+    metadata: EventMetadata,
+) -> Result<Uuid, AccessError> {
+    let membership_id = Uuid::now_v7();
+    let executor = CommandExecutor::<Tenant>::new(store.clone(), ());
+    let command = TenantCommand::AddMember {
+        membership_id,
+        user_id,
+        role,
+        granted_by,
+    };
+    match executor.execute(tenant, stream_id, command, metadata).await {
+        Ok(_) => Ok(membership_id),
+        Err(ExecuteError::Rejected(e)) => Err(AccessError::Refused(e)),
+        Err(ExecuteError::NotFound) => Err(AccessError::NotFound),
+        Err(ExecuteError::Conflict(stream)) => Err(AccessError::Store(StoreError::VersionConflict {
+            stream_id: stream,
+            expected: crate::event_store::ExpectedVersion::Any,
+            actual: 0,
+        })),
+        Err(ExecuteError::Store(e)) => Err(AccessError::Store(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn argon2id_hashes_verify_only_their_password() {
+        let hash = hash_password("correct horse battery").expect("hash");
+        assert!(hash.starts_with("$argon2id$"), "{hash}");
+        assert!(verify_password("correct horse battery", &hash));
+        assert!(!verify_password("correct horse battery!", &hash));
+        assert!(!verify_password("anything", "not a phc string"));
+        assert!(!verify_password("decoy", decoy_hash()));
+    }
+
+    #[test]
+    fn emails_must_look_like_emails() {
+        for good in ["ana@example.com", "a.b+c@sub.example.com.py"] {
+            assert!(plausible_email(good), "{good}");
+        }
+        for bad in [
+            "",
+            "ana",
+            "ana@",
+            "@example.com",
+            "ana@example",
+            "ana @example.com",
+            "ana@.com",
+        ] {
+            assert!(!plausible_email(bad), "{bad}");
+        }
+    }
+}
