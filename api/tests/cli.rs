@@ -297,3 +297,130 @@ fn a_bad_setting_is_a_clear_error_and_exit_code_2() {
             .contains("workers")
     );
 }
+
+#[test]
+fn no_secret_of_the_access_flow_reaches_a_log_line() {
+    let scratch = Scratch::new();
+    let mut child = scratch
+        .kuatia(&[])
+        .env("RUST_LOG", "debug")
+        .env("KUATIA_INSECURE_COOKIES", "1")
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let stderr = child.stderr.take().expect("stderr");
+    let (lines_tx, lines_rx) = std::sync::mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = lines_tx.send(line);
+        }
+    });
+    let mut log = Vec::new();
+    let addr = loop {
+        let line = lines_rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("a log line");
+        log.push(line.clone());
+        if let Ok(entry) = serde_json::from_str::<serde_json::Value>(&line)
+            && entry["message"] == "kuatia listening"
+        {
+            break entry["addr"].as_str().expect("addr").to_owned();
+        }
+    };
+    let base = format!("http://{addr}");
+    let password = "a very secret password 42";
+    let secrets = tokio::runtime::Runtime::new().expect("rt").block_on(async {
+        let client = reqwest::Client::new();
+        let tenant: serde_json::Value = client
+            .post(format!("{base}/v1/tenants"))
+            .json(&serde_json::json!({"slug": "acme", "name": "Acme"}))
+            .send()
+            .await
+            .expect("tenant")
+            .json()
+            .await
+            .expect("json");
+        let (id, owner) = (
+            tenant["id"].as_str().expect("id"),
+            tenant["bootstrap_api_key"].as_str().expect("key"),
+        );
+        let issued: serde_json::Value = client
+            .post(format!("{base}/v1/api-keys"))
+            .bearer_auth(owner)
+            .header("X-Tenant-Id", id)
+            .json(&serde_json::json!({"name": "erp", "role": "issuer"}))
+            .send()
+            .await
+            .expect("key")
+            .json()
+            .await
+            .expect("json");
+        client
+            .post(format!("{base}/v1/users"))
+            .json(&serde_json::json!({"email": "ana@example.com", "password": password}))
+            .send()
+            .await
+            .expect("user");
+        client
+            .post(format!("{base}/v1/memberships"))
+            .bearer_auth(owner)
+            .header("X-Tenant-Id", id)
+            .json(&serde_json::json!({"email": "ana@example.com", "role": "admin"}))
+            .send()
+            .await
+            .expect("member");
+        let login = client
+            .post(format!("{base}/v1/auth/login"))
+            .json(&serde_json::json!({"email": "ana@example.com", "password": password}))
+            .send()
+            .await
+            .expect("login");
+        let cookie = login.headers()["set-cookie"].to_str().expect("ascii").to_owned();
+        let session = cookie
+            .split(';')
+            .next()
+            .expect("pair")
+            .trim_start_matches("kuatia_session=")
+            .to_owned();
+        // A failed login with a wrong password must not log the attempt's password either.
+        client
+            .post(format!("{base}/v1/auth/login"))
+            .json(&serde_json::json!({"email": "ana@example.com", "password": "wrong but secret 99"}))
+            .send()
+            .await
+            .expect("bad login");
+        vec![
+            owner.to_owned(),
+            issued["key"].as_str().expect("key").to_owned(),
+            password.to_owned(),
+            "wrong but secret 99".to_owned(),
+            session,
+        ]
+    });
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill")
+            .success()
+    );
+    let _ = child.wait();
+    let _ = reader.join();
+    log.extend(lines_rx.try_iter());
+    assert!(
+        log.len() > 10,
+        "the flow was logged at debug level: {} lines",
+        log.len()
+    );
+    for secret in &secrets {
+        assert!(secret.len() >= 12);
+        for line in &log {
+            assert!(
+                !line.contains(secret.as_str()),
+                "a secret reached the log: {line}"
+            );
+        }
+    }
+}

@@ -95,6 +95,13 @@ fn decoy_hash() -> &'static str {
     DECOY.get_or_init(|| hash_password("decoy password that nobody has").unwrap_or_default())
 }
 
+/// Now, at the microsecond precision both databases keep, so that what a call returns equals what
+/// a later read returns.
+fn now() -> DateTime<Utc> {
+    let now = Utc::now();
+    DateTime::from_timestamp_micros(now.timestamp_micros()).unwrap_or(now)
+}
+
 fn corrupt(what: &str) -> StoreError {
     StoreError::Corrupt(format!("unreadable {what}"))
 }
@@ -130,7 +137,7 @@ pub async fn register(
         id: Uuid::now_v7(),
         email,
         name: name.map(|n| n.trim().to_owned()).filter(|n| !n.is_empty()),
-        created_at: Utc::now(),
+        created_at: now(),
     };
     let inserted = store
         .execute(
@@ -226,7 +233,7 @@ pub async fn login(store: &SharedStore, email: &str, password: &str) -> Result<N
             .map(|_| char::from(BASE62[rng.random_range(0..BASE62.len())]))
             .collect()
     };
-    let now = Utc::now();
+    let now = now();
     let id = Uuid::now_v7();
     store
         .execute(

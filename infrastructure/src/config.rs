@@ -79,9 +79,11 @@ pub struct Config {
     /// `KUATIA_LOG_FORMAT`: `json` (default) or `pretty`. Levels come from `RUST_LOG`.
     pub log_format: LogFormat,
     /// `KUATIA_PUBLIC_SIGNUP`: whether anyone may `POST /v1/tenants`. Default true.
+    #[serde(deserialize_with = "flag")]
     pub public_signup: bool,
     /// `KUATIA_INSECURE_COOKIES`: drop the `Secure` flag of the session cookie (plain-HTTP
     /// development only). Default false.
+    #[serde(deserialize_with = "flag")]
     pub insecure_cookies: bool,
 }
 
@@ -123,6 +125,31 @@ impl std::fmt::Debug for Config {
             .field("public_signup", &self.public_signup)
             .field("insecure_cookies", &self.insecure_cookies)
             .finish()
+    }
+}
+
+/// Reads an on/off setting the way operators write it: `true`/`false`, `1`/`0`, `yes`/`no`,
+/// `on`/`off` (the environment gives `KUATIA_DEMO=1` as a number).
+fn flag<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Bool(bool),
+        Int(i64),
+        Text(String),
+    }
+    match Raw::deserialize(deserializer)? {
+        Raw::Bool(b) => Ok(b),
+        Raw::Int(1) => Ok(true),
+        Raw::Int(0) => Ok(false),
+        Raw::Text(t) => match t.trim().to_ascii_lowercase().as_str() {
+            "1" | "true" | "yes" | "on" => Ok(true),
+            "0" | "false" | "no" | "off" | "" => Ok(false),
+            other => Err(serde::de::Error::custom(format!(
+                "expected true/false, 1/0, yes/no or on/off, found {other:?}"
+            ))),
+        },
+        Raw::Int(n) => Err(serde::de::Error::custom(format!("expected 1 or 0, found {n}"))),
     }
 }
 
@@ -219,6 +246,31 @@ mod tests {
             assert!(!debug.contains("hunter2"), "{debug}");
             assert!(!debug.contains("metrics-secret-value"), "{debug}");
             assert!(debug.contains("[redacted]"));
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn on_off_settings_accept_the_usual_spellings() {
+        for (value, expected) in [
+            ("1", true),
+            ("0", false),
+            ("true", true),
+            ("off", false),
+            ("YES", true),
+        ] {
+            figment::Jail::expect_with(|jail| {
+                jail.set_env("KUATIA_INSECURE_COOKIES", value);
+                jail.set_env("KUATIA_PUBLIC_SIGNUP", if expected { "0" } else { "1" });
+                let config = Config::from_figment(Config::figment(None)).expect("valid");
+                assert_eq!(config.insecure_cookies, expected, "{value}");
+                assert_eq!(config.public_signup, !expected, "{value}");
+                Ok(())
+            });
+        }
+        figment::Jail::expect_with(|jail| {
+            jail.set_env("KUATIA_INSECURE_COOKIES", "maybe");
+            assert!(Config::from_figment(Config::figment(None)).is_err());
             Ok(())
         });
     }

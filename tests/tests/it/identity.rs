@@ -46,6 +46,13 @@ async fn registration_refuses_bad_or_taken_emails_alike_and_short_passwords() {
     assert_eq!(status, 201, "{user}");
     assert_eq!(user["email"], "ana@example.com");
     assert!(user.get("password").is_none() && user.get("password_hash").is_none());
+    let created =
+        chrono::DateTime::parse_from_rfc3339(user["created_at"].as_str().expect("time")).expect("rfc3339");
+    assert_eq!(
+        created.timestamp_subsec_nanos() % 1000,
+        0,
+        "microsecond precision, as stored"
+    );
 
     let (status, taken) = register(&app, "ana@example.COM", "another long secret").await;
     let (status2, invalid) = register(&app, "not-an-email", "another long secret").await;
