@@ -29,6 +29,12 @@ use crate::state::AppState;
 
 /// The router with the OpenAPI document assembled from its routes.
 pub fn api_router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    let (router, mut api) = routes();
+    utoipa::Modify::modify(&openapi::RolesListing, &mut api);
+    (router, api)
+}
+
+fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .routes(routes!(routes::health::health))
         .routes(routes!(routes::health::ready))

@@ -4,6 +4,8 @@
 //! Routes are registered through `utoipa_axum::routes!`, so a handler cannot be routed without
 //! being documented.
 
+use kuatia_domain::access::Role;
+use utoipa::openapi::extensions::ExtensionsBuilder;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
@@ -29,6 +31,48 @@ use crate::error::{ErrorBody, ErrorCode};
 pub struct ApiDoc;
 
 struct SecuritySchemes;
+
+/// Writes the roles each tenant route accepts (from [`crate::routes::PERMISSIONS`]) into its
+/// operation: `x-kuatia-roles`, `x-kuatia-permission`, and a sentence in the description. Applied
+/// once the router has added its paths.
+pub struct RolesListing;
+
+impl Modify for RolesListing {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for (method, path, permission) in crate::routes::PERMISSIONS {
+            let Some(item) = openapi.paths.paths.get_mut(*path) else {
+                continue;
+            };
+            let operation = match *method {
+                "get" => item.get.as_mut(),
+                "post" => item.post.as_mut(),
+                "put" => item.put.as_mut(),
+                "patch" => item.patch.as_mut(),
+                "delete" => item.delete.as_mut(),
+                _ => None,
+            };
+            let Some(operation) = operation else { continue };
+            let roles: Vec<&str> = Role::granting(*permission)
+                .into_iter()
+                .map(Role::as_str)
+                .collect();
+            let permission_name = serde_json::to_value(permission).unwrap_or_default();
+            let extensions = ExtensionsBuilder::new()
+                .add("x-kuatia-roles", serde_json::json!(roles))
+                .add("x-kuatia-permission", permission_name)
+                .build();
+            match operation.extensions.as_mut() {
+                Some(existing) => existing.merge(extensions),
+                None => operation.extensions = Some(extensions),
+            }
+            let sentence = format!("Roles: {}.", roles.join(", "));
+            operation.description = Some(match operation.description.take() {
+                Some(d) if !d.is_empty() => format!("{d}\n\n{sentence}"),
+                _ => sentence,
+            });
+        }
+    }
+}
 
 impl Modify for SecuritySchemes {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {

@@ -102,6 +102,13 @@ async fn stream_of(
     Ok((tenant.stream_id, tenant.environment))
 }
 
+/// Needed by `POST /v1/api-keys`.
+pub const CREATE_API_KEY: Permission = Permission::ManageAccess;
+/// Needed by `GET /v1/api-keys/current`.
+pub const CURRENT_API_KEY: Permission = Permission::ReadConfiguration;
+/// Needed by `DELETE /v1/api-keys/{id}`.
+pub const REVOKE_API_KEY: Permission = Permission::ManageAccess;
+
 /// Issues an API key; its value is returned once.
 #[utoipa::path(
     post,
@@ -122,7 +129,7 @@ pub async fn create_api_key(
     caller: Caller,
     Json(body): Json<CreateApiKey>,
 ) -> Result<(StatusCode, axum::Json<CreatedApiKey>), ApiError> {
-    caller.require(Permission::ManageAccess)?;
+    caller.require(CREATE_API_KEY)?;
     if caller.company_id.is_some() {
         return Err(ApiError::forbidden("a company-scoped key cannot issue keys"));
     }
@@ -184,7 +191,7 @@ pub async fn create_api_key(
     )
 )]
 pub async fn current_api_key(caller: Caller) -> Result<axum::Json<CurrentApiKey>, ApiError> {
-    caller.require(Permission::ReadConfiguration)?;
+    caller.require(CURRENT_API_KEY)?;
     match &caller.credentials {
         Credentials::ApiKey(key) => Ok(axum::Json(CurrentApiKey {
             record: view(key),
@@ -218,7 +225,7 @@ pub async fn revoke_api_key(
     caller: Caller,
     Path(id): Path<Uuid>,
 ) -> Result<axum::Json<RevokedApiKey>, ApiError> {
-    caller.require(Permission::ManageAccess)?;
+    caller.require(REVOKE_API_KEY)?;
     let (stream, _) = stream_of(&state, &caller).await?;
     access::revoke_key(&state.store, caller.tenant, &stream, id, caller.metadata())
         .await

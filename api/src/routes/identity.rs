@@ -215,6 +215,9 @@ pub struct MembershipView {
     pub created_at: DateTime<Utc>,
 }
 
+/// Needed by `POST /v1/memberships`.
+pub const CREATE_MEMBERSHIP: Permission = Permission::ManageAccess;
+
 /// Gives a registered user a role in the caller's tenant.
 #[utoipa::path(
     post,
@@ -235,7 +238,7 @@ pub async fn create_membership(
     caller: Caller,
     Json(body): Json<CreateMembership>,
 ) -> Result<(StatusCode, axum::Json<MembershipView>), ApiError> {
-    caller.require(Permission::ManageAccess)?;
+    caller.require(CREATE_MEMBERSHIP)?;
     let user = match (body.user_id, body.email.as_deref()) {
         (Some(id), None) => identity::user_by_id(&state.store, id).await?,
         (None, Some(email)) => identity::user_by_email(&state.store, email).await?,

@@ -5,3 +5,16 @@ pub mod health;
 pub mod identity;
 pub mod metrics;
 pub mod tenants;
+
+use kuatia_domain::access::Permission;
+
+/// What each tenant route needs, by `(method, path template)`: the handlers check these very
+/// constants, and the OpenAPI document lists the roles that grant them (`x-kuatia-roles`). A
+/// test fails when a route that takes `X-Tenant-Id` is missing here.
+pub const PERMISSIONS: &[(&str, &str, Permission)] = &[
+    ("get", "/v1/tenants/{id}", tenants::GET_TENANT),
+    ("post", "/v1/api-keys", api_keys::CREATE_API_KEY),
+    ("get", "/v1/api-keys/current", api_keys::CURRENT_API_KEY),
+    ("delete", "/v1/api-keys/{id}", api_keys::REVOKE_API_KEY),
+    ("post", "/v1/memberships", identity::CREATE_MEMBERSHIP),
+];

@@ -125,6 +125,10 @@ pub async fn create_tenant(
     ))
 }
 
+/// Needed by `GET /v1/tenants/{id}`.
+pub const GET_TENANT: kuatia_domain::access::Permission =
+    kuatia_domain::access::Permission::ReadConfiguration;
+
 /// Reads the caller's tenant.
 #[utoipa::path(
     get,
@@ -147,7 +151,7 @@ pub async fn get_tenant(
     caller: Caller,
     Path(id): Path<Uuid>,
 ) -> Result<axum::Json<TenantView>, ApiError> {
-    caller.require(kuatia_domain::access::Permission::ReadConfiguration)?;
+    caller.require(GET_TENANT)?;
     if id != caller.tenant.as_uuid() {
         return Err(ApiError::not_found("no such tenant"));
     }

@@ -435,3 +435,33 @@ async fn every_tenant_route_refuses_a_second_tenants_credentials_and_leaks_nothi
     assert_eq!(status, 200);
     app.stop().await;
 }
+
+#[tokio::test]
+async fn the_openapi_document_lists_the_roles_of_every_tenant_route() {
+    let app = TestApp::spawn().await;
+    let doc: Value = app.get("/openapi.json").await.json().await.expect("openapi");
+    let routes = tenant_routes(&doc);
+    assert!(!routes.is_empty());
+    for (method, path) in routes {
+        let op = &doc["paths"][&path][method.as_str().to_lowercase()];
+        let roles: Vec<&str> = op["x-kuatia-roles"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{method} {path} lists no roles: add it to routes::PERMISSIONS"))
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert!(roles.contains(&"owner"), "{method} {path}: {roles:?}");
+        assert!(
+            op["description"].as_str().unwrap_or("").contains("Roles: "),
+            "{method} {path}"
+        );
+    }
+    let create_key = &doc["paths"]["/v1/api-keys"]["post"];
+    assert_eq!(create_key["x-kuatia-roles"], json!(["owner", "admin"]));
+    assert_eq!(create_key["x-kuatia-permission"], "manage_access");
+    assert_eq!(
+        doc["paths"]["/v1/api-keys/current"]["get"]["x-kuatia-roles"],
+        json!(["owner", "admin", "issuer", "viewer", "auditor"])
+    );
+    app.stop().await;
+}
