@@ -48,6 +48,11 @@ fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(routes::identity::login))
         .routes(routes!(routes::identity::logout))
         .routes(routes!(routes::identity::create_membership))
+        .routes(routes!(
+            routes::companies::list_companies,
+            routes::companies::create_company
+        ))
+        .routes(routes!(routes::companies::update_company))
         .split_for_parts()
 }
 

@@ -24,7 +24,8 @@ use crate::error::{ErrorBody, ErrorCode};
     components(schemas(ErrorBody, ErrorCode)),
     tags(
         (name = "health", description = "Liveness, readiness and metrics"),
-        (name = "tenancy", description = "Tenants and API keys")
+        (name = "tenancy", description = "Tenants, API keys, users, sessions and memberships"),
+        (name = "configuration", description = "Companies, branches, issuance points, channels, certificates")
     ),
     modifiers(&SecuritySchemes)
 )]

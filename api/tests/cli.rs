@@ -203,7 +203,8 @@ fn migrate_then_projection_status_and_rebuild() {
     let unknown = scratch.run(&["projections", "rebuild", "no_such_thing"]);
     assert!(!unknown.status.success());
     assert!(
-        String::from_utf8_lossy(&unknown.stderr).contains("known: stream_index, access, event_type_counts")
+        String::from_utf8_lossy(&unknown.stderr)
+            .contains("known: stream_index, access, configuration, event_type_counts")
     );
 }
 

@@ -8,6 +8,7 @@
 
 pub mod access;
 pub mod aggregate;
+pub mod configuration;
 pub mod event_store;
 pub mod hash;
 pub mod identity;

@@ -11,6 +11,7 @@
 
 pub mod access;
 pub mod check_digit;
+pub mod company;
 pub mod event;
 pub mod ruc;
 pub mod tenancy;

@@ -5,6 +5,7 @@
 //! [`registry`] (every projection of the service), then [`runtime`] (catch-up loops, rebuild).
 
 pub mod access;
+pub mod configuration;
 pub mod event_type_counts;
 pub mod registry;
 pub mod runtime;

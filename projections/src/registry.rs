@@ -6,12 +6,18 @@ use kuatia_application::projection::Projection;
 use std::sync::Arc;
 
 use crate::access::Access;
+use crate::configuration::Configuration;
 use crate::event_type_counts::EventTypeCounts;
 use crate::stream_index::StreamIndex;
 
 /// All projections.
 pub fn all() -> Vec<Arc<dyn Projection>> {
-    vec![Arc::new(StreamIndex), Arc::new(Access), Arc::new(EventTypeCounts)]
+    vec![
+        Arc::new(StreamIndex),
+        Arc::new(Access),
+        Arc::new(Configuration),
+        Arc::new(EventTypeCounts),
+    ]
 }
 
 /// The inline ones (handed to the store, which runs them in the append transaction).

@@ -307,6 +307,25 @@ impl TestApp {
         )
     }
 
+    /// A complete company body with the given RUC (the SET's test emitter by default).
+    pub fn company_body(ruc: &str) -> serde_json::Value {
+        serde_json::json!({
+            "ruc": ruc,
+            "legal_name": "DE GENERACION ELECTRONICA S.A.",
+            "taxpayer_type": "legal_entity",
+            "tax_regime_code": 8,
+            "address": "Avda. Mcal. López",
+            "house_number": "1234",
+            "department_code": 1,
+            "department_name": "CAPITAL",
+            "city_code": 1,
+            "city_name": "ASUNCION (DISTRITO)",
+            "phone": "021 000 000",
+            "email": "facturas@example.com.py",
+            "economic_activities": [{"code": "62010", "description": "Programación informática"}]
+        })
+    }
+
     /// Stops the service gracefully.
     pub async fn stop(mut self) {
         if let Some(service) = self.service.take() {

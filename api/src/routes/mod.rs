@@ -1,6 +1,7 @@
 //! Handlers, one module per area of the contract.
 
 pub mod api_keys;
+pub mod companies;
 pub mod health;
 pub mod identity;
 pub mod metrics;
@@ -17,4 +18,7 @@ pub const PERMISSIONS: &[(&str, &str, Permission)] = &[
     ("get", "/v1/api-keys/current", api_keys::CURRENT_API_KEY),
     ("delete", "/v1/api-keys/{id}", api_keys::REVOKE_API_KEY),
     ("post", "/v1/memberships", identity::CREATE_MEMBERSHIP),
+    ("get", "/v1/companies", companies::LIST_COMPANIES),
+    ("post", "/v1/companies", companies::CREATE_COMPANY),
+    ("patch", "/v1/companies/{id}", companies::UPDATE_COMPANY),
 ];

@@ -369,7 +369,24 @@ async fn every_tenant_route_refuses_a_second_tenants_credentials_and_leaks_nothi
     )
     .await;
     let a_key_id = a_key["id"].as_str().expect("id").to_owned();
-    let a_secrets = [tenant_a.as_str(), a_key_id.as_str(), "alpha", &key_a[..12]];
+    let (status, a_company) = body(
+        app.as_key(Method::POST, "/v1/companies", &key_a, &tenant_a)
+            .json(&TestApp::company_body("80069563-1"))
+            .send()
+            .await
+            .expect("company"),
+    )
+    .await;
+    assert_eq!(status, 201, "{a_company}");
+    let a_company_id = a_company["id"].as_str().expect("id").to_owned();
+    let a_secrets = [
+        tenant_a.as_str(),
+        a_key_id.as_str(),
+        "alpha",
+        &key_a[..12],
+        "80069563",
+        &a_company_id,
+    ];
 
     let doc: Value = app.get("/openapi.json").await.json().await.expect("openapi");
     let routes = tenant_routes(&doc);
@@ -378,6 +395,7 @@ async fn every_tenant_route_refuses_a_second_tenants_credentials_and_leaks_nothi
         // A's resources in every path parameter.
         let path = template
             .replace("/v1/tenants/{id}", &format!("/v1/tenants/{tenant_a}"))
+            .replace("/v1/companies/{id}", &format!("/v1/companies/{a_company_id}"))
             .replace("{id}", &a_key_id);
         assert!(!path.contains('{'), "unhandled path parameter in {template}");
         let json_body = json!({"name": "probe", "role": "viewer"});

@@ -1,0 +1,87 @@
+//! Configuration records: the use cases behind `/v1/companies` (branches, issuance points,
+//! channels and certificates follow).
+
+use kuatia_domain::company::{self, Company, CompanyCommand, CompanyError, CompanyProfile};
+use kuatia_domain::ruc::Ruc;
+use kuatia_domain::tenancy::TenantId;
+use uuid::Uuid;
+
+use crate::aggregate::{CommandExecutor, ExecuteError};
+use crate::event_store::{EventMetadata, SharedStore, StoreError};
+
+/// Why a configuration change did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigurationError {
+    /// The RUC is registered already in this tenant.
+    #[error("a company with this RUC is already registered")]
+    Duplicate,
+    /// No such record for this caller.
+    #[error("not found")]
+    NotFound,
+    /// A concurrent change won.
+    #[error("a concurrent change won; retry")]
+    Conflict,
+    /// A domain rule refused it.
+    #[error(transparent)]
+    Refused(CompanyError),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+fn from_execute(err: ExecuteError<CompanyError>) -> ConfigurationError {
+    match err {
+        ExecuteError::Rejected(CompanyError::AlreadyRegistered) => ConfigurationError::Duplicate,
+        ExecuteError::Rejected(CompanyError::NotRegistered) | ExecuteError::NotFound => {
+            ConfigurationError::NotFound
+        }
+        ExecuteError::Rejected(e) => ConfigurationError::Refused(e),
+        ExecuteError::Conflict(_) => ConfigurationError::Conflict,
+        ExecuteError::Store(e) => ConfigurationError::Store(e),
+    }
+}
+
+/// Registers a company; returns its id.
+pub async fn register_company(
+    store: &SharedStore,
+    tenant: TenantId,
+    ruc: Ruc,
+    profile: CompanyProfile,
+    metadata: EventMetadata,
+) -> Result<Uuid, ConfigurationError> {
+    let company_id = Uuid::now_v7();
+    let stream = company::stream_id(tenant, &ruc);
+    let executor = CommandExecutor::<Company>::new(store.clone(), ());
+    let command = CompanyCommand::Register {
+        company_id,
+        ruc,
+        profile,
+    };
+    match executor.execute(tenant, &stream, command, metadata).await {
+        Ok(_) => Ok(company_id),
+        // Two registrations of one RUC racing: the loser finds the stream taken.
+        Err(ExecuteError::Conflict(_)) => Err(ConfigurationError::Duplicate),
+        Err(other) => Err(from_execute(other)),
+    }
+}
+
+/// Replaces a company's profile.
+pub async fn update_company(
+    store: &SharedStore,
+    tenant: TenantId,
+    stream_id: &str,
+    profile: CompanyProfile,
+    metadata: EventMetadata,
+) -> Result<(), ConfigurationError> {
+    let executor = CommandExecutor::<Company>::new(store.clone(), ());
+    executor
+        .execute(
+            tenant,
+            stream_id,
+            CompanyCommand::UpdateProfile { profile },
+            metadata,
+        )
+        .await
+        .map_err(from_execute)?;
+    Ok(())
+}

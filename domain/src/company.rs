@@ -1,0 +1,383 @@
+//! The company aggregate: a taxpayer that issues documents, with its branches (establecimientos)
+//! and their issuance points (puntos de expedición) (DECISIONS §3).
+//!
+//! One stream per company, `company:<tenant>:<RUC number>`, so a RUC is registered once per
+//! tenant (atomically, by the stream's expected version). Branch codes are unique per company and
+//! point codes per branch, which the aggregate enforces because both live in its state.
+
+use cqrs_es::event_sink::EventSink;
+use cqrs_es::{Aggregate, DomainEvent};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use uuid::Uuid;
+
+use crate::ruc::Ruc;
+use crate::tenancy::TenantId;
+
+/// The stream id of a company.
+pub fn stream_id(tenant: TenantId, ruc: &Ruc) -> String {
+    format!("company:{tenant}:{}", ruc.number())
+}
+
+/// Whether the taxpayer is a person or a legal entity (SIFEN iTipCont 1 or 2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaxpayerType {
+    /// A natural person.
+    Individual,
+    /// A company or other legal entity.
+    LegalEntity,
+}
+
+/// An economic activity (SIFEN gActEco).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EconomicActivity {
+    /// Code (1 to 8 digits).
+    pub code: String,
+    /// Description.
+    pub description: String,
+}
+
+/// Everything a company record holds but its RUC.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompanyProfile {
+    /// Legal name (dNomEmi).
+    pub legal_name: String,
+    /// Trade name (dNomFanEmi).
+    pub trade_name: Option<String>,
+    /// Person or legal entity.
+    pub taxpayer_type: TaxpayerType,
+    /// Tax regime code (iTipReg).
+    pub tax_regime_code: Option<u8>,
+    /// Street address.
+    pub address: String,
+    /// House number.
+    pub house_number: String,
+    /// Department code.
+    pub department_code: u16,
+    /// Department name.
+    pub department_name: String,
+    /// District code.
+    pub district_code: Option<u16>,
+    /// District name.
+    pub district_name: Option<String>,
+    /// City code.
+    pub city_code: u32,
+    /// City name.
+    pub city_name: String,
+    /// Phone.
+    pub phone: String,
+    /// Email.
+    pub email: String,
+    /// At least one economic activity.
+    pub economic_activities: Vec<EconomicActivity>,
+}
+
+/// A problem with a profile, by field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldIssue {
+    /// JSON path of the field.
+    pub field: String,
+    /// Stable code.
+    pub code: &'static str,
+    /// Message.
+    pub message: String,
+}
+
+fn text_issue(issues: &mut Vec<FieldIssue>, field: &str, value: &str, max: usize) {
+    let len = value.trim().chars().count();
+    if len == 0 || len > max {
+        issues.push(FieldIssue {
+            field: field.to_owned(),
+            code: "invalid_length",
+            message: format!("{field} must have 1 to {max} characters"),
+        });
+    }
+}
+
+impl CompanyProfile {
+    /// Every problem at once (an empty list: valid).
+    pub fn issues(&self) -> Vec<FieldIssue> {
+        let mut issues = Vec::new();
+        text_issue(&mut issues, "legal_name", &self.legal_name, 255);
+        if let Some(t) = &self.trade_name {
+            text_issue(&mut issues, "trade_name", t, 255);
+        }
+        text_issue(&mut issues, "address", &self.address, 255);
+        text_issue(&mut issues, "house_number", &self.house_number, 6);
+        text_issue(&mut issues, "department_name", &self.department_name, 16);
+        text_issue(&mut issues, "city_name", &self.city_name, 30);
+        text_issue(&mut issues, "phone", &self.phone, 15);
+        let email = self.email.trim();
+        if !(email.contains('@') && email.len() <= 80 && !email.contains(' ')) {
+            issues.push(FieldIssue {
+                field: "email".into(),
+                code: "invalid_email",
+                message: "email must be an address of at most 80 characters".into(),
+            });
+        }
+        if self.economic_activities.is_empty() {
+            issues.push(FieldIssue {
+                field: "economic_activities".into(),
+                code: "required",
+                message: "at least one economic activity is required".into(),
+            });
+        }
+        for (i, a) in self.economic_activities.iter().enumerate() {
+            if !(1..=8).contains(&a.code.len()) || !a.code.bytes().all(|b| b.is_ascii_digit()) {
+                issues.push(FieldIssue {
+                    field: format!("economic_activities[{i}].code"),
+                    code: "invalid_code",
+                    message: "an activity code has 1 to 8 digits".into(),
+                });
+            }
+            text_issue(
+                &mut issues,
+                &format!("economic_activities[{i}].description"),
+                &a.description,
+                300,
+            );
+        }
+        issues
+    }
+}
+
+/// Commands.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CompanyCommand {
+    /// Registers the company.
+    Register {
+        /// Id.
+        company_id: Uuid,
+        /// RUC.
+        ruc: Ruc,
+        /// Everything else.
+        profile: CompanyProfile,
+    },
+    /// Replaces the profile (the RUC never changes).
+    UpdateProfile {
+        /// The new profile.
+        profile: CompanyProfile,
+    },
+}
+
+/// Events.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum CompanyEvent {
+    /// Registered.
+    CompanyRegistered {
+        /// Id.
+        company_id: Uuid,
+        /// RUC.
+        ruc: Ruc,
+        /// Profile.
+        profile: CompanyProfile,
+    },
+    /// The profile changed (the whole new profile, so a reader needs no earlier event).
+    CompanyProfileUpdated {
+        /// Id.
+        company_id: Uuid,
+        /// Profile.
+        profile: CompanyProfile,
+    },
+}
+
+impl DomainEvent for CompanyEvent {
+    fn event_type(&self) -> String {
+        match self {
+            Self::CompanyRegistered { .. } => "CompanyRegistered",
+            Self::CompanyProfileUpdated { .. } => "CompanyProfileUpdated",
+        }
+        .to_owned()
+    }
+
+    fn event_version(&self) -> String {
+        "1".to_owned()
+    }
+}
+
+/// Refusals.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CompanyError {
+    /// The RUC is registered already in this tenant.
+    #[error("a company with this RUC is already registered")]
+    AlreadyRegistered,
+    /// No such company.
+    #[error("no such company")]
+    NotRegistered,
+    /// The profile has problems.
+    #[error("the company record is invalid")]
+    Invalid(Vec<(String, String, String)>),
+}
+
+/// State.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Company {
+    /// Id, once registered.
+    pub id: Option<Uuid>,
+    /// Current profile.
+    pub profile: Option<CompanyProfile>,
+    /// Branch codes by id (branches arrive with their own commands).
+    pub branches: BTreeMap<Uuid, String>,
+}
+
+fn check(profile: &CompanyProfile) -> Result<(), CompanyError> {
+    let issues = profile.issues();
+    if issues.is_empty() {
+        Ok(())
+    } else {
+        Err(CompanyError::Invalid(
+            issues
+                .into_iter()
+                .map(|i| (i.field, i.code.to_owned(), i.message))
+                .collect(),
+        ))
+    }
+}
+
+impl Aggregate for Company {
+    const TYPE: &'static str = "company";
+    type Command = CompanyCommand;
+    type Event = CompanyEvent;
+    type Error = CompanyError;
+    type Services = ();
+
+    async fn handle(
+        &mut self,
+        command: CompanyCommand,
+        _: &(),
+        sink: &EventSink<Self>,
+    ) -> Result<(), CompanyError> {
+        match command {
+            CompanyCommand::Register {
+                company_id,
+                ruc,
+                profile,
+            } => {
+                if self.id.is_some() {
+                    return Err(CompanyError::AlreadyRegistered);
+                }
+                check(&profile)?;
+                sink.write(
+                    CompanyEvent::CompanyRegistered {
+                        company_id,
+                        ruc,
+                        profile,
+                    },
+                    self,
+                )
+                .await;
+            }
+            CompanyCommand::UpdateProfile { profile } => {
+                let Some(company_id) = self.id else {
+                    return Err(CompanyError::NotRegistered);
+                };
+                check(&profile)?;
+                if self.profile.as_ref() != Some(&profile) {
+                    sink.write(CompanyEvent::CompanyProfileUpdated { company_id, profile }, self)
+                        .await;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, event: CompanyEvent) {
+        match event {
+            CompanyEvent::CompanyRegistered {
+                company_id, profile, ..
+            } => {
+                self.id = Some(company_id);
+                self.profile = Some(profile);
+            }
+            CompanyEvent::CompanyProfileUpdated { profile, .. } => self.profile = Some(profile),
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use cqrs_es::test::TestFramework;
+
+    pub(crate) fn profile() -> CompanyProfile {
+        CompanyProfile {
+            legal_name: "DE GENERACION ELECTRONICA S.A.".into(),
+            trade_name: None,
+            taxpayer_type: TaxpayerType::LegalEntity,
+            tax_regime_code: Some(8),
+            address: "Avda. Mcal. López".into(),
+            house_number: "1234".into(),
+            department_code: 1,
+            department_name: "CAPITAL".into(),
+            district_code: None,
+            district_name: None,
+            city_code: 1,
+            city_name: "ASUNCION (DISTRITO)".into(),
+            phone: "021 000 000".into(),
+            email: "facturas@example.com.py".into(),
+            economic_activities: vec![EconomicActivity {
+                code: "62010".into(),
+                description: "Actividades de programación informática".into(),
+            }],
+        }
+    }
+
+    fn registered() -> CompanyEvent {
+        CompanyEvent::CompanyRegistered {
+            company_id: Uuid::from_u128(1),
+            ruc: Ruc::parse("80069563-1").expect("ruc"),
+            profile: profile(),
+        }
+    }
+
+    #[test]
+    fn a_company_is_registered_once() {
+        TestFramework::<Company>::with(())
+            .given_no_previous_events()
+            .when(CompanyCommand::Register {
+                company_id: Uuid::from_u128(1),
+                ruc: Ruc::parse("80069563-1").expect("ruc"),
+                profile: profile(),
+            })
+            .then_expect_events(vec![registered()]);
+        TestFramework::<Company>::with(())
+            .given(vec![registered()])
+            .when(CompanyCommand::Register {
+                company_id: Uuid::from_u128(2),
+                ruc: Ruc::parse("80069563-1").expect("ruc"),
+                profile: profile(),
+            })
+            .then_expect_error(CompanyError::AlreadyRegistered);
+    }
+
+    #[test]
+    fn every_profile_problem_is_reported_at_once() {
+        let mut bad = profile();
+        bad.legal_name = " ".into();
+        bad.email = "nope".into();
+        bad.economic_activities[0].code = "12a".into();
+        let fields: Vec<String> = bad.issues().into_iter().map(|i| i.field).collect();
+        assert_eq!(fields, vec!["legal_name", "email", "economic_activities[0].code"]);
+    }
+
+    #[test]
+    fn an_unchanged_profile_is_not_an_event() {
+        TestFramework::<Company>::with(())
+            .given(vec![registered()])
+            .when(CompanyCommand::UpdateProfile { profile: profile() })
+            .then_expect_events(vec![]);
+        let mut renamed = profile();
+        renamed.trade_name = Some("DEGE".into());
+        TestFramework::<Company>::with(())
+            .given(vec![registered()])
+            .when(CompanyCommand::UpdateProfile {
+                profile: renamed.clone(),
+            })
+            .then_expect_events(vec![CompanyEvent::CompanyProfileUpdated {
+                company_id: Uuid::from_u128(1),
+                profile: renamed,
+            }]);
+    }
+}

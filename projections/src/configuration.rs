@@ -1,0 +1,161 @@
+//! `configuration` (inline): companies (branches, issuance points, channels and certificates
+//! follow), from the company streams, and the queries the configuration endpoints run.
+//!
+//! Inline, so that a company can be used the moment its creation returns. Updates carry the
+//! stream version and only apply forward, so a replayed event changes nothing.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use kuatia_application::event_store::{ProjectionKind, RecordedEvent, SharedStore, StoreError};
+use kuatia_application::projection::{Projection, SqlTx, SqlValue};
+use kuatia_domain::company::{CompanyEvent, CompanyProfile};
+use kuatia_domain::tenancy::TenantId;
+use uuid::Uuid;
+
+/// The projection.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Configuration;
+
+impl Configuration {
+    /// Its stable name.
+    pub const NAME: &'static str = "configuration";
+}
+
+#[async_trait]
+impl Projection for Configuration {
+    fn name(&self) -> &'static str {
+        Self::NAME
+    }
+
+    fn kind(&self) -> ProjectionKind {
+        ProjectionKind::Inline
+    }
+
+    fn tables(&self) -> &'static [&'static str] {
+        &["companies"]
+    }
+
+    async fn apply(&self, tx: &mut dyn SqlTx, event: &RecordedEvent) -> Result<(), StoreError> {
+        if event.stream_type != "company" {
+            return Ok(());
+        }
+        let decoded: CompanyEvent = serde_json::from_value(event.payload.clone())
+            .map_err(|e| StoreError::Corrupt(format!("company event {}: {e}", event.event_id)))?;
+        let to_json =
+            |p: &CompanyProfile| serde_json::to_value(p).map_err(|e| StoreError::Corrupt(e.to_string()));
+        match decoded {
+            CompanyEvent::CompanyRegistered {
+                company_id,
+                ruc,
+                profile,
+            } => {
+                tx.execute(
+                    "INSERT INTO companies (id, tenant_id, ruc, legal_name, profile, stream_id, version, created_at, \
+                       updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) ON CONFLICT (id) DO NOTHING",
+                    &[
+                        SqlValue::Uuid(company_id),
+                        SqlValue::Uuid(event.tenant_id.as_uuid()),
+                        SqlValue::Text(ruc.to_string()),
+                        SqlValue::Text(profile.legal_name.clone()),
+                        SqlValue::Json(to_json(&profile)?),
+                        SqlValue::Text(event.stream_id.clone()),
+                        SqlValue::Int(event.stream_version as i64),
+                        SqlValue::Timestamp(event.recorded_at),
+                    ],
+                )
+                .await?;
+            }
+            CompanyEvent::CompanyProfileUpdated { company_id, profile } => {
+                tx.execute(
+                    "UPDATE companies SET legal_name = $2, profile = $3, version = $4, updated_at = $5 \
+                     WHERE id = $1 AND version < $4",
+                    &[
+                        SqlValue::Uuid(company_id),
+                        SqlValue::Text(profile.legal_name.clone()),
+                        SqlValue::Json(to_json(&profile)?),
+                        SqlValue::Int(event.stream_version as i64),
+                        SqlValue::Timestamp(event.recorded_at),
+                    ],
+                )
+                .await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A company as the API shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompanyRow {
+    /// Id.
+    pub id: Uuid,
+    /// RUC with DV.
+    pub ruc: String,
+    /// Profile.
+    pub profile: CompanyProfile,
+    /// Stream.
+    pub stream_id: String,
+    /// Registered.
+    pub created_at: DateTime<Utc>,
+    /// Last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+fn corrupt(what: &str) -> StoreError {
+    StoreError::Corrupt(format!("unreadable {what}"))
+}
+
+fn company_row(r: &[SqlValue]) -> Result<CompanyRow, StoreError> {
+    let profile = match &r[2] {
+        SqlValue::Json(v) => serde_json::from_value(v.clone()),
+        SqlValue::Text(t) => serde_json::from_str(t),
+        _ => return Err(corrupt("company profile")),
+    }
+    .map_err(|e| StoreError::Corrupt(format!("company profile: {e}")))?;
+    Ok(CompanyRow {
+        id: r[0].as_uuid().ok_or_else(|| corrupt("company id"))?,
+        ruc: r[1].as_text().ok_or_else(|| corrupt("ruc"))?,
+        profile,
+        stream_id: r[3].as_text().ok_or_else(|| corrupt("stream id"))?,
+        created_at: r[4].as_timestamp().ok_or_else(|| corrupt("created_at"))?,
+        updated_at: r[5].as_timestamp().ok_or_else(|| corrupt("updated_at"))?,
+    })
+}
+
+/// The tenant's companies (only `only` when the caller is scoped to one), by RUC.
+pub async fn companies(
+    store: &SharedStore,
+    tenant: TenantId,
+    only: Option<Uuid>,
+) -> Result<Vec<CompanyRow>, StoreError> {
+    let rows = match only {
+        None => {
+            store
+                .query(
+                    "SELECT id, ruc, profile, stream_id, created_at, updated_at FROM companies \
+                     WHERE tenant_id = $1 ORDER BY ruc",
+                    &[SqlValue::Uuid(tenant.as_uuid())],
+                )
+                .await?
+        }
+        Some(id) => {
+            store
+                .query(
+                    "SELECT id, ruc, profile, stream_id, created_at, updated_at FROM companies \
+                     WHERE tenant_id = $1 AND id = $2",
+                    &[SqlValue::Uuid(tenant.as_uuid()), SqlValue::Uuid(id)],
+                )
+                .await?
+        }
+    };
+    rows.iter().map(|r| company_row(r)).collect()
+}
+
+/// One company of the tenant.
+pub async fn company(
+    store: &SharedStore,
+    tenant: TenantId,
+    id: Uuid,
+) -> Result<Option<CompanyRow>, StoreError> {
+    Ok(companies(store, tenant, Some(id)).await?.into_iter().next())
+}

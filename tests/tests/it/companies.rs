@@ -1,0 +1,161 @@
+//! Companies (contract §4.3, DECISIONS §3), black-box.
+
+use kuatia_tests::TestApp;
+use reqwest::Method;
+use serde_json::{Value, json};
+
+async fn send(request: reqwest::RequestBuilder) -> (u16, Value) {
+    let response = request.send().await.expect("send");
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn a_company_is_registered_with_a_verified_ruc_once_per_tenant() {
+    let app = TestApp::spawn().await;
+    let (tenant, key) = app.tenant("acme").await;
+    let post = |body: Value| {
+        app.as_key(Method::POST, "/v1/companies", &key, &tenant)
+            .json(&body)
+    };
+
+    let (status, wrong_dv) = send(post(TestApp::company_body("80069563-2"))).await;
+    assert_eq!(status, 400, "{wrong_dv}");
+    assert_eq!(wrong_dv["details"]["errors"][0]["field"], "ruc");
+    assert_eq!(wrong_dv["details"]["errors"][0]["code"], "invalid_check_digit");
+    assert!(
+        wrong_dv["message"].as_str().expect("message").contains("is 1"),
+        "names the right digit: {wrong_dv}"
+    );
+
+    let (status, created) = send(post(TestApp::company_body("80069563-1"))).await;
+    assert_eq!(status, 201, "{created}");
+    assert_eq!(created["ruc"], "80069563-1");
+    assert_eq!(created["legal_name"], "DE GENERACION ELECTRONICA S.A.");
+    assert_eq!(created["economic_activities"][0]["code"], "62010");
+
+    let (status, dup) = send(post(TestApp::company_body("80069563-1"))).await;
+    assert_eq!((status, dup["code"].as_str()), (409, Some("conflict_error")));
+    let (other_tenant, other_key) = app.tenant("globex").await;
+    let (status, _) = send(
+        app.as_key(Method::POST, "/v1/companies", &other_key, &other_tenant)
+            .json(&TestApp::company_body("80069563-1")),
+    )
+    .await;
+    assert_eq!(status, 201, "the same RUC may be registered in another tenant");
+
+    let (status, list) = send(app.as_key(Method::GET, "/v1/companies", &key, &tenant)).await;
+    assert_eq!(status, 200);
+    assert_eq!(list.as_array().map(Vec::len), Some(1));
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn every_problem_of_a_company_record_is_listed_at_once_and_typos_are_refused() {
+    let app = TestApp::spawn().await;
+    let (tenant, key) = app.tenant("acme").await;
+    let mut body = TestApp::company_body("80013884-8");
+    body["legal_name"] = json!("");
+    body["email"] = json!("not an email");
+    body["economic_activities"] = json!([]);
+    let (status, err) = send(
+        app.as_key(Method::POST, "/v1/companies", &key, &tenant)
+            .json(&body),
+    )
+    .await;
+    assert_eq!(status, 400);
+    let fields: Vec<&str> = err["details"]["errors"]
+        .as_array()
+        .expect("errors")
+        .iter()
+        .filter_map(|e| e["field"].as_str())
+        .collect();
+    assert_eq!(fields, vec!["legal_name", "email", "economic_activities"]);
+
+    let mut typo = TestApp::company_body("80013884-8");
+    typo["legal_nmae"] = json!("oops");
+    let (status, err) = send(
+        app.as_key(Method::POST, "/v1/companies", &key, &tenant)
+            .json(&typo),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(
+        err["message"].as_str().expect("message").contains("legal_nmae"),
+        "{err}"
+    );
+    let mut missing = TestApp::company_body("80013884-8");
+    missing.as_object_mut().expect("object").remove("city_code");
+    let (status, _) = send(
+        app.as_key(Method::POST, "/v1/companies", &key, &tenant)
+            .json(&missing),
+    )
+    .await;
+    assert_eq!(status, 400);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn patch_changes_any_field_but_the_ruc_and_roles_are_enforced() {
+    let app = TestApp::spawn().await;
+    let (tenant, owner) = app.tenant("acme").await;
+    let (_, created) = send(
+        app.as_key(Method::POST, "/v1/companies", &owner, &tenant)
+            .json(&TestApp::company_body("80069563-1")),
+    )
+    .await;
+    let id = created["id"].as_str().expect("id").to_owned();
+    let patch = |key: &str, body: Value| {
+        app.as_key(Method::PATCH, &format!("/v1/companies/{id}"), key, &tenant)
+            .json(&body)
+    };
+
+    let (status, updated) = send(patch(
+        &owner,
+        json!({"trade_name": "DEGE", "phone": "0981 000 000"}),
+    ))
+    .await;
+    assert_eq!(status, 200, "{updated}");
+    assert_eq!(
+        (updated["trade_name"].as_str(), updated["phone"].as_str()),
+        (Some("DEGE"), Some("0981 000 000"))
+    );
+    assert_eq!(
+        updated["legal_name"], created["legal_name"],
+        "untouched fields stay"
+    );
+    assert!(updated["updated_at"].as_str() > created["updated_at"].as_str());
+
+    let (status, err) = send(patch(&owner, json!({"ruc": "80013884-8"}))).await;
+    assert_eq!(
+        (status, err["details"]["errors"][0]["field"].as_str()),
+        (400, Some("ruc"))
+    );
+    let (status, _) = send(patch(&owner, json!({"email": "broken"}))).await;
+    assert_eq!(status, 400);
+    let ghost = uuid::Uuid::now_v7();
+    let (status, _) = send(
+        app.as_key(Method::PATCH, &format!("/v1/companies/{ghost}"), &owner, &tenant)
+            .json(&json!({"phone": "1"})),
+    )
+    .await;
+    assert_eq!(status, 404);
+
+    let (_, viewer) = send(
+        app.as_key(Method::POST, "/v1/api-keys", &owner, &tenant)
+            .json(&json!({"name": "v", "role": "viewer"})),
+    )
+    .await;
+    let viewer = viewer["key"].as_str().expect("key").to_owned();
+    let (status, _) = send(patch(&viewer, json!({"phone": "1"}))).await;
+    assert_eq!(status, 403);
+    let (status, _) = send(
+        app.as_key(Method::POST, "/v1/companies", &viewer, &tenant)
+            .json(&TestApp::company_body("80013884-8")),
+    )
+    .await;
+    assert_eq!(status, 403);
+    let (status, list) = send(app.as_key(Method::GET, "/v1/companies", &viewer, &tenant)).await;
+    assert_eq!((status, list[0]["trade_name"].as_str()), (200, Some("DEGE")));
+    app.stop().await;
+}
