@@ -53,6 +53,11 @@ fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
             routes::companies::create_company
         ))
         .routes(routes!(routes::companies::update_company))
+        .routes(routes!(
+            routes::branches::list_branches,
+            routes::branches::create_branch
+        ))
+        .routes(routes!(routes::branches::create_issuance_point))
         .split_for_parts()
 }
 

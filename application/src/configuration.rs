@@ -1,7 +1,9 @@
 //! Configuration records: the use cases behind `/v1/companies` (branches, issuance points,
 //! channels and certificates follow).
 
-use kuatia_domain::company::{self, Company, CompanyCommand, CompanyError, CompanyProfile};
+use kuatia_domain::company::{
+    self, Branch, Company, CompanyCommand, CompanyError, CompanyProfile, IssuancePoint,
+};
 use kuatia_domain::ruc::Ruc;
 use kuatia_domain::tenancy::TenantId;
 use uuid::Uuid;
@@ -15,6 +17,9 @@ pub enum ConfigurationError {
     /// The RUC is registered already in this tenant.
     #[error("a company with this RUC is already registered")]
     Duplicate,
+    /// The branch or point code is taken.
+    #[error("the code {0} is already used")]
+    DuplicateCode(String),
     /// No such record for this caller.
     #[error("not found")]
     NotFound,
@@ -35,6 +40,7 @@ fn from_execute(err: ExecuteError<CompanyError>) -> ConfigurationError {
         ExecuteError::Rejected(CompanyError::NotRegistered) | ExecuteError::NotFound => {
             ConfigurationError::NotFound
         }
+        ExecuteError::Rejected(CompanyError::DuplicateCode(code)) => ConfigurationError::DuplicateCode(code),
         ExecuteError::Rejected(e) => ConfigurationError::Refused(e),
         ExecuteError::Conflict(_) => ConfigurationError::Conflict,
         ExecuteError::Store(e) => ConfigurationError::Store(e),
@@ -79,6 +85,48 @@ pub async fn update_company(
             tenant,
             stream_id,
             CompanyCommand::UpdateProfile { profile },
+            metadata,
+        )
+        .await
+        .map_err(from_execute)?;
+    Ok(())
+}
+
+/// Adds a branch to a company.
+pub async fn add_branch(
+    store: &SharedStore,
+    tenant: TenantId,
+    company_stream: &str,
+    branch: Branch,
+    metadata: EventMetadata,
+) -> Result<(), ConfigurationError> {
+    let executor = CommandExecutor::<Company>::new(store.clone(), ());
+    executor
+        .execute(
+            tenant,
+            company_stream,
+            CompanyCommand::AddBranch(branch),
+            metadata,
+        )
+        .await
+        .map_err(from_execute)?;
+    Ok(())
+}
+
+/// Adds an issuance point to a branch of a company.
+pub async fn add_issuance_point(
+    store: &SharedStore,
+    tenant: TenantId,
+    company_stream: &str,
+    point: IssuancePoint,
+    metadata: EventMetadata,
+) -> Result<(), ConfigurationError> {
+    let executor = CommandExecutor::<Company>::new(store.clone(), ());
+    executor
+        .execute(
+            tenant,
+            company_stream,
+            CompanyCommand::AddIssuancePoint(point),
             metadata,
         )
         .await

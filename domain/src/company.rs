@@ -143,9 +143,59 @@ impl CompanyProfile {
     }
 }
 
+/// A three-digit code of a branch (establecimiento) or issuance point (punto de expedición),
+/// `001` to `999`.
+pub fn valid_code(code: &str) -> bool {
+    code.len() == 3 && code.bytes().all(|b| b.is_ascii_digit()) && code != "000"
+}
+
+/// A branch (establecimiento).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Branch {
+    /// Id.
+    pub branch_id: Uuid,
+    /// `001`…`999`, unique in the company.
+    pub code: String,
+    /// Name.
+    pub name: String,
+    /// Address, when it differs from the company's.
+    pub address: Option<String>,
+    /// House number.
+    pub house_number: Option<String>,
+    /// City code.
+    pub city_code: Option<u32>,
+    /// City name.
+    pub city_name: Option<String>,
+    /// Department code.
+    pub department_code: Option<u16>,
+    /// Department name.
+    pub department_name: Option<String>,
+    /// Chosen when a document names no branch and the company has several.
+    pub is_default: bool,
+}
+
+/// An issuance point (punto de expedición) of a branch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IssuancePoint {
+    /// Id.
+    pub point_id: Uuid,
+    /// Its branch.
+    pub branch_id: Uuid,
+    /// `001`…`999`, unique in the branch.
+    pub code: String,
+    /// Name.
+    pub name: Option<String>,
+    /// Chosen when a document names no point and the branch has several.
+    pub is_default: bool,
+}
+
 /// Commands.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CompanyCommand {
+    /// Adds a branch.
+    AddBranch(Branch),
+    /// Adds an issuance point to a branch.
+    AddIssuancePoint(IssuancePoint),
     /// Registers the company.
     Register {
         /// Id.
@@ -165,6 +215,20 @@ pub enum CompanyCommand {
 /// Events.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum CompanyEvent {
+    /// A branch was added.
+    BranchAdded {
+        /// Company.
+        company_id: Uuid,
+        /// The branch.
+        branch: Branch,
+    },
+    /// An issuance point was added.
+    IssuancePointAdded {
+        /// Company.
+        company_id: Uuid,
+        /// The point.
+        point: IssuancePoint,
+    },
     /// Registered.
     CompanyRegistered {
         /// Id.
@@ -188,6 +252,8 @@ impl DomainEvent for CompanyEvent {
         match self {
             Self::CompanyRegistered { .. } => "CompanyRegistered",
             Self::CompanyProfileUpdated { .. } => "CompanyProfileUpdated",
+            Self::BranchAdded { .. } => "BranchAdded",
+            Self::IssuancePointAdded { .. } => "IssuancePointAdded",
         }
         .to_owned()
     }
@@ -209,6 +275,12 @@ pub enum CompanyError {
     /// The profile has problems.
     #[error("the company record is invalid")]
     Invalid(Vec<(String, String, String)>),
+    /// The code is taken in this company (branch) or branch (point).
+    #[error("the code {0} is already used")]
+    DuplicateCode(String),
+    /// The branch is not one of this company's.
+    #[error("no such branch in this company")]
+    UnknownBranch,
 }
 
 /// State.
@@ -218,8 +290,8 @@ pub struct Company {
     pub id: Option<Uuid>,
     /// Current profile.
     pub profile: Option<CompanyProfile>,
-    /// Branch codes by id (branches arrive with their own commands).
-    pub branches: BTreeMap<Uuid, String>,
+    /// Branch codes by id, with their points' codes by id.
+    pub branches: BTreeMap<Uuid, (String, BTreeMap<Uuid, String>)>,
 }
 
 fn check(profile: &CompanyProfile) -> Result<(), CompanyError> {
@@ -269,6 +341,55 @@ impl Aggregate for Company {
                 )
                 .await;
             }
+            CompanyCommand::AddBranch(branch) => {
+                let Some(company_id) = self.id else {
+                    return Err(CompanyError::NotRegistered);
+                };
+                let mut issues = Vec::new();
+                if !valid_code(&branch.code) {
+                    issues.push((
+                        "code".into(),
+                        "invalid_code".into(),
+                        "a branch code is 001 to 999".into(),
+                    ));
+                }
+                let name_len = branch.name.trim().chars().count();
+                if !(1..=255).contains(&name_len) {
+                    issues.push((
+                        "name".into(),
+                        "invalid_length".into(),
+                        "name must have 1 to 255 characters".into(),
+                    ));
+                }
+                if !issues.is_empty() {
+                    return Err(CompanyError::Invalid(issues));
+                }
+                if self.branches.values().any(|(code, _)| *code == branch.code) {
+                    return Err(CompanyError::DuplicateCode(branch.code));
+                }
+                sink.write(CompanyEvent::BranchAdded { company_id, branch }, self)
+                    .await;
+            }
+            CompanyCommand::AddIssuancePoint(point) => {
+                let Some(company_id) = self.id else {
+                    return Err(CompanyError::NotRegistered);
+                };
+                let Some((_, points)) = self.branches.get(&point.branch_id) else {
+                    return Err(CompanyError::UnknownBranch);
+                };
+                if !valid_code(&point.code) {
+                    return Err(CompanyError::Invalid(vec![(
+                        "code".into(),
+                        "invalid_code".into(),
+                        "an issuance point code is 001 to 999".into(),
+                    )]));
+                }
+                if points.values().any(|code| *code == point.code) {
+                    return Err(CompanyError::DuplicateCode(point.code));
+                }
+                sink.write(CompanyEvent::IssuancePointAdded { company_id, point }, self)
+                    .await;
+            }
             CompanyCommand::UpdateProfile { profile } => {
                 let Some(company_id) = self.id else {
                     return Err(CompanyError::NotRegistered);
@@ -292,6 +413,15 @@ impl Aggregate for Company {
                 self.profile = Some(profile);
             }
             CompanyEvent::CompanyProfileUpdated { profile, .. } => self.profile = Some(profile),
+            CompanyEvent::BranchAdded { branch, .. } => {
+                self.branches
+                    .insert(branch.branch_id, (branch.code, BTreeMap::new()));
+            }
+            CompanyEvent::IssuancePointAdded { point, .. } => {
+                if let Some((_, points)) = self.branches.get_mut(&point.branch_id) {
+                    points.insert(point.point_id, point.code);
+                }
+            }
         }
     }
 }
@@ -360,6 +490,75 @@ pub(crate) mod tests {
         bad.economic_activities[0].code = "12a".into();
         let fields: Vec<String> = bad.issues().into_iter().map(|i| i.field).collect();
         assert_eq!(fields, vec!["legal_name", "email", "economic_activities[0].code"]);
+    }
+
+    fn branch(id: u128, code: &str) -> Branch {
+        Branch {
+            branch_id: Uuid::from_u128(id),
+            code: code.into(),
+            name: "Casa central".into(),
+            address: None,
+            house_number: None,
+            city_code: None,
+            city_name: None,
+            department_code: None,
+            department_name: None,
+            is_default: false,
+        }
+    }
+
+    fn point(id: u128, branch: u128, code: &str) -> IssuancePoint {
+        IssuancePoint {
+            point_id: Uuid::from_u128(id),
+            branch_id: Uuid::from_u128(branch),
+            code: code.into(),
+            name: None,
+            is_default: false,
+        }
+    }
+
+    #[test]
+    fn branch_codes_are_unique_per_company_and_point_codes_per_branch() {
+        let added = |b: Branch| CompanyEvent::BranchAdded {
+            company_id: Uuid::from_u128(1),
+            branch: b,
+        };
+        TestFramework::<Company>::with(())
+            .given(vec![registered(), added(branch(10, "001"))])
+            .when(CompanyCommand::AddBranch(branch(11, "001")))
+            .then_expect_error(CompanyError::DuplicateCode("001".into()));
+        TestFramework::<Company>::with(())
+            .given(vec![registered()])
+            .when(CompanyCommand::AddBranch(branch(10, "000")))
+            .then_expect_error(CompanyError::Invalid(vec![(
+                "code".into(),
+                "invalid_code".into(),
+                "a branch code is 001 to 999".into(),
+            )]));
+        let point_added = |p: IssuancePoint| CompanyEvent::IssuancePointAdded {
+            company_id: Uuid::from_u128(1),
+            point: p,
+        };
+        TestFramework::<Company>::with(())
+            .given(vec![
+                registered(),
+                added(branch(10, "001")),
+                added(branch(11, "002")),
+            ])
+            .when(CompanyCommand::AddIssuancePoint(point(20, 11, "001")))
+            .then_expect_events(vec![point_added(point(20, 11, "001"))]);
+        TestFramework::<Company>::with(())
+            .given(vec![
+                registered(),
+                added(branch(10, "001")),
+                point_added(point(20, 10, "001")),
+            ])
+            .when(CompanyCommand::AddIssuancePoint(point(21, 10, "001")))
+            .then_expect_error(CompanyError::DuplicateCode("001".into()));
+        TestFramework::<Company>::with(())
+            .given(vec![registered()])
+            .when(CompanyCommand::AddIssuancePoint(point(21, 99, "001")))
+            .then_expect_error(CompanyError::UnknownBranch);
     }
 
     #[test]

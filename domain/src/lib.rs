@@ -12,6 +12,7 @@
 pub mod access;
 pub mod check_digit;
 pub mod company;
+pub mod defaults;
 pub mod event;
 pub mod ruc;
 pub mod tenancy;

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use kuatia_application::event_store::{ProjectionKind, RecordedEvent, SharedStore, StoreError};
 use kuatia_application::projection::{Projection, SqlTx, SqlValue};
-use kuatia_domain::company::{CompanyEvent, CompanyProfile};
+use kuatia_domain::company::{Branch, CompanyEvent, CompanyProfile};
 use kuatia_domain::tenancy::TenantId;
 use uuid::Uuid;
 
@@ -32,7 +32,7 @@ impl Projection for Configuration {
     }
 
     fn tables(&self) -> &'static [&'static str] {
-        &["companies"]
+        &["companies", "branches", "issuance_points"]
     }
 
     async fn apply(&self, tx: &mut dyn SqlTx, event: &RecordedEvent) -> Result<(), StoreError> {
@@ -60,6 +60,42 @@ impl Projection for Configuration {
                         SqlValue::Json(to_json(&profile)?),
                         SqlValue::Text(event.stream_id.clone()),
                         SqlValue::Int(event.stream_version as i64),
+                        SqlValue::Timestamp(event.recorded_at),
+                    ],
+                )
+                .await?;
+            }
+            CompanyEvent::BranchAdded { company_id, branch } => {
+                let details =
+                    serde_json::to_value(&branch).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                tx.execute(
+                    "INSERT INTO branches (id, tenant_id, company_id, code, name, details, is_default, created_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING",
+                    &[
+                        SqlValue::Uuid(branch.branch_id),
+                        SqlValue::Uuid(event.tenant_id.as_uuid()),
+                        SqlValue::Uuid(company_id),
+                        SqlValue::Text(branch.code.clone()),
+                        SqlValue::Text(branch.name.clone()),
+                        SqlValue::Json(details),
+                        SqlValue::Bool(branch.is_default),
+                        SqlValue::Timestamp(event.recorded_at),
+                    ],
+                )
+                .await?;
+            }
+            CompanyEvent::IssuancePointAdded { company_id, point } => {
+                tx.execute(
+                    "INSERT INTO issuance_points (id, tenant_id, company_id, branch_id, code, name, is_default, \
+                       created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING",
+                    &[
+                        SqlValue::Uuid(point.point_id),
+                        SqlValue::Uuid(event.tenant_id.as_uuid()),
+                        SqlValue::Uuid(company_id),
+                        SqlValue::Uuid(point.branch_id),
+                        SqlValue::Text(point.code.clone()),
+                        point.name.clone().map_or(SqlValue::Null, SqlValue::Text),
+                        SqlValue::Bool(point.is_default),
                         SqlValue::Timestamp(event.recorded_at),
                     ],
                 )
@@ -158,4 +194,120 @@ pub async fn company(
     id: Uuid,
 ) -> Result<Option<CompanyRow>, StoreError> {
     Ok(companies(store, tenant, Some(id)).await?.into_iter().next())
+}
+
+/// A branch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BranchRow {
+    /// Its company.
+    pub company_id: Uuid,
+    /// The branch.
+    pub branch: Branch,
+    /// Added.
+    pub created_at: DateTime<Utc>,
+}
+
+fn branch_row(r: &[SqlValue]) -> Result<BranchRow, StoreError> {
+    let branch = match &r[1] {
+        SqlValue::Json(v) => serde_json::from_value(v.clone()),
+        SqlValue::Text(t) => serde_json::from_str(t),
+        _ => return Err(corrupt("branch details")),
+    }
+    .map_err(|e| StoreError::Corrupt(format!("branch: {e}")))?;
+    Ok(BranchRow {
+        company_id: r[0].as_uuid().ok_or_else(|| corrupt("branch company"))?,
+        branch,
+        created_at: r[2].as_timestamp().ok_or_else(|| corrupt("created_at"))?,
+    })
+}
+
+/// The tenant's branches, of one company or all (`scope` limits a company-scoped caller).
+pub async fn branches(
+    store: &SharedStore,
+    tenant: TenantId,
+    company: Option<Uuid>,
+) -> Result<Vec<BranchRow>, StoreError> {
+    let rows = match company {
+        Some(company) => {
+            store
+                .query(
+                    "SELECT company_id, details, created_at FROM branches WHERE tenant_id = $1 AND company_id = $2 \
+                     ORDER BY code",
+                    &[SqlValue::Uuid(tenant.as_uuid()), SqlValue::Uuid(company)],
+                )
+                .await?
+        }
+        None => {
+            store
+                .query(
+                    "SELECT company_id, details, created_at FROM branches WHERE tenant_id = $1 \
+                     ORDER BY company_id, code",
+                    &[SqlValue::Uuid(tenant.as_uuid())],
+                )
+                .await?
+        }
+    };
+    rows.iter().map(|r| branch_row(r)).collect()
+}
+
+/// One branch of the tenant.
+pub async fn branch(
+    store: &SharedStore,
+    tenant: TenantId,
+    id: Uuid,
+) -> Result<Option<BranchRow>, StoreError> {
+    let rows = store
+        .query(
+            "SELECT company_id, details, created_at FROM branches WHERE tenant_id = $1 AND id = $2",
+            &[SqlValue::Uuid(tenant.as_uuid()), SqlValue::Uuid(id)],
+        )
+        .await?;
+    rows.first().map(|r| branch_row(r)).transpose()
+}
+
+/// An issuance point.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PointRow {
+    /// Id.
+    pub id: Uuid,
+    /// Company.
+    pub company_id: Uuid,
+    /// Branch.
+    pub branch_id: Uuid,
+    /// Code.
+    pub code: String,
+    /// Name.
+    pub name: Option<String>,
+    /// Default of its branch.
+    pub is_default: bool,
+    /// Added.
+    pub created_at: DateTime<Utc>,
+}
+
+/// One issuance point of the tenant.
+pub async fn issuance_point(
+    store: &SharedStore,
+    tenant: TenantId,
+    id: Uuid,
+) -> Result<Option<PointRow>, StoreError> {
+    let rows = store
+        .query(
+            "SELECT id, company_id, branch_id, code, name, is_default, created_at FROM issuance_points \
+             WHERE tenant_id = $1 AND id = $2",
+            &[SqlValue::Uuid(tenant.as_uuid()), SqlValue::Uuid(id)],
+        )
+        .await?;
+    rows.first()
+        .map(|r| {
+            Ok(PointRow {
+                id: r[0].as_uuid().ok_or_else(|| corrupt("point id"))?,
+                company_id: r[1].as_uuid().ok_or_else(|| corrupt("point company"))?,
+                branch_id: r[2].as_uuid().ok_or_else(|| corrupt("point branch"))?,
+                code: r[3].as_text().ok_or_else(|| corrupt("point code"))?,
+                name: r[4].non_null().and_then(SqlValue::as_text),
+                is_default: r[5].as_i64().is_some_and(|v| v != 0),
+                created_at: r[6].as_timestamp().ok_or_else(|| corrupt("created_at"))?,
+            })
+        })
+        .transpose()
 }

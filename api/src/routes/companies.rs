@@ -71,7 +71,8 @@ fn profile_from(object: Map<String, Value>) -> Result<CompanyProfile, ApiError> 
     Ok(profile)
 }
 
-fn invalid(issues: Vec<(String, String, String)>) -> ApiError {
+/// 400 with every issue in `details.errors`.
+pub fn invalid(issues: Vec<(String, String, String)>) -> ApiError {
     let errors: Vec<Value> = issues
         .iter()
         .map(|(field, code, message)| json!({"field": field, "code": code, "message": message}))
@@ -80,8 +81,13 @@ fn invalid(issues: Vec<(String, String, String)>) -> ApiError {
         .with_details(json!({ "errors": errors }))
 }
 
-fn configuration_error(err: ConfigurationError) -> ApiError {
+/// Maps the configuration use cases' errors.
+pub fn configuration_error(err: ConfigurationError) -> ApiError {
     match err {
+        ConfigurationError::DuplicateCode(code) => ApiError::new(
+            ErrorCode::ConflictError,
+            format!("the code {code} is already used"),
+        ),
         ConfigurationError::Duplicate => ApiError::new(
             ErrorCode::ConflictError,
             "a company with this RUC is already registered in this tenant",

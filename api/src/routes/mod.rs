@@ -1,6 +1,7 @@
 //! Handlers, one module per area of the contract.
 
 pub mod api_keys;
+pub mod branches;
 pub mod companies;
 pub mod health;
 pub mod identity;
@@ -21,4 +22,7 @@ pub const PERMISSIONS: &[(&str, &str, Permission)] = &[
     ("get", "/v1/companies", companies::LIST_COMPANIES),
     ("post", "/v1/companies", companies::CREATE_COMPANY),
     ("patch", "/v1/companies/{id}", companies::UPDATE_COMPANY),
+    ("get", "/v1/branches", branches::LIST_BRANCHES),
+    ("post", "/v1/branches", branches::CREATE_BRANCH),
+    ("post", "/v1/issuance-points", branches::CREATE_POINT),
 ];

@@ -159,3 +159,82 @@ async fn patch_changes_any_field_but_the_ruc_and_roles_are_enforced() {
     assert_eq!((status, list[0]["trade_name"].as_str()), (200, Some("DEGE")));
     app.stop().await;
 }
+
+#[tokio::test]
+async fn branches_and_issuance_points_have_unique_three_digit_codes() {
+    let app = TestApp::spawn().await;
+    let (tenant, key) = app.tenant("acme").await;
+    let (_, company) = send(
+        app.as_key(Method::POST, "/v1/companies", &key, &tenant)
+            .json(&TestApp::company_body("80069563-1")),
+    )
+    .await;
+    let company_id = company["id"].as_str().expect("id").to_owned();
+    let branch = |code: &str, default: bool| {
+        app.as_key(Method::POST, "/v1/branches", &key, &tenant)
+            .json(&json!({"company_id": company_id, "code": code, "name": format!("Sucursal {code}"), "is_default": default}))
+    };
+    let (status, main) = send(branch("001", true)).await;
+    assert_eq!(status, 201, "{main}");
+    assert_eq!(
+        (main["code"].as_str(), main["is_default"].as_bool()),
+        (Some("001"), Some(true))
+    );
+    let (status, second) = send(branch("002", false)).await;
+    assert_eq!(status, 201);
+    let (status, dup) = send(branch("001", false)).await;
+    assert_eq!((status, dup["code"].as_str()), (409, Some("conflict_error")));
+    for bad in ["1", "000", "01a", "1000"] {
+        let (status, err) = send(branch(bad, false)).await;
+        assert_eq!(
+            (status, err["details"]["errors"][0]["field"].as_str()),
+            (400, Some("code")),
+            "{bad}"
+        );
+    }
+    let (status, list) = send(app.as_key(
+        Method::GET,
+        &format!("/v1/branches?company_id={company_id}"),
+        &key,
+        &tenant,
+    ))
+    .await;
+    assert_eq!(status, 200);
+    let codes: Vec<&str> = list
+        .as_array()
+        .expect("list")
+        .iter()
+        .filter_map(|b| b["code"].as_str())
+        .collect();
+    assert_eq!(codes, vec!["001", "002"]);
+
+    let point = |branch_id: &str, code: &str| {
+        app.as_key(Method::POST, "/v1/issuance-points", &key, &tenant)
+            .json(&json!({"branch_id": branch_id, "code": code, "is_default": true}))
+    };
+    let main_id = main["id"].as_str().expect("id").to_owned();
+    let (status, p) = send(point(&main_id, "001")).await;
+    assert_eq!(status, 201, "{p}");
+    assert_eq!(
+        (p["branch_id"].as_str(), p["company_id"].as_str()),
+        (Some(main_id.as_str()), Some(company_id.as_str()))
+    );
+    let (status, _) = send(point(&main_id, "001")).await;
+    assert_eq!(status, 409, "unique within the branch");
+    let (status, _) = send(point(second["id"].as_str().expect("id"), "001")).await;
+    assert_eq!(status, 201, "the same code in another branch is fine");
+    let (status, _) = send(point(&uuid::Uuid::now_v7().to_string(), "001")).await;
+    assert_eq!(status, 404);
+
+    // Another tenant cannot hang a point on this tenant's branch.
+    let (other, other_key) = app.tenant("globex").await;
+    let (status, _) = send(
+        app.as_key(Method::POST, "/v1/issuance-points", &other_key, &other)
+            .json(&json!({"branch_id": main_id, "code": "009"})),
+    )
+    .await;
+    assert_eq!(status, 404);
+    let (status, none) = send(app.as_key(Method::GET, "/v1/branches", &other_key, &other)).await;
+    assert_eq!((status, none.as_array().map(Vec::len)), (200, Some(0)));
+    app.stop().await;
+}

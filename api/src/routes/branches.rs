@@ -1,0 +1,292 @@
+//! Contract §4.3: `GET|POST /v1/branches`, `POST /v1/issuance-points` (DECISIONS §3).
+
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use chrono::{DateTime, Utc};
+use kuatia_application::configuration;
+use kuatia_domain::access::Permission;
+use kuatia_domain::company::{Branch, IssuancePoint};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use uuid::Uuid;
+
+use crate::auth::Caller;
+use crate::error::{ApiError, ErrorBody, ErrorCode};
+use crate::extract::Json;
+use crate::routes::companies::configuration_error;
+use crate::state::AppState;
+
+/// Needed by `GET /v1/branches`.
+pub const LIST_BRANCHES: Permission = Permission::ReadConfiguration;
+/// Needed by `POST /v1/branches`.
+pub const CREATE_BRANCH: Permission = Permission::ManageConfiguration;
+/// Needed by `POST /v1/issuance-points`.
+pub const CREATE_POINT: Permission = Permission::ManageConfiguration;
+
+/// `POST /v1/branches` body.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateBranch {
+    /// The company (may be omitted with a company-scoped key).
+    pub company_id: Option<Uuid>,
+    /// `001` to `999`, unique in the company.
+    pub code: String,
+    /// Name.
+    pub name: String,
+    /// Address when it differs from the company's.
+    pub address: Option<String>,
+    /// House number.
+    pub house_number: Option<String>,
+    /// City code.
+    pub city_code: Option<u32>,
+    /// City name.
+    pub city_name: Option<String>,
+    /// Department code.
+    pub department_code: Option<u16>,
+    /// Department name.
+    pub department_name: Option<String>,
+    /// Chosen when a document names no branch and the company has several.
+    #[serde(default)]
+    pub is_default: bool,
+}
+
+/// A branch.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BranchView {
+    /// Id.
+    pub id: Uuid,
+    /// Company.
+    pub company_id: Uuid,
+    /// Code.
+    pub code: String,
+    /// Name.
+    pub name: String,
+    /// Address.
+    pub address: Option<String>,
+    /// House number.
+    pub house_number: Option<String>,
+    /// City code.
+    pub city_code: Option<u32>,
+    /// City name.
+    pub city_name: Option<String>,
+    /// Department code.
+    pub department_code: Option<u16>,
+    /// Department name.
+    pub department_name: Option<String>,
+    /// Default of its company.
+    pub is_default: bool,
+    /// Added.
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<kuatia_projections::configuration::BranchRow> for BranchView {
+    fn from(row: kuatia_projections::configuration::BranchRow) -> Self {
+        let b = row.branch;
+        Self {
+            id: b.branch_id,
+            company_id: row.company_id,
+            code: b.code,
+            name: b.name,
+            address: b.address,
+            house_number: b.house_number,
+            city_code: b.city_code,
+            city_name: b.city_name,
+            department_code: b.department_code,
+            department_name: b.department_name,
+            is_default: b.is_default,
+            created_at: row.created_at,
+        }
+    }
+}
+
+/// `GET /v1/branches` query.
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct BranchQuery {
+    /// Only this company's branches.
+    pub company_id: Option<Uuid>,
+}
+
+/// The company a caller acts on: the explicit one (which a scoped key must match), else the key's.
+fn company_of(caller: &Caller, explicit: Option<Uuid>) -> Result<Option<Uuid>, ApiError> {
+    match (caller.company_id, explicit) {
+        (Some(scope), Some(asked)) if scope != asked => Err(ApiError::not_found("no such company")),
+        (Some(scope), _) => Ok(Some(scope)),
+        (None, asked) => Ok(asked),
+    }
+}
+
+/// Lists branches, of one company or of all (a company-scoped key sees only its company's).
+#[utoipa::path(
+    get,
+    path = "/v1/branches",
+    tag = "configuration",
+    security(("api_key" = []), ("session" = [])),
+    params(BranchQuery, ("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")),
+    responses(
+        (status = 200, description = "Branches by company and code", body = [BranchView]),
+        (status = 401, description = "No valid credentials", body = ErrorBody),
+        (status = 403, description = "Not this tenant", body = ErrorBody)
+    )
+)]
+pub async fn list_branches(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(query): Query<BranchQuery>,
+) -> Result<axum::Json<Vec<BranchView>>, ApiError> {
+    caller.require(LIST_BRANCHES)?;
+    let company = company_of(&caller, query.company_id)?;
+    let rows = kuatia_projections::configuration::branches(&state.store, caller.tenant, company).await?;
+    Ok(axum::Json(rows.into_iter().map(BranchView::from).collect()))
+}
+
+/// Adds a branch (establecimiento) to a company.
+#[utoipa::path(
+    post,
+    path = "/v1/branches",
+    tag = "configuration",
+    security(("api_key" = []), ("session" = [])),
+    params(("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")),
+    request_body = CreateBranch,
+    responses(
+        (status = 201, description = "Added", body = BranchView),
+        (status = 400, description = "Invalid code or name, or no company given", body = ErrorBody),
+        (status = 403, description = "Role not allowed", body = ErrorBody),
+        (status = 404, description = "No such company", body = ErrorBody),
+        (status = 409, description = "The code is used in this company", body = ErrorBody)
+    )
+)]
+pub async fn create_branch(
+    State(state): State<AppState>,
+    caller: Caller,
+    Json(body): Json<CreateBranch>,
+) -> Result<(StatusCode, axum::Json<BranchView>), ApiError> {
+    caller.require(CREATE_BRANCH)?;
+    let company_id = company_of(&caller, body.company_id)?
+        .ok_or_else(|| ApiError::invalid_field("company_id", "required", "company_id is required"))?;
+    let company = kuatia_projections::configuration::company(&state.store, caller.tenant, company_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("no such company"))?;
+    let branch = Branch {
+        branch_id: Uuid::now_v7(),
+        code: body.code,
+        name: body.name.trim().to_owned(),
+        address: body.address,
+        house_number: body.house_number,
+        city_code: body.city_code,
+        city_name: body.city_name,
+        department_code: body.department_code,
+        department_name: body.department_name,
+        is_default: body.is_default,
+    };
+    let id = branch.branch_id;
+    configuration::add_branch(
+        &state.store,
+        caller.tenant,
+        &company.stream_id,
+        branch,
+        caller.metadata(),
+    )
+    .await
+    .map_err(configuration_error)?;
+    let row = kuatia_projections::configuration::branch(&state.store, caller.tenant, id)
+        .await?
+        .ok_or_else(|| ApiError::new(ErrorCode::InternalError, "the new branch is not readable"))?;
+    Ok((StatusCode::CREATED, axum::Json(row.into())))
+}
+
+/// `POST /v1/issuance-points` body.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateIssuancePoint {
+    /// The branch.
+    pub branch_id: Uuid,
+    /// `001` to `999`, unique in the branch.
+    pub code: String,
+    /// Name.
+    pub name: Option<String>,
+    /// Chosen when a document names no point and the branch has several.
+    #[serde(default)]
+    pub is_default: bool,
+}
+
+/// An issuance point.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct IssuancePointView {
+    /// Id.
+    pub id: Uuid,
+    /// Company.
+    pub company_id: Uuid,
+    /// Branch.
+    pub branch_id: Uuid,
+    /// Code.
+    pub code: String,
+    /// Name.
+    pub name: Option<String>,
+    /// Default of its branch.
+    pub is_default: bool,
+    /// Added.
+    pub created_at: DateTime<Utc>,
+}
+
+/// Adds an issuance point (punto de expedición) to a branch.
+#[utoipa::path(
+    post,
+    path = "/v1/issuance-points",
+    tag = "configuration",
+    security(("api_key" = []), ("session" = [])),
+    params(("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")),
+    request_body = CreateIssuancePoint,
+    responses(
+        (status = 201, description = "Added", body = IssuancePointView),
+        (status = 400, description = "Invalid code", body = ErrorBody),
+        (status = 403, description = "Role not allowed", body = ErrorBody),
+        (status = 404, description = "No such branch", body = ErrorBody),
+        (status = 409, description = "The code is used in this branch", body = ErrorBody)
+    )
+)]
+pub async fn create_issuance_point(
+    State(state): State<AppState>,
+    caller: Caller,
+    Json(body): Json<CreateIssuancePoint>,
+) -> Result<(StatusCode, axum::Json<IssuancePointView>), ApiError> {
+    caller.require(CREATE_POINT)?;
+    let branch = kuatia_projections::configuration::branch(&state.store, caller.tenant, body.branch_id)
+        .await?
+        .filter(|b| caller.company_id.is_none_or(|scope| scope == b.company_id))
+        .ok_or_else(|| ApiError::not_found("no such branch"))?;
+    let company = kuatia_projections::configuration::company(&state.store, caller.tenant, branch.company_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("no such branch"))?;
+    let point = IssuancePoint {
+        point_id: Uuid::now_v7(),
+        branch_id: body.branch_id,
+        code: body.code,
+        name: body.name.map(|n| n.trim().to_owned()).filter(|n| !n.is_empty()),
+        is_default: body.is_default,
+    };
+    let id = point.point_id;
+    configuration::add_issuance_point(
+        &state.store,
+        caller.tenant,
+        &company.stream_id,
+        point,
+        caller.metadata(),
+    )
+    .await
+    .map_err(configuration_error)?;
+    let row = kuatia_projections::configuration::issuance_point(&state.store, caller.tenant, id)
+        .await?
+        .ok_or_else(|| ApiError::new(ErrorCode::InternalError, "the new point is not readable"))?;
+    Ok((
+        StatusCode::CREATED,
+        axum::Json(IssuancePointView {
+            id: row.id,
+            company_id: row.company_id,
+            branch_id: row.branch_id,
+            code: row.code,
+            name: row.name,
+            is_default: row.is_default,
+            created_at: row.created_at,
+        }),
+    ))
+}
