@@ -102,7 +102,8 @@ pub enum AccessError {
     Store(#[from] StoreError),
 }
 
-fn from_execute(err: ExecuteError<TenantError>) -> AccessError {
+/// Maps an executor error of the tenant aggregate.
+pub(crate) fn from_execute(err: ExecuteError<TenantError>) -> AccessError {
     match err {
         ExecuteError::Rejected(TenantError::UnknownKey | TenantError::NotCreated)
         | ExecuteError::NotFound => AccessError::NotFound,

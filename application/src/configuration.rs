@@ -1,9 +1,7 @@
-//! Configuration records: the use cases behind `/v1/companies` (branches, issuance points,
-//! channels and certificates follow).
+//! Configuration records: the use cases behind `/v1/companies`, `/v1/branches` and
+//! `/v1/issuance-points` (channels and certificates follow).
 
-use kuatia_domain::company::{
-    self, Branch, Company, CompanyCommand, CompanyError, CompanyProfile, IssuancePoint,
-};
+use kuatia_domain::company::{self, Company, CompanyCommand, CompanyError, CompanyProfile};
 use kuatia_domain::ruc::Ruc;
 use kuatia_domain::tenancy::TenantId;
 use uuid::Uuid;
@@ -71,64 +69,17 @@ pub async fn register_company(
     }
 }
 
-/// Replaces a company's profile.
-pub async fn update_company(
-    store: &SharedStore,
-    tenant: TenantId,
-    stream_id: &str,
-    profile: CompanyProfile,
-    metadata: EventMetadata,
-) -> Result<(), ConfigurationError> {
-    let executor = CommandExecutor::<Company>::new(store.clone(), ());
-    executor
-        .execute(
-            tenant,
-            stream_id,
-            CompanyCommand::UpdateProfile { profile },
-            metadata,
-        )
-        .await
-        .map_err(from_execute)?;
-    Ok(())
-}
-
-/// Adds a branch to a company.
-pub async fn add_branch(
+/// Runs a command on an existing company (profile update, new branch, new issuance point).
+pub async fn change_company(
     store: &SharedStore,
     tenant: TenantId,
     company_stream: &str,
-    branch: Branch,
+    command: CompanyCommand,
     metadata: EventMetadata,
 ) -> Result<(), ConfigurationError> {
     let executor = CommandExecutor::<Company>::new(store.clone(), ());
     executor
-        .execute(
-            tenant,
-            company_stream,
-            CompanyCommand::AddBranch(branch),
-            metadata,
-        )
-        .await
-        .map_err(from_execute)?;
-    Ok(())
-}
-
-/// Adds an issuance point to a branch of a company.
-pub async fn add_issuance_point(
-    store: &SharedStore,
-    tenant: TenantId,
-    company_stream: &str,
-    point: IssuancePoint,
-    metadata: EventMetadata,
-) -> Result<(), ConfigurationError> {
-    let executor = CommandExecutor::<Company>::new(store.clone(), ());
-    executor
-        .execute(
-            tenant,
-            company_stream,
-            CompanyCommand::AddIssuancePoint(point),
-            metadata,
-        )
+        .execute(tenant, company_stream, command, metadata)
         .await
         .map_err(from_execute)?;
     Ok(())

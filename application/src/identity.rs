@@ -17,7 +17,7 @@ use rand::Rng;
 use uuid::Uuid;
 
 use crate::access::{AccessError, sha256_hex};
-use crate::aggregate::{CommandExecutor, ExecuteError};
+use crate::aggregate::CommandExecutor;
 use crate::event_store::{EventMetadata, SharedStore, StoreError};
 use crate::projection::SqlValue;
 
@@ -310,17 +310,11 @@ pub async fn add_member(
         role,
         granted_by,
     };
-    match executor.execute(tenant, stream_id, command, metadata).await {
-        Ok(_) => Ok(membership_id),
-        Err(ExecuteError::Rejected(e)) => Err(AccessError::Refused(e)),
-        Err(ExecuteError::NotFound) => Err(AccessError::NotFound),
-        Err(ExecuteError::Conflict(stream)) => Err(AccessError::Store(StoreError::VersionConflict {
-            stream_id: stream,
-            expected: crate::event_store::ExpectedVersion::Any,
-            actual: 0,
-        })),
-        Err(ExecuteError::Store(e)) => Err(AccessError::Store(e)),
-    }
+    executor
+        .execute(tenant, stream_id, command, metadata)
+        .await
+        .map_err(crate::access::from_execute)?;
+    Ok(membership_id)
 }
 
 #[cfg(test)]

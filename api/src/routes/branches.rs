@@ -5,7 +5,7 @@ use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use kuatia_application::configuration;
 use kuatia_domain::access::Permission;
-use kuatia_domain::company::{Branch, IssuancePoint};
+use kuatia_domain::company::{Branch, CompanyCommand, IssuancePoint};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
@@ -179,11 +179,11 @@ pub async fn create_branch(
         is_default: body.is_default,
     };
     let id = branch.branch_id;
-    configuration::add_branch(
+    configuration::change_company(
         &state.store,
         caller.tenant,
         &company.stream_id,
-        branch,
+        CompanyCommand::AddBranch(branch),
         caller.metadata(),
     )
     .await
@@ -265,11 +265,11 @@ pub async fn create_issuance_point(
         is_default: body.is_default,
     };
     let id = point.point_id;
-    configuration::add_issuance_point(
+    configuration::change_company(
         &state.store,
         caller.tenant,
         &company.stream_id,
-        point,
+        CompanyCommand::AddIssuancePoint(point),
         caller.metadata(),
     )
     .await

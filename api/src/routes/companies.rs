@@ -5,7 +5,7 @@ use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use kuatia_application::configuration::{self, ConfigurationError};
 use kuatia_domain::access::Permission;
-use kuatia_domain::company::{CompanyError, CompanyProfile};
+use kuatia_domain::company::{CompanyCommand, CompanyError, CompanyProfile};
 use kuatia_domain::ruc::{Ruc, RucError};
 use kuatia_projections::configuration::CompanyRow;
 use serde::Serialize;
@@ -220,11 +220,11 @@ pub async fn update_company(
     };
     merged.extend(patch);
     let profile = profile_from(merged)?;
-    configuration::update_company(
+    configuration::change_company(
         &state.store,
         caller.tenant,
         &current.stream_id,
-        profile,
+        CompanyCommand::UpdateProfile { profile },
         caller.metadata(),
     )
     .await
