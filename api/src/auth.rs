@@ -173,6 +173,11 @@ impl FromRequestParts<AppState> for Caller {
                 }
             }
         };
+        let bucket = match &credentials {
+            Credentials::ApiKey(key) => format!("api_key:{}", key.id),
+            Credentials::Session { user, .. } => format!("user:{}", user.id),
+        };
+        crate::rate_limit::enforce(parts, state, &bucket, tenant, state.rate_limit_per_key).await?;
         Ok(Self {
             tenant,
             role,

@@ -80,6 +80,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     let addr = listener.local_addr()?;
     tracing::info!(%addr, database = ?database, "kuatia listening");
 
+    let limiter = Arc::new(kuatia_application::rate_limit::RateLimiter::new(store.clone()));
     let state = AppState {
         store: store.clone(),
         jobs: jobs.clone(),
@@ -88,6 +89,9 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         max_body_bytes: config.max_body_bytes,
         public_signup: config.public_signup,
         insecure_cookies: config.insecure_cookies,
+        limiter: limiter.clone(),
+        rate_limit_per_key: config.rate_limit_per_key,
+        rate_limit_per_ip: config.rate_limit_per_ip,
     };
     let router = crate::app(state);
     let shutdown = CancellationToken::new();
@@ -109,6 +113,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     )
     .spawn(shutdown.clone());
 
+    let flusher = limiter.spawn_flusher(Duration::from_secs(1), shutdown.clone());
     let server_shutdown = shutdown.clone();
     let db = database.clone();
     let task = tokio::spawn(async move {
@@ -132,6 +137,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         server_shutdown.cancel();
         let _ = subscriptions.await;
         let _ = workers.await;
+        let _ = flusher.await;
         db.close().await;
         tracing::info!("kuatia stopped");
         served

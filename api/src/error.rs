@@ -173,6 +173,33 @@ impl ApiError {
         self
     }
 
+    /// The same error with a computed response header.
+    pub fn with_header_value(mut self, name: axum::http::HeaderName, value: axum::http::HeaderValue) -> Self {
+        self.headers.push((name, value));
+        self
+    }
+
+    /// 429 `rate_limit_error` for a spent bucket (contract §7 details, `Retry-After`).
+    pub fn rate_limited(
+        decision: &kuatia_application::rate_limit::Decision,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Self {
+        let retry_after = (decision.reset_at - now).num_seconds().max(1);
+        Self::new(
+            ErrorCode::RateLimitError,
+            "too many requests; retry after the window resets",
+        )
+        .with_details(serde_json::json!({
+            "bucket": "requests_minute",
+            "limit": decision.limit,
+            "reset_at": decision.reset_at,
+        }))
+        .with_header_value(
+            axum::http::header::RETRY_AFTER,
+            axum::http::HeaderValue::from(retry_after),
+        )
+    }
+
     /// 401 `authentication_error` with `WWW-Authenticate: Bearer`.
     pub fn unauthenticated(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::AuthenticationError, message)

@@ -13,6 +13,7 @@ pub mod extract;
 pub mod metrics;
 pub mod middleware;
 pub mod openapi;
+pub mod rate_limit;
 pub mod routes;
 pub mod state;
 

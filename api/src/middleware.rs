@@ -37,6 +37,8 @@ fn incoming_request_id(req: &Request) -> Option<String> {
 pub async fn request_context(mut req: Request, next: Next) -> Response {
     let request_id = incoming_request_id(&req).unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
     req.extensions_mut().insert(RequestId(request_id.clone()));
+    let rate_limit = crate::rate_limit::RateLimitSlot::default();
+    req.extensions_mut().insert(rate_limit.clone());
     let method = req.method().to_string();
     let route = req
         .extensions()
@@ -55,6 +57,7 @@ pub async fn request_context(mut req: Request, next: Next) -> Response {
         let error = from_status(response.status());
         response = render(error, &request_id, response);
     }
+    rate_limit.write_headers(response.headers_mut());
     if let Ok(value) = HeaderValue::from_str(&request_id) {
         response.headers_mut().insert(REQUEST_ID_HEADER, value);
     }

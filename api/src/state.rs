@@ -23,4 +23,10 @@ pub struct AppState {
     pub public_signup: bool,
     /// Whether the session cookie omits `Secure` (plain-HTTP development).
     pub insecure_cookies: bool,
+    /// Request limits shared across instances.
+    pub limiter: Arc<kuatia_application::rate_limit::RateLimiter>,
+    /// Requests per minute per API key or user.
+    pub rate_limit_per_key: u32,
+    /// Requests per minute per IP on unauthenticated endpoints.
+    pub rate_limit_per_ip: u32,
 }

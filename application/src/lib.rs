@@ -14,5 +14,6 @@ pub mod hash;
 pub mod identity;
 pub mod jobs;
 pub mod projection;
+pub mod rate_limit;
 pub mod upcast;
 pub mod worker;

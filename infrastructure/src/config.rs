@@ -85,6 +85,11 @@ pub struct Config {
     /// development only). Default false.
     #[serde(deserialize_with = "flag")]
     pub insecure_cookies: bool,
+    /// `KUATIA_RATE_LIMIT_PER_KEY`: requests per minute per API key (or console user). Default 600.
+    pub rate_limit_per_key: u32,
+    /// `KUATIA_RATE_LIMIT_PER_IP`: requests per minute per IP on unauthenticated endpoints.
+    /// Default 60.
+    pub rate_limit_per_ip: u32,
 }
 
 impl Default for Config {
@@ -102,6 +107,8 @@ impl Default for Config {
             log_format: LogFormat::Json,
             public_signup: true,
             insecure_cookies: false,
+            rate_limit_per_key: 600,
+            rate_limit_per_ip: 60,
         }
     }
 }
@@ -124,6 +131,8 @@ impl std::fmt::Debug for Config {
             .field("log_format", &self.log_format)
             .field("public_signup", &self.public_signup)
             .field("insecure_cookies", &self.insecure_cookies)
+            .field("rate_limit_per_key", &self.rate_limit_per_key)
+            .field("rate_limit_per_ip", &self.rate_limit_per_ip)
             .finish()
     }
 }

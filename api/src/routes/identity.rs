@@ -70,11 +70,13 @@ fn identity_error(err: IdentityError) -> ApiError {
     request_body = CreateUser,
     responses(
         (status = 201, description = "Registered", body = UserView),
-        (status = 400, description = "Invalid or unavailable email, or a password under 12 characters", body = ErrorBody)
+        (status = 400, description = "Invalid or unavailable email, or a password under 12 characters", body = ErrorBody),
+        (status = 429, description = "Too many requests from this IP", body = ErrorBody)
     )
 )]
 pub async fn create_user(
     State(state): State<AppState>,
+    _limit: crate::rate_limit::PerIp,
     Json(body): Json<CreateUser>,
 ) -> Result<(StatusCode, axum::Json<UserView>), ApiError> {
     let user = identity::register(&state.store, &body.email, &body.password, body.name)
@@ -120,10 +122,15 @@ pub struct LoginAnswer {
     request_body = Login,
     responses(
         (status = 200, description = "Logged in; `Set-Cookie: kuatia_session=…; HttpOnly; SameSite=Lax; Secure`", body = LoginAnswer),
-        (status = 401, description = "Wrong email or password", body = ErrorBody)
+        (status = 401, description = "Wrong email or password", body = ErrorBody),
+        (status = 429, description = "Too many attempts from this IP", body = ErrorBody)
     )
 )]
-pub async fn login(State(state): State<AppState>, Json(body): Json<Login>) -> Result<Response, ApiError> {
+pub async fn login(
+    State(state): State<AppState>,
+    _limit: crate::rate_limit::PerIp,
+    Json(body): Json<Login>,
+) -> Result<Response, ApiError> {
     let session = identity::login(&state.store, &body.email, &body.password)
         .await
         .map_err(identity_error)?;

@@ -78,11 +78,13 @@ async fn view(state: &AppState, id: TenantId) -> Result<Option<TenantView>, ApiE
         (status = 201, description = "Created; `bootstrap_api_key` is shown only here", body = CreatedTenant),
         (status = 400, description = "Invalid slug or name", body = ErrorBody),
         (status = 403, description = "Public tenant creation is disabled (KUATIA_PUBLIC_SIGNUP=false)", body = ErrorBody),
-        (status = 409, description = "The slug is taken", body = ErrorBody)
+        (status = 409, description = "The slug is taken", body = ErrorBody),
+        (status = 429, description = "Too many requests from this IP", body = ErrorBody)
     )
 )]
 pub async fn create_tenant(
     State(state): State<AppState>,
+    _limit: crate::rate_limit::PerIp,
     request_id: Option<axum::Extension<RequestId>>,
     Json(body): Json<CreateTenant>,
 ) -> Result<(StatusCode, axum::Json<CreatedTenant>), ApiError> {

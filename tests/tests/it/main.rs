@@ -10,4 +10,5 @@ mod identity;
 mod jobs;
 mod ordering;
 mod projections;
+mod rate_limits;
 mod store;
