@@ -59,6 +59,10 @@ fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
             routes::branches::create_branch
         ))
         .routes(routes!(routes::branches::create_issuance_point))
+        .routes(routes!(
+            routes::print_settings::get_print_settings,
+            routes::print_settings::put_print_settings
+        ))
         .split_for_parts()
 }
 

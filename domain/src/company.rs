@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use uuid::Uuid;
 
+use crate::print_settings::PrintSettings;
 use crate::ruc::Ruc;
 use crate::tenancy::TenantId;
 
@@ -30,7 +31,7 @@ pub enum TaxpayerType {
 }
 
 /// An economic activity (SIFEN gActEco).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EconomicActivity {
     /// Code (1 to 8 digits).
     pub code: String,
@@ -39,7 +40,7 @@ pub struct EconomicActivity {
 }
 
 /// Everything a company record holds but its RUC.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CompanyProfile {
     /// Legal name (dNomEmi).
@@ -150,7 +151,7 @@ pub fn valid_code(code: &str) -> bool {
 }
 
 /// A branch (establecimiento).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Branch {
     /// Id.
     pub branch_id: Uuid,
@@ -175,7 +176,7 @@ pub struct Branch {
 }
 
 /// An issuance point (punto de expedición) of a branch.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IssuancePoint {
     /// Id.
     pub point_id: Uuid,
@@ -196,6 +197,13 @@ pub enum CompanyCommand {
     AddBranch(Branch),
     /// Adds an issuance point to a branch.
     AddIssuancePoint(IssuancePoint),
+    /// Saves the print settings (an unchanged save is no event).
+    SetPrintSettings {
+        /// Id of the settings record (kept from the first save on).
+        settings_id: Uuid,
+        /// The settings.
+        settings: PrintSettings,
+    },
     /// Registers the company.
     Register {
         /// Id.
@@ -221,6 +229,15 @@ pub enum CompanyEvent {
         company_id: Uuid,
         /// The branch.
         branch: Branch,
+    },
+    /// The print settings changed.
+    PrintSettingsChanged {
+        /// Company.
+        company_id: Uuid,
+        /// Settings record id.
+        settings_id: Uuid,
+        /// The settings.
+        settings: PrintSettings,
     },
     /// An issuance point was added.
     IssuancePointAdded {
@@ -254,6 +271,7 @@ impl DomainEvent for CompanyEvent {
             Self::CompanyProfileUpdated { .. } => "CompanyProfileUpdated",
             Self::BranchAdded { .. } => "BranchAdded",
             Self::IssuancePointAdded { .. } => "IssuancePointAdded",
+            Self::PrintSettingsChanged { .. } => "PrintSettingsChanged",
         }
         .to_owned()
     }
@@ -292,6 +310,8 @@ pub struct Company {
     pub profile: Option<CompanyProfile>,
     /// Branch codes by id, with their points' codes by id.
     pub branches: BTreeMap<Uuid, (String, BTreeMap<Uuid, String>)>,
+    /// Saved print settings and their record id.
+    pub print_settings: Option<(Uuid, PrintSettings)>,
 }
 
 fn check(profile: &CompanyProfile) -> Result<(), CompanyError> {
@@ -390,6 +410,30 @@ impl Aggregate for Company {
                 sink.write(CompanyEvent::IssuancePointAdded { company_id, point }, self)
                     .await;
             }
+            CompanyCommand::SetPrintSettings {
+                settings_id,
+                settings,
+            } => {
+                let Some(company_id) = self.id else {
+                    return Err(CompanyError::NotRegistered);
+                };
+                let issues = settings.issues();
+                if !issues.is_empty() {
+                    return Err(CompanyError::Invalid(issues));
+                }
+                let settings_id = self.print_settings.as_ref().map_or(settings_id, |(id, _)| *id);
+                if self.print_settings.as_ref().map(|(_, s)| s) != Some(&settings) {
+                    sink.write(
+                        CompanyEvent::PrintSettingsChanged {
+                            company_id,
+                            settings_id,
+                            settings,
+                        },
+                        self,
+                    )
+                    .await;
+                }
+            }
             CompanyCommand::UpdateProfile { profile } => {
                 let Some(company_id) = self.id else {
                     return Err(CompanyError::NotRegistered);
@@ -416,6 +460,13 @@ impl Aggregate for Company {
             CompanyEvent::BranchAdded { branch, .. } => {
                 self.branches
                     .insert(branch.branch_id, (branch.code, BTreeMap::new()));
+            }
+            CompanyEvent::PrintSettingsChanged {
+                settings_id,
+                settings,
+                ..
+            } => {
+                self.print_settings = Some((settings_id, settings));
             }
             CompanyEvent::IssuancePointAdded { point, .. } => {
                 if let Some((_, points)) = self.branches.get_mut(&point.branch_id) {

@@ -14,6 +14,7 @@ pub mod check_digit;
 pub mod company;
 pub mod defaults;
 pub mod event;
+pub mod print_settings;
 pub mod ruc;
 pub mod tenancy;
 pub mod tenant;

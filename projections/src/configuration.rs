@@ -32,7 +32,7 @@ impl Projection for Configuration {
     }
 
     fn tables(&self) -> &'static [&'static str] {
-        &["companies", "branches", "issuance_points"]
+        &["companies", "branches", "issuance_points", "print_settings"]
     }
 
     async fn apply(&self, tx: &mut dyn SqlTx, event: &RecordedEvent) -> Result<(), StoreError> {
@@ -79,6 +79,28 @@ impl Projection for Configuration {
                         SqlValue::Text(branch.name.clone()),
                         SqlValue::Json(details),
                         SqlValue::Bool(branch.is_default),
+                        SqlValue::Timestamp(event.recorded_at),
+                    ],
+                )
+                .await?;
+            }
+            CompanyEvent::PrintSettingsChanged {
+                company_id,
+                settings_id,
+                settings,
+            } => {
+                let json = serde_json::to_value(&settings).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                tx.execute(
+                    "INSERT INTO print_settings (company_id, tenant_id, id, settings, version, created_at, updated_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $6) \
+                     ON CONFLICT (company_id) DO UPDATE SET settings = excluded.settings, version = excluded.version, \
+                       updated_at = excluded.updated_at WHERE print_settings.version < excluded.version",
+                    &[
+                        SqlValue::Uuid(company_id),
+                        SqlValue::Uuid(event.tenant_id.as_uuid()),
+                        SqlValue::Uuid(settings_id),
+                        SqlValue::Json(json),
+                        SqlValue::Int(event.stream_version as i64),
                         SqlValue::Timestamp(event.recorded_at),
                     ],
                 )
@@ -307,6 +329,49 @@ pub async fn issuance_point(
                 name: r[4].non_null().and_then(SqlValue::as_text),
                 is_default: r[5].as_i64().is_some_and(|v| v != 0),
                 created_at: r[6].as_timestamp().ok_or_else(|| corrupt("created_at"))?,
+            })
+        })
+        .transpose()
+}
+
+/// Saved print settings of a company.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrintSettingsRow {
+    /// Record id.
+    pub id: Uuid,
+    /// The settings.
+    pub settings: kuatia_domain::print_settings::PrintSettings,
+    /// First saved.
+    pub created_at: DateTime<Utc>,
+    /// Last saved.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A company's saved print settings, if any.
+pub async fn print_settings(
+    store: &SharedStore,
+    tenant: TenantId,
+    company: Uuid,
+) -> Result<Option<PrintSettingsRow>, StoreError> {
+    let rows = store
+        .query(
+            "SELECT id, settings, created_at, updated_at FROM print_settings WHERE tenant_id = $1 AND company_id = $2",
+            &[SqlValue::Uuid(tenant.as_uuid()), SqlValue::Uuid(company)],
+        )
+        .await?;
+    rows.first()
+        .map(|r| {
+            let settings = match &r[1] {
+                SqlValue::Json(v) => serde_json::from_value(v.clone()),
+                SqlValue::Text(t) => serde_json::from_str(t),
+                _ => return Err(corrupt("print settings")),
+            }
+            .map_err(|e| StoreError::Corrupt(format!("print settings: {e}")))?;
+            Ok(PrintSettingsRow {
+                id: r[0].as_uuid().ok_or_else(|| corrupt("settings id"))?,
+                settings,
+                created_at: r[2].as_timestamp().ok_or_else(|| corrupt("created_at"))?,
+                updated_at: r[3].as_timestamp().ok_or_else(|| corrupt("updated_at"))?,
             })
         })
         .transpose()

@@ -6,6 +6,7 @@ pub mod companies;
 pub mod health;
 pub mod identity;
 pub mod metrics;
+pub mod print_settings;
 pub mod tenants;
 
 use kuatia_domain::access::Permission;
@@ -25,4 +26,6 @@ pub const PERMISSIONS: &[(&str, &str, Permission)] = &[
     ("get", "/v1/branches", branches::LIST_BRANCHES),
     ("post", "/v1/branches", branches::CREATE_BRANCH),
     ("post", "/v1/issuance-points", branches::CREATE_POINT),
+    ("get", "/v1/print-settings", print_settings::READ_PRINT_SETTINGS),
+    ("put", "/v1/print-settings", print_settings::SAVE_PRINT_SETTINGS),
 ];

@@ -238,3 +238,159 @@ async fn branches_and_issuance_points_have_unique_three_digit_codes() {
     assert_eq!((status, none.as_array().map(Vec::len)), (200, Some(0)));
     app.stop().await;
 }
+
+fn settings_body(company_id: &str) -> Value {
+    json!({
+        "company_id": company_id,
+        "logo_text": "ACME",
+        "logo_image_data_url": null,
+        "logo_image_name": null,
+        "business_activity": "Venta de software",
+        "footer_note": "Gracias por su compra",
+        "copy_label": "ORIGINAL",
+        "show_logo": false,
+        "show_item_tax": true,
+        "show_payment_terms": true,
+        "show_copy_label": true,
+        "page_width": 80,
+        "page_height": 297,
+        "template_elements": [{"kind": "text", "x": 1}]
+    })
+}
+
+#[tokio::test]
+async fn print_settings_default_until_saved_and_refuse_a_logo_that_is_not_a_small_jpeg() {
+    use base64::Engine;
+    let app = TestApp::spawn().await;
+    let (tenant, key) = app.tenant("acme").await;
+    let (_, company) = send(
+        app.as_key(Method::POST, "/v1/companies", &key, &tenant)
+            .json(&TestApp::company_body("80069563-1")),
+    )
+    .await;
+    let company_id = company["id"].as_str().expect("id").to_owned();
+    let get = || {
+        app.as_key(
+            Method::GET,
+            &format!("/v1/print-settings?company_id={company_id}"),
+            &key,
+            &tenant,
+        )
+    };
+
+    let (status, defaults) = send(get()).await;
+    assert_eq!(status, 200, "{defaults}");
+    assert_eq!(defaults["id"], Value::Null);
+    assert_eq!(defaults["logo_text"], "DE GENERACION ELECTRONICA S.A.");
+    assert_eq!(defaults["tenant_id"], tenant.as_str());
+
+    let (status, saved) = send(
+        app.as_key(Method::PUT, "/v1/print-settings", &key, &tenant)
+            .json(&settings_body(&company_id)),
+    )
+    .await;
+    assert_eq!(status, 200, "{saved}");
+    assert!(saved["id"].is_string());
+    assert_eq!(
+        (saved["page_width"].as_f64(), saved["copy_label"].as_str()),
+        (Some(80.0), Some("ORIGINAL"))
+    );
+    let (_, read) = send(get()).await;
+    assert_eq!(read, saved, "what was saved is what is read");
+    let (_, again) = send(
+        app.as_key(Method::PUT, "/v1/print-settings", &key, &tenant)
+            .json(&settings_body(&company_id)),
+    )
+    .await;
+    assert_eq!(
+        (again["id"].clone(), again["updated_at"].clone()),
+        (saved["id"].clone(), saved["updated_at"].clone()),
+        "an unchanged save changes nothing"
+    );
+
+    let mut jpeg = vec![0xFF, 0xD8, 0xFF, 0xE0];
+    jpeg.resize(600 * 1024, 7);
+    for (logo, code) in [
+        (
+            format!(
+                "data:image/jpeg;base64,{}",
+                base64::engine::general_purpose::STANDARD.encode(&jpeg)
+            ),
+            "logo_too_large",
+        ),
+        ("data:image/png;base64,iVBORw0KGgo=".to_owned(), "invalid_logo"),
+    ] {
+        let mut body = settings_body(&company_id);
+        body["logo_image_data_url"] = json!(logo);
+        body["show_logo"] = json!(true);
+        let (status, err) = send(
+            app.as_key(Method::PUT, "/v1/print-settings", &key, &tenant)
+                .json(&body),
+        )
+        .await;
+        assert_eq!(status, 400, "{err}");
+        assert_eq!(err["details"]["errors"][0]["code"], code);
+    }
+    let mut small = settings_body(&company_id);
+    jpeg.truncate(20_000);
+    small["logo_image_data_url"] = json!(format!(
+        "data:image/jpeg;base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(&jpeg)
+    ));
+    let (status, _) = send(
+        app.as_key(Method::PUT, "/v1/print-settings", &key, &tenant)
+            .json(&small),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let mut bad_page = settings_body(&company_id);
+    bad_page["page_width"] = json!(5);
+    let (status, err) = send(
+        app.as_key(Method::PUT, "/v1/print-settings", &key, &tenant)
+            .json(&bad_page),
+    )
+    .await;
+    assert_eq!(
+        (status, err["details"]["errors"][0]["field"].as_str()),
+        (400, Some("page_width"))
+    );
+    let mut missing = settings_body(&company_id);
+    missing.as_object_mut().expect("object").remove("footer_note");
+    let (status, _) = send(
+        app.as_key(Method::PUT, "/v1/print-settings", &key, &tenant)
+            .json(&missing),
+    )
+    .await;
+    assert_eq!(status, 400);
+    let (status, _) = send(app.as_key(Method::GET, "/v1/print-settings", &key, &tenant)).await;
+    assert_eq!(status, 400, "company_id is required");
+
+    let (other, other_key) = app.tenant("globex").await;
+    let (status, _) = send(app.as_key(
+        Method::GET,
+        &format!("/v1/print-settings?company_id={company_id}"),
+        &other_key,
+        &other,
+    ))
+    .await;
+    assert_eq!(status, 404, "another tenant's company");
+    let (status, _) = send(
+        app.as_key(Method::PUT, "/v1/print-settings", &other_key, &other)
+            .json(&settings_body(&company_id)),
+    )
+    .await;
+    assert_eq!(status, 404);
+    let (_, viewer) = send(
+        app.as_key(Method::POST, "/v1/api-keys", &key, &tenant)
+            .json(&json!({"name": "v", "role": "viewer"})),
+    )
+    .await;
+    let viewer = viewer["key"].as_str().expect("key").to_owned();
+    let (status, _) = send(
+        app.as_key(Method::PUT, "/v1/print-settings", &viewer, &tenant)
+            .json(&settings_body(&company_id)),
+    )
+    .await;
+    assert_eq!(status, 403);
+    app.stop().await;
+}
