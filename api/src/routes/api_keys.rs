@@ -133,8 +133,11 @@ pub async fn create_api_key(
     if caller.company_id.is_some() {
         return Err(ApiError::forbidden("a company-scoped key cannot issue keys"));
     }
-    if let Some(company) = body.company_id {
-        // Companies arrive with the configuration API; until then no company can match.
+    if let Some(company) = body.company_id
+        && kuatia_projections::configuration::company(&state.store, caller.tenant, company)
+            .await?
+            .is_none()
+    {
         return Err(ApiError::new(
             ErrorCode::ConfigurationError,
             format!("company {company} does not exist in this tenant"),

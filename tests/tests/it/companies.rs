@@ -394,3 +394,92 @@ async fn print_settings_default_until_saved_and_refuse_a_logo_that_is_not_a_smal
     assert_eq!(status, 403);
     app.stop().await;
 }
+
+#[tokio::test]
+async fn a_company_scoped_key_sees_and_writes_only_its_company() {
+    let app = TestApp::spawn().await;
+    let (tenant, owner) = app.tenant("acme").await;
+    let (_, mine) = send(
+        app.as_key(Method::POST, "/v1/companies", &owner, &tenant)
+            .json(&TestApp::company_body("80069563-1")),
+    )
+    .await;
+    let (_, theirs) = send(
+        app.as_key(Method::POST, "/v1/companies", &owner, &tenant)
+            .json(&TestApp::company_body("80013884-8")),
+    )
+    .await;
+    let (mine, theirs) = (
+        mine["id"].as_str().expect("id").to_owned(),
+        theirs["id"].as_str().expect("id").to_owned(),
+    );
+    let (status, scoped) = send(
+        app.as_key(Method::POST, "/v1/api-keys", &owner, &tenant)
+            .json(&json!({"name": "branch office", "role": "admin", "company_id": mine})),
+    )
+    .await;
+    assert_eq!(status, 201, "{scoped}");
+    assert_eq!(scoped["company_id"], mine.as_str());
+    let scoped = scoped["key"].as_str().expect("key").to_owned();
+
+    let (_, list) = send(app.as_key(Method::GET, "/v1/companies", &scoped, &tenant)).await;
+    let ids: Vec<&str> = list
+        .as_array()
+        .expect("list")
+        .iter()
+        .filter_map(|c| c["id"].as_str())
+        .collect();
+    assert_eq!(ids, vec![mine.as_str()]);
+    let (status, _) = send(
+        app.as_key(
+            Method::PATCH,
+            &format!("/v1/companies/{theirs}"),
+            &scoped,
+            &tenant,
+        )
+        .json(&json!({"phone": "1"})),
+    )
+    .await;
+    assert_eq!(status, 404);
+    let (status, _) = send(
+        app.as_key(Method::PATCH, &format!("/v1/companies/{mine}"), &scoped, &tenant)
+            .json(&json!({"phone": "0981 111 111"})),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (status, _) = send(
+        app.as_key(Method::POST, "/v1/branches", &scoped, &tenant)
+            .json(&json!({"company_id": theirs, "code": "001", "name": "x"})),
+    )
+    .await;
+    assert_eq!(status, 404);
+    let (status, branch) = send(
+        app.as_key(Method::POST, "/v1/branches", &scoped, &tenant)
+            .json(&json!({"code": "001", "name": "Central"})),
+    )
+    .await;
+    assert_eq!(
+        (status, branch["company_id"].as_str()),
+        (201, Some(mine.as_str())),
+        "the key's company is the default"
+    );
+    let (status, _) = send(
+        app.as_key(Method::POST, "/v1/companies", &scoped, &tenant)
+            .json(&TestApp::company_body("80002201-7")),
+    )
+    .await;
+    assert_eq!(status, 403);
+    let (status, _) = send(
+        app.as_key(Method::POST, "/v1/api-keys", &scoped, &tenant)
+            .json(&json!({"name": "x", "role": "viewer"})),
+    )
+    .await;
+    assert_eq!(status, 403, "a scoped key cannot mint keys");
+    let (status, err) = send(
+        app.as_key(Method::POST, "/v1/api-keys", &owner, &tenant)
+            .json(&json!({"name": "ghost", "role": "viewer", "company_id": uuid::Uuid::now_v7()})),
+    )
+    .await;
+    assert_eq!((status, err["code"].as_str()), (400, Some("configuration_error")));
+    app.stop().await;
+}
