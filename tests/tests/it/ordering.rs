@@ -19,8 +19,8 @@ use tokio::sync::{Notify, Semaphore};
 use crate::store::{append, stream, tenant};
 
 /// An inline projection that holds the append transaction open (after the insert, before the
-/// commit) for streams named `slow…`, until the test opens the gate; other streams may be
-/// delayed by a random few milliseconds.
+/// commit) for streams named `slow…`, until the test opens the gate; fails streams named
+/// `poison…`; and delays the others by a random few milliseconds.
 struct Stall {
     entered: Arc<Notify>,
     gate: Arc<Semaphore>,
@@ -46,6 +46,8 @@ impl Projection for Stall {
                 .await
                 .map_err(|e| StoreError::Invalid(e.to_string()))?
                 .forget();
+        } else if event.stream_id.starts_with("poison") {
+            return Err(StoreError::Invalid("this stream cannot be projected".into()));
         } else if self.jitter_ms > 0 {
             let ms = rand::rng().random_range(0..=self.jitter_ms);
             tokio::time::sleep(Duration::from_millis(ms)).await;
@@ -226,47 +228,15 @@ async fn under_concurrent_appends_with_jittered_commits_a_polling_subscriber_see
     );
 }
 
-/// Holds the first `slow…` append open until the gate opens, and fails any `poison…` stream.
-struct GateAndPoison {
-    entered: Arc<Notify>,
-    gate: Arc<Semaphore>,
-}
-
-#[async_trait]
-impl Projection for GateAndPoison {
-    fn name(&self) -> &'static str {
-        "test_gate_and_poison"
-    }
-    fn kind(&self) -> ProjectionKind {
-        ProjectionKind::Inline
-    }
-    fn tables(&self) -> &'static [&'static str] {
-        &[]
-    }
-    async fn apply(&self, _tx: &mut dyn SqlTx, event: &RecordedEvent) -> Result<(), StoreError> {
-        if event.stream_id.starts_with("slow") {
-            self.entered.notify_one();
-            self.gate
-                .acquire()
-                .await
-                .map_err(|e| StoreError::Invalid(e.to_string()))?
-                .forget();
-        }
-        if event.stream_id.starts_with("poison") {
-            return Err(StoreError::Invalid("this stream cannot be projected".into()));
-        }
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn queued_appends_share_one_transaction_and_a_bad_one_does_not_fail_its_neighbours() {
     let db = TestDb::new().await;
     let entered = Arc::new(Notify::new());
     let gate = Arc::new(Semaphore::new(0));
-    let projection = Arc::new(GateAndPoison {
+    let projection = Arc::new(Stall {
         entered: entered.clone(),
         gate: gate.clone(),
+        jitter_ms: 0,
     });
     let store = db
         .open_custom(vec![projection], Arc::new(UpcasterChain::new()))
