@@ -96,22 +96,24 @@ pub async fn run(cli: Cli) -> ExitCode {
 }
 
 async fn serve(config: Config) -> anyhow::Result<ExitCode> {
-    let service = crate::compose::start(config).await?;
-    let shutdown = async {
-        #[cfg(unix)]
-        {
-            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                .context("installing the SIGTERM handler")?;
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
-            }
-        }
-        #[cfg(not(unix))]
-        tokio::signal::ctrl_c().await?;
-        anyhow::Ok(())
+    // The handlers come first: a SIGTERM that arrives while the service starts is then queued and
+    // honoured once it runs, instead of killing the process with the default action.
+    #[cfg(unix)]
+    let (mut term, mut interrupt) = {
+        use tokio::signal::unix::{SignalKind, signal};
+        (
+            signal(SignalKind::terminate()).context("installing the SIGTERM handler")?,
+            signal(SignalKind::interrupt()).context("installing the SIGINT handler")?,
+        )
     };
-    shutdown.await?;
+    let service = crate::compose::start(config).await?;
+    #[cfg(unix)]
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = interrupt.recv() => {}
+    }
+    #[cfg(not(unix))]
+    tokio::signal::ctrl_c().await?;
     tracing::info!("shutdown signal received; draining");
     service.stop().await?;
     Ok(ExitCode::SUCCESS)

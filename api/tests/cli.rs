@@ -162,6 +162,44 @@ fn serve_starts_on_sqlite_under_data_by_default_and_stops_cleanly_on_sigterm() {
 }
 
 #[test]
+fn a_sigterm_during_startup_still_ends_in_a_clean_stop() {
+    let scratch = Scratch::new();
+    let mut child = scratch
+        .kuatia(&[])
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let stderr = child.stderr.take().expect("stderr");
+    let mut lines = BufReader::new(stderr).lines();
+    // The first log line is written once the handlers are installed but before startup ends.
+    let _ = lines.next();
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill")
+            .success()
+    );
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "kuatia did not stop after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        status.success(),
+        "a signal during startup is honoured gracefully: {status:?}"
+    );
+}
+
+#[test]
 fn migrate_then_projection_status_and_rebuild() {
     let scratch = Scratch::new();
     let migrate = scratch.run(&["migrate"]);
