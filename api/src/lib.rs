@@ -63,6 +63,7 @@ fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
             routes::print_settings::get_print_settings,
             routes::print_settings::put_print_settings
         ))
+        .routes(routes!(routes::events::list_events))
         .split_for_parts()
 }
 

@@ -25,7 +25,8 @@ use crate::error::{ErrorBody, ErrorCode};
     tags(
         (name = "health", description = "Liveness, readiness and metrics"),
         (name = "tenancy", description = "Tenants, API keys, users, sessions and memberships"),
-        (name = "configuration", description = "Companies, branches, issuance points, channels, certificates")
+        (name = "configuration", description = "Companies, branches, issuance points, channels, certificates"),
+        (name = "audit", description = "The event log, in commit order")
     ),
     modifiers(&SecuritySchemes)
 )]

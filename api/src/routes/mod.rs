@@ -3,6 +3,7 @@
 pub mod api_keys;
 pub mod branches;
 pub mod companies;
+pub mod events;
 pub mod health;
 pub mod identity;
 pub mod metrics;
@@ -28,4 +29,5 @@ pub const PERMISSIONS: &[(&str, &str, Permission)] = &[
     ("post", "/v1/issuance-points", branches::CREATE_POINT),
     ("get", "/v1/print-settings", print_settings::READ_PRINT_SETTINGS),
     ("put", "/v1/print-settings", print_settings::SAVE_PRINT_SETTINGS),
+    ("get", "/v1/events", events::READ_EVENTS),
 ];

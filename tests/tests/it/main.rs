@@ -4,6 +4,7 @@
 mod access;
 mod api;
 mod architecture;
+mod audit;
 mod companies;
 mod executor;
 mod identity;
