@@ -55,6 +55,29 @@ fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
+/// Sends SIGTERM and waits (at most 15 s) for the process to exit.
+fn sigterm_and_wait(child: &mut std::process::Child) -> std::process::ExitStatus {
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill")
+            .success()
+    );
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "kuatia did not stop after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Writes a few events through the library, as the service would.
 async fn seed(url: &str, tenant: uuid::Uuid) {
     use kuatia_application::event_store::{
@@ -137,25 +160,7 @@ fn serve_starts_on_sqlite_under_data_by_default_and_stops_cleanly_on_sigterm() {
     assert_eq!(served["span"]["request_id"], response_id.as_str(), "{served}");
     assert_eq!(served["span"]["route"], "/health");
 
-    let pid = child.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .expect("kill")
-            .success()
-    );
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(15),
-            "kuatia did not stop after SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = sigterm_and_wait(&mut child);
     assert!(status.success(), "clean exit after SIGTERM: {status:?}");
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
     assert!(rest.iter().any(|l| l.contains("kuatia stopped")), "{rest:?}");
@@ -174,25 +179,7 @@ fn a_sigterm_during_startup_still_ends_in_a_clean_stop() {
     let mut lines = BufReader::new(stderr).lines();
     // The first log line is written once the handlers are installed but before startup ends.
     let _ = lines.next();
-    let pid = child.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .expect("kill")
-            .success()
-    );
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(15),
-            "kuatia did not stop after SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let status = sigterm_and_wait(&mut child);
     assert!(
         status.success(),
         "a signal during startup is honoured gracefully: {status:?}"
@@ -437,15 +424,7 @@ fn no_secret_of_the_access_flow_reaches_a_log_line() {
             session,
         ]
     });
-    let pid = child.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .expect("kill")
-            .success()
-    );
-    let _ = child.wait();
+    let _ = sigterm_and_wait(&mut child);
     let _ = reader.join();
     log.extend(lines_rx.try_iter());
     assert!(
