@@ -81,6 +81,35 @@ impl Caller {
         }
     }
 
+    /// The company a request acts on: the explicit one (which a company-scoped key must match:
+    /// another company is "not found"), else the key's own, else none.
+    pub fn company_scope(&self, explicit: Option<Uuid>) -> Result<Option<Uuid>, ApiError> {
+        match (self.company_id, explicit) {
+            (Some(scope), Some(asked)) if scope != asked => Err(ApiError::not_found("no such company")),
+            (Some(scope), _) => Ok(Some(scope)),
+            (None, asked) => Ok(asked),
+        }
+    }
+
+    /// Whether a record of `company` is visible to this caller.
+    pub fn sees(&self, company: Uuid) -> bool {
+        self.company_id.is_none_or(|scope| scope == company)
+    }
+
+    /// The company a write needs, as its row: the explicit or the key's company, which must exist.
+    pub async fn company_row(
+        &self,
+        store: &kuatia_application::event_store::SharedStore,
+        explicit: Option<Uuid>,
+    ) -> Result<kuatia_projections::configuration::CompanyRow, ApiError> {
+        let id = self
+            .company_scope(explicit)?
+            .ok_or_else(|| ApiError::invalid_field("company_id", "required", "company_id is required"))?;
+        kuatia_projections::configuration::company(store, self.tenant, id)
+            .await?
+            .ok_or_else(|| ApiError::not_found("no such company"))
+    }
+
     /// Metadata for the events this request causes.
     pub fn metadata(&self) -> EventMetadata {
         let actor = match &self.credentials {

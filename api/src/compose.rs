@@ -9,6 +9,7 @@ use kuatia_application::upcast;
 use kuatia_application::worker::{WorkerConfig, WorkerPool};
 use kuatia_infrastructure::config::Config;
 use kuatia_infrastructure::store::{Database, DatabaseOptions};
+use kuatia_infrastructure::vault::AesGcmSealer;
 use kuatia_projections::{registry, runtime};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -38,6 +39,27 @@ pub async fn open_database(config: &Config) -> anyhow::Result<Database> {
             .with_context(|| format!("registering projection {}", projection.name()))?;
     }
     Ok(database)
+}
+
+/// The master key: `KUATIA_MASTER_KEY`, or in demo mode the generated `<data_dir>/master.key`.
+fn sealer(config: &Config) -> anyhow::Result<AesGcmSealer> {
+    match &config.master_key {
+        Some(key) => Ok(AesGcmSealer::from_base64(key.expose())?),
+        None if config.demo_mode() => {
+            let (sealer, created) = AesGcmSealer::load_or_create(&config.data_dir)?;
+            if created {
+                tracing::warn!(
+                    dir = %config.data_dir.display(),
+                    "demo mode: generated a master key into master.key; set KUATIA_MASTER_KEY for real data"
+                );
+            }
+            Ok(sealer)
+        }
+        None => anyhow::bail!(
+            "KUATIA_MASTER_KEY is not set: it seals certificates and credentials (generate one with \
+             `openssl rand -base64 32`)"
+        ),
+    }
 }
 
 /// A running service.
@@ -80,6 +102,8 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     let addr = listener.local_addr()?;
     tracing::info!(%addr, database = ?database, "kuatia listening");
 
+    let sealer = sealer(&config)?;
+    let vault = kuatia_application::vault::Vault::new(store.clone(), Arc::new(sealer));
     let limiter = Arc::new(kuatia_application::rate_limit::RateLimiter::new(store.clone()));
     let state = AppState {
         store: store.clone(),
@@ -92,7 +116,21 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         limiter: limiter.clone(),
         rate_limit_per_key: config.rate_limit_per_key,
         rate_limit_per_ip: config.rate_limit_per_ip,
+        vault,
+        pfx_reader: Arc::new(kuatia_infrastructure::vault::P12Reader),
     };
+    if config.demo_mode() {
+        let demo = crate::demo::seed(&state, &config)
+            .await
+            .context("seeding the demo tenant")?;
+        tracing::info!(tenant = %demo.tenant, "demo mode: the demo tenant is ready");
+        let invoice =
+            crate::demo::write_sample_invoice(&config, &demo).context("writing the demo invoice")?;
+        println!(
+            "{}",
+            crate::demo::banner(&demo, &format!("http://{addr}"), &invoice)
+        );
+    }
     let router = crate::app(state);
     let shutdown = CancellationToken::new();
     let grace = Duration::from_secs(config.shutdown_grace_secs);
@@ -114,6 +152,26 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     .spawn(shutdown.clone());
 
     let flusher = limiter.spawn_flusher(Duration::from_secs(1), shutdown.clone());
+    // Idempotency keys older than their 24 h window are removed hourly (claims check expiry
+    // themselves, so this only keeps the table small).
+    let purger = {
+        let (store, shutdown) = (store.clone(), shutdown.clone());
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(Duration::from_secs(3600));
+            loop {
+                tokio::select! {
+                    () = shutdown.cancelled() => break,
+                    _ = every.tick() => {
+                        match kuatia_application::idempotency::purge_expired(&store, chrono::Utc::now()).await {
+                            Ok(0) => {}
+                            Ok(n) => tracing::info!(removed = n, "expired idempotency keys removed"),
+                            Err(e) => tracing::warn!(error = %e, "purging idempotency keys failed"),
+                        }
+                    }
+                }
+            }
+        })
+    };
     let server_shutdown = shutdown.clone();
     let db = database.clone();
     let task = tokio::spawn(async move {
@@ -138,6 +196,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         let _ = subscriptions.await;
         let _ = workers.await;
         let _ = flusher.await;
+        let _ = purger.await;
         db.close().await;
         tracing::info!("kuatia stopped");
         served

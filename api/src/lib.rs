@@ -8,6 +8,7 @@
 pub mod auth;
 pub mod cli;
 pub mod compose;
+pub mod demo;
 pub mod error;
 pub mod extract;
 pub mod metrics;
@@ -63,6 +64,25 @@ fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
             routes::print_settings::get_print_settings,
             routes::print_settings::put_print_settings
         ))
+        .routes(routes!(
+            routes::certificates::list_certificates,
+            routes::certificates::upload_certificate
+        ))
+        .routes(routes!(routes::certificates::validate_certificate))
+        .routes(routes!(
+            routes::emission_channels::list_channels,
+            routes::emission_channels::create_channel
+        ))
+        .routes(routes!(routes::emission_channels::update_channel))
+        .routes(routes!(routes::emission_channels::channel_readiness))
+        .routes(routes!(routes::documents::validate_document))
+        .routes(routes!(
+            routes::documents::list_documents,
+            routes::documents::create_document
+        ))
+        .routes(routes!(routes::documents::get_document))
+        .routes(routes!(routes::documents::document_status))
+        .routes(routes!(routes::documents::document_timeline))
         .routes(routes!(routes::events::list_events))
         .split_for_parts()
 }

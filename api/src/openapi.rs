@@ -26,6 +26,7 @@ use crate::error::{ErrorBody, ErrorCode};
         (name = "health", description = "Liveness, readiness and metrics"),
         (name = "tenancy", description = "Tenants, API keys, users, sessions and memberships"),
         (name = "configuration", description = "Companies, branches, issuance points, channels, certificates"),
+        (name = "documents", description = "Document intake, validation, status, list and timeline (issue codes: docs/issue-codes.md)"),
         (name = "audit", description = "The event log, in commit order")
     ),
     modifiers(&SecuritySchemes)
@@ -33,6 +34,37 @@ use crate::error::{ErrorBody, ErrorCode};
 pub struct ApiDoc;
 
 struct SecuritySchemes;
+
+/// The catalogue of issue codes (docs/issue-codes.md), as an enum schema whose description lists
+/// each code with its kind and meaning.
+fn issue_code_schema() -> utoipa::openapi::schema::Object {
+    use kuatia_domain::document::issues::{CATALOGUE, CONFIGURATION_CODES, is_structural};
+    let mut lines = vec![
+        "The `code` of a ValidationIssue `{field, code, message}`. structural: POST /v1/documents answers 400, \
+         nothing stored; configuration: 400 configuration_error/certificate_error, nothing stored; error: the \
+         document is stored as validation_failed; warning: never blocks."
+            .to_owned(),
+    ];
+    let mut codes = Vec::new();
+    for (code, blocking, meaning) in CATALOGUE {
+        let kind = match (is_structural(code), blocking) {
+            (true, _) => "structural",
+            (false, true) => "error",
+            (false, false) => "warning",
+        };
+        lines.push(format!("- `{code}` ({kind}): {meaning}"));
+        codes.push(*code);
+    }
+    for (code, meaning) in CONFIGURATION_CODES {
+        lines.push(format!("- `{code}` (configuration): {meaning}"));
+        codes.push(*code);
+    }
+    utoipa::openapi::schema::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .enum_values(Some(codes))
+        .description(Some(lines.join("\n")))
+        .build()
+}
 
 /// Writes the roles each tenant route accepts (from [`crate::routes::PERMISSIONS`]) into its
 /// operation: `x-kuatia-roles`, `x-kuatia-permission`, and a sentence in the description. Applied
@@ -79,6 +111,9 @@ impl Modify for RolesListing {
 impl Modify for SecuritySchemes {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let components = openapi.components.get_or_insert_with(Default::default);
+        components
+            .schemas
+            .insert("IssueCode".to_owned(), issue_code_schema().into());
         components.add_security_scheme(
             "metrics_token",
             SecurityScheme::Http(

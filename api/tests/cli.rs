@@ -25,7 +25,10 @@ impl Scratch {
 
     fn kuatia(&self, args: &[&str]) -> Command {
         let mut cmd = self.kuatia_with_defaults(args);
-        cmd.env("DATABASE_URL", self.url());
+        cmd.env("DATABASE_URL", self.url()).env(
+            "KUATIA_MASTER_KEY",
+            "a3VhdGlhLXRlc3QtbWFzdGVyLWtleS0zMi1ieXRlcyE=",
+        );
         cmd
     }
 
@@ -98,7 +101,7 @@ async fn seed(url: &str, tenant: uuid::Uuid) {
                 .append(AppendRequest {
                     stream: StreamRef {
                         tenant_id: TenantId::from_uuid(tenant),
-                        stream_type: "document".into(),
+                        stream_type: "ledger".into(),
                         stream_id: stream.into(),
                     },
                     expected: ExpectedVersion::from_current(v),
@@ -229,7 +232,7 @@ fn migrate_then_projection_status_and_rebuild() {
     assert!(!unknown.status.success());
     assert!(
         String::from_utf8_lossy(&unknown.stderr)
-            .contains("known: stream_index, access, configuration, event_type_counts")
+            .contains("known: stream_index, access, configuration, documents, event_type_counts")
     );
 }
 
@@ -325,7 +328,7 @@ fn a_bad_setting_is_a_clear_error_and_exit_code_2() {
 }
 
 #[test]
-fn no_secret_of_the_access_flow_reaches_a_log_line() {
+fn no_secret_of_the_access_and_configuration_flow_reaches_a_log_line() {
     let scratch = Scratch::new();
     let mut child = scratch
         .kuatia(&[])
@@ -416,12 +419,80 @@ fn no_secret_of_the_access_flow_reaches_a_log_line() {
             .send()
             .await
             .expect("bad login");
+        // Configuration secrets: the PFX and its password (also a wrong one), the CSC, the
+        // client secret and the autoimpresor API key.
+        let as_owner = |method: reqwest::Method, path: &str| {
+            client
+                .request(method, format!("{base}{path}"))
+                .bearer_auth(owner)
+                .header("X-Tenant-Id", id)
+        };
+        let company: serde_json::Value = as_owner(reqwest::Method::POST, "/v1/companies")
+            .json(&serde_json::json!({
+                "ruc": "80069563-1", "legal_name": "DEMO S.A.", "taxpayer_type": "legal_entity",
+                "address": "Avda. Mcal. López", "house_number": "1234", "department_code": 1,
+                "department_name": "CAPITAL", "city_code": 1, "city_name": "ASUNCION",
+                "phone": "021000000", "email": "a@example.com",
+                "economic_activities": [{"code": "62010", "description": "Programación"}]
+            }))
+            .send()
+            .await
+            .expect("company")
+            .json()
+            .await
+            .expect("json");
+        let company_id = company["id"].as_str().expect("company id");
+        let pfx_password = "pfx password that is secret 7";
+        let pfx = kuatia_infrastructure::selfsigned::SelfSigned::for_ruc("DEMO S.A.", "80069563-1", 90)
+            .pfx(pfx_password)
+            .expect("pfx");
+        use base64::Engine;
+        let pfx_base64 = base64::engine::general_purpose::STANDARD.encode(&pfx);
+        let refused = as_owner(reqwest::Method::POST, "/v1/certificates")
+            .json(&serde_json::json!({"company_id": company_id, "pfx_base64": pfx_base64,
+                                      "password": "wrong pfx password 123"}))
+            .send()
+            .await
+            .expect("upload");
+        assert_eq!(refused.status().as_u16(), 400);
+        let refusal = refused.text().await.expect("body");
+        assert!(!refusal.contains("wrong pfx password 123"), "{refusal}");
+        let certificate: serde_json::Value = as_owner(reqwest::Method::POST, "/v1/certificates")
+            .json(&serde_json::json!({"company_id": company_id, "pfx_base64": pfx_base64,
+                                      "password": pfx_password}))
+            .send()
+            .await
+            .expect("upload")
+            .json()
+            .await
+            .expect("json");
+        let csc = "CSCSECRET0000000000000000000042Z";
+        let client_secret = "client secret of sifen 31337";
+        let channel = as_owner(reqwest::Method::POST, "/v1/emission-channels")
+            .json(&serde_json::json!({
+                "company_id": company_id, "channel": "sifen",
+                "credentials": {"endpoint": "http://127.0.0.1:9", "client_id": "cid", "client_secret": client_secret},
+                "sifen": {"environment": "test", "timbrado": "12345678", "timbrado_valid_from": "2026-01-01",
+                          "csc_id": "0001", "csc": csc, "certificate_id": certificate["id"]}
+            }))
+            .send()
+            .await
+            .expect("channel");
+        assert_eq!(channel.status().as_u16(), 201);
+        let shown = channel.text().await.expect("body");
+        assert!(!shown.contains(csc) && !shown.contains(client_secret), "{shown}");
         vec![
             owner.to_owned(),
             issued["key"].as_str().expect("key").to_owned(),
             password.to_owned(),
             "wrong but secret 99".to_owned(),
             session,
+            pfx_password.to_owned(),
+            "wrong pfx password 123".to_owned(),
+            pfx_base64[pfx_base64.len() / 2..pfx_base64.len() / 2 + 40].to_owned(),
+            csc.to_owned(),
+            client_secret.to_owned(),
+            "a3VhdGlhLXRlc3QtbWFzdGVyLWtleS0zMi1ieXRlcyE=".to_owned(),
         ]
     });
     let _ = sigterm_and_wait(&mut child);
@@ -441,4 +512,161 @@ fn no_secret_of_the_access_flow_reaches_a_log_line() {
             );
         }
     }
+}
+
+/// A started `kuatia serve`: its address and its standard output, line by line.
+struct Running {
+    child: std::process::Child,
+    addr: String,
+    stdout: std::sync::mpsc::Receiver<String>,
+}
+
+fn start(mut cmd: Command) -> Running {
+    let mut child = cmd
+        .stderr(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let stderr = child.stderr.take().expect("stderr");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut lines = BufReader::new(stderr).lines();
+    let addr = loop {
+        let line = lines.next().expect("a log line").expect("utf-8");
+        if let Ok(entry) = serde_json::from_str::<serde_json::Value>(&line)
+            && entry["message"] == "kuatia listening"
+        {
+            break entry["addr"].as_str().expect("addr").to_owned();
+        }
+    };
+    // Keep draining the log so the child never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines.by_ref() {});
+    Running {
+        child,
+        addr,
+        stdout: rx,
+    }
+}
+
+/// The demo banner's API key and the curl's tenant header.
+fn banner_key_and_tenant(stdout: &std::sync::mpsc::Receiver<String>) -> (String, String) {
+    let (mut key, mut tenant) = (None, None);
+    while key.is_none() || tenant.is_none() {
+        let line = stdout
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the demo banner");
+        let line = line.trim();
+        if line.starts_with("kt_test_") {
+            key = Some(line.to_owned());
+        }
+        if let Some(rest) = line.strip_prefix("-H 'X-Tenant-Id: ") {
+            tenant = Some(
+                rest.trim_end_matches('\\')
+                    .trim()
+                    .trim_end_matches('\'')
+                    .to_owned(),
+            );
+        }
+    }
+    (key.expect("key"), tenant.expect("tenant"))
+}
+
+#[test]
+fn demo_mode_seeds_a_tenant_that_is_ready_to_issue_once_and_prints_a_working_curl() {
+    let scratch = Scratch::new();
+    let mut first = start(scratch.kuatia_with_defaults(&[]));
+    let (key, tenant) = banner_key_and_tenant(&first.stdout);
+    let data = scratch.dir.join("data");
+    let saved = std::fs::read_to_string(data.join("demo-api-key")).expect("the saved key");
+    assert_eq!(saved.trim(), key);
+    assert!(
+        data.join("master.key").exists(),
+        "demo mode generates a master key"
+    );
+
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let get = |addr: &str, path: &str| {
+        let url = format!("http://{addr}{path}");
+        rt.block_on(async {
+            let response = reqwest::Client::new()
+                .get(url)
+                .bearer_auth(&key)
+                .header("X-Tenant-Id", &tenant)
+                .send()
+                .await
+                .expect("request");
+            assert_eq!(response.status().as_u16(), 200);
+            response.json::<serde_json::Value>().await.expect("json")
+        })
+    };
+    // The banner's curl, as a newcomer pastes it.
+    let readiness = get(&first.addr, "/v1/emission-channels/readiness");
+    let channels = readiness["channels"].as_array().expect("channels");
+    let kinds: Vec<&str> = channels.iter().filter_map(|c| c["channel"].as_str()).collect();
+    assert_eq!(kinds, vec!["sifen", "autoimpresor"], "{readiness}");
+    for channel in channels {
+        assert_eq!(channel["ready"], true, "{channel}");
+    }
+    // The banner's other curl: the sample invoice it wrote is received and queued.
+    let invoice = std::fs::read(data.join("demo-invoice.json")).expect("the demo invoice");
+    let issued: serde_json::Value = rt.block_on(async {
+        reqwest::Client::new()
+            .post(format!("http://{}/v1/documents", first.addr))
+            .bearer_auth(&key)
+            .header("X-Tenant-Id", &tenant)
+            .header("Idempotency-Key", "demo-1")
+            .header("Content-Type", "application/json")
+            .body(invoice)
+            .send()
+            .await
+            .expect("request")
+            .json()
+            .await
+            .expect("json")
+    });
+    assert_eq!(issued["status"], "queued", "{issued}");
+    let certificates = get(&first.addr, "/v1/certificates");
+    assert_eq!(certificates[0]["ruc"], "80069563-1");
+    assert_eq!(certificates[0]["status"], "valid");
+    let events_before = get(&first.addr, "/v1/events?limit=1000")["events"]
+        .as_array()
+        .map(Vec::len);
+    assert!(sigterm_and_wait(&mut first.child).success());
+
+    // A second start seeds nothing new and prints the same key.
+    let mut second = start(scratch.kuatia_with_defaults(&[]));
+    let (again, same_tenant) = banner_key_and_tenant(&second.stdout);
+    assert_eq!(
+        (again.as_str(), same_tenant.as_str()),
+        (key.as_str(), tenant.as_str())
+    );
+    let events_after = get(&second.addr, "/v1/events?limit=1000")["events"]
+        .as_array()
+        .map(Vec::len);
+    assert_eq!(events_before, events_after);
+    assert!(sigterm_and_wait(&mut second.child).success());
+
+    // With DATABASE_URL set (production-like), nothing is seeded and no banner is printed.
+    let mut production = start(scratch.kuatia(&[]));
+    assert!(
+        production.stdout.recv_timeout(Duration::from_secs(2)).is_err(),
+        "no demo banner outside demo mode"
+    );
+    assert!(sigterm_and_wait(&mut production.child).success());
+    let tenants = rt.block_on(async {
+        use sqlx::Connection;
+        let mut conn = sqlx::SqliteConnection::connect(&scratch.url())
+            .await
+            .expect("open");
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM tenants")
+            .fetch_one(&mut conn)
+            .await
+            .expect("count")
+    });
+    assert_eq!(tenants, 0);
 }

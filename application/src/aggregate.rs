@@ -264,17 +264,32 @@ where
         command: A::Command,
         metadata: EventMetadata,
     ) -> Result<Committed, ExecuteError<A::Error>> {
+        self.execute_all(tenant, stream_id, vec![command], metadata).await
+    }
+
+    /// Handles several commands in order, each seeing the events of the ones before, and commits
+    /// all their events in one append — or nothing, when any command is refused. (Intake stores
+    /// and queues a document this way: one transaction instead of two.)
+    pub async fn execute_all(
+        &self,
+        tenant: TenantId,
+        stream_id: &str,
+        commands: Vec<A::Command>,
+        metadata: EventMetadata,
+    ) -> Result<Committed, ExecuteError<A::Error>> {
         let store = AggregateStore::<A>::new(self.store.clone(), tenant);
         let mut loaded = store.load(stream_id).await.map_err(|e| match e {
             StoreError::Invalid(_) => ExecuteError::NotFound,
             other => ExecuteError::Store(other),
         })?;
         let sink = EventSink::default();
-        loaded
-            .aggregate
-            .handle(command, &self.services, &sink)
-            .await
-            .map_err(ExecuteError::Rejected)?;
+        for command in commands {
+            loaded
+                .aggregate
+                .handle(command, &self.services, &sink)
+                .await
+                .map_err(ExecuteError::Rejected)?;
+        }
         let events = sink.collect().await;
         if events.is_empty() {
             return Ok(Committed {

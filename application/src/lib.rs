@@ -9,11 +9,14 @@
 pub mod access;
 pub mod aggregate;
 pub mod configuration;
+pub mod documents;
 pub mod event_store;
 pub mod hash;
+pub mod idempotency;
 pub mod identity;
 pub mod jobs;
 pub mod projection;
 pub mod rate_limit;
 pub mod upcast;
+pub mod vault;
 pub mod worker;

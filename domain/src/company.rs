@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use uuid::Uuid;
 
+use crate::certificate::CertificateRecord;
+use crate::channel::EmissionChannel;
 use crate::print_settings::PrintSettings;
 use crate::ruc::Ruc;
 use crate::tenancy::TenantId;
@@ -193,6 +195,10 @@ pub struct IssuancePoint {
 /// Commands.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CompanyCommand {
+    /// Adds an uploaded certificate.
+    AddCertificate(CertificateRecord),
+    /// Creates a channel, or replaces one of the same kind (an unchanged record is no event).
+    ConfigureChannel(EmissionChannel),
     /// Adds a branch.
     AddBranch(Branch),
     /// Adds an issuance point to a branch.
@@ -223,6 +229,20 @@ pub enum CompanyCommand {
 /// Events.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum CompanyEvent {
+    /// A certificate was uploaded (its key and chain are sealed; this is what it says).
+    CertificateAdded {
+        /// Company.
+        company_id: Uuid,
+        /// The certificate.
+        certificate: CertificateRecord,
+    },
+    /// A channel was created or changed (the whole record).
+    EmissionChannelConfigured {
+        /// Company.
+        company_id: Uuid,
+        /// The channel.
+        channel: EmissionChannel,
+    },
     /// A branch was added.
     BranchAdded {
         /// Company.
@@ -272,6 +292,8 @@ impl DomainEvent for CompanyEvent {
             Self::BranchAdded { .. } => "BranchAdded",
             Self::IssuancePointAdded { .. } => "IssuancePointAdded",
             Self::PrintSettingsChanged { .. } => "PrintSettingsChanged",
+            Self::CertificateAdded { .. } => "CertificateAdded",
+            Self::EmissionChannelConfigured { .. } => "EmissionChannelConfigured",
         }
         .to_owned()
     }
@@ -299,6 +321,12 @@ pub enum CompanyError {
     /// The branch is not one of this company's.
     #[error("no such branch in this company")]
     UnknownBranch,
+    /// This certificate (same fingerprint) was uploaded already.
+    #[error("this certificate is already uploaded as {0}")]
+    DuplicateCertificate(Uuid),
+    /// A channel changes settings, never its kind.
+    #[error("channel {0} is a {1} channel; its kind cannot change")]
+    ChannelKindChanged(Uuid, &'static str),
 }
 
 /// State.
@@ -312,6 +340,18 @@ pub struct Company {
     pub branches: BTreeMap<Uuid, (String, BTreeMap<Uuid, String>)>,
     /// Saved print settings and their record id.
     pub print_settings: Option<(Uuid, PrintSettings)>,
+    /// Certificate fingerprints by id.
+    pub certificates: BTreeMap<Uuid, String>,
+    /// Channels by id.
+    pub channels: BTreeMap<Uuid, EmissionChannel>,
+}
+
+fn reference_issue(field: &str, what: &str) -> (String, String, String) {
+    (
+        field.to_owned(),
+        "unknown_reference".to_owned(),
+        format!("no such {what} in this company"),
+    )
 }
 
 fn check(profile: &CompanyProfile) -> Result<(), CompanyError> {
@@ -434,6 +474,72 @@ impl Aggregate for Company {
                     .await;
                 }
             }
+            CompanyCommand::AddCertificate(certificate) => {
+                let Some(company_id) = self.id else {
+                    return Err(CompanyError::NotRegistered);
+                };
+                if let Some((id, _)) = self
+                    .certificates
+                    .iter()
+                    .find(|(_, f)| **f == certificate.facts.fingerprint_sha256)
+                {
+                    return Err(CompanyError::DuplicateCertificate(*id));
+                }
+                sink.write(
+                    CompanyEvent::CertificateAdded {
+                        company_id,
+                        certificate,
+                    },
+                    self,
+                )
+                .await;
+            }
+            CompanyCommand::ConfigureChannel(channel) => {
+                let Some(company_id) = self.id else {
+                    return Err(CompanyError::NotRegistered);
+                };
+                let mut issues: Vec<(String, String, String)> = channel
+                    .issues()
+                    .into_iter()
+                    .map(|i| (i.field, i.code.to_owned(), i.message))
+                    .collect();
+                if let Some(s) = &channel.sifen
+                    && !self.certificates.contains_key(&s.certificate_id)
+                {
+                    issues.push(reference_issue("sifen.certificate_id", "certificate"));
+                }
+                if let Some(a) = &channel.autoimpresor {
+                    match self.branches.get(&a.branch_id) {
+                        None => issues.push(reference_issue("autoimpresor.branch_id", "branch")),
+                        Some((_, points)) if !points.contains_key(&a.issuance_point_id) => {
+                            issues.push(reference_issue(
+                                "autoimpresor.issuance_point_id",
+                                "issuance point in this branch",
+                            ))
+                        }
+                        Some(_) => {}
+                    }
+                }
+                if !issues.is_empty() {
+                    return Err(CompanyError::Invalid(issues));
+                }
+                match self.channels.get(&channel.channel_id) {
+                    Some(existing) if existing.kind != channel.kind => {
+                        return Err(CompanyError::ChannelKindChanged(
+                            channel.channel_id,
+                            existing.kind.as_str(),
+                        ));
+                    }
+                    Some(existing) if *existing == channel => {}
+                    _ => {
+                        sink.write(
+                            CompanyEvent::EmissionChannelConfigured { company_id, channel },
+                            self,
+                        )
+                        .await;
+                    }
+                }
+            }
             CompanyCommand::UpdateProfile { profile } => {
                 let Some(company_id) = self.id else {
                     return Err(CompanyError::NotRegistered);
@@ -472,6 +578,13 @@ impl Aggregate for Company {
                 if let Some((_, points)) = self.branches.get_mut(&point.branch_id) {
                     points.insert(point.point_id, point.code);
                 }
+            }
+            CompanyEvent::CertificateAdded { certificate, .. } => {
+                self.certificates
+                    .insert(certificate.certificate_id, certificate.facts.fingerprint_sha256);
+            }
+            CompanyEvent::EmissionChannelConfigured { channel, .. } => {
+                self.channels.insert(channel.channel_id, channel);
             }
         }
     }
@@ -629,5 +742,138 @@ pub(crate) mod tests {
                 company_id: Uuid::from_u128(1),
                 profile: renamed,
             }]);
+    }
+
+    fn certificate(id: u128, fingerprint: &str) -> CertificateRecord {
+        let mut facts = crate::certificate::tests::facts();
+        facts.fingerprint_sha256 = fingerprint.into();
+        CertificateRecord {
+            certificate_id: Uuid::from_u128(id),
+            label: None,
+            facts,
+            secret_id: Uuid::from_u128(id + 1000),
+        }
+    }
+
+    fn certificate_added(id: u128, fingerprint: &str) -> CompanyEvent {
+        CompanyEvent::CertificateAdded {
+            company_id: Uuid::from_u128(1),
+            certificate: certificate(id, fingerprint),
+        }
+    }
+
+    #[test]
+    fn a_certificate_is_uploaded_once() {
+        TestFramework::<Company>::with(())
+            .given(vec![registered()])
+            .when(CompanyCommand::AddCertificate(certificate(5, "aa")))
+            .then_expect_events(vec![certificate_added(5, "aa")]);
+        TestFramework::<Company>::with(())
+            .given(vec![registered(), certificate_added(5, "aa")])
+            .when(CompanyCommand::AddCertificate(certificate(6, "aa")))
+            .then_expect_error(CompanyError::DuplicateCertificate(Uuid::from_u128(5)));
+    }
+
+    fn sifen_channel(certificate_id: u128) -> EmissionChannel {
+        use crate::channel::{ChannelKind, SifenEnvironment, SifenSettings};
+        EmissionChannel {
+            channel_id: Uuid::from_u128(30),
+            kind: ChannelKind::Sifen,
+            is_default: true,
+            endpoint: "http://127.0.0.1:8082".into(),
+            client_id: None,
+            credentials_secret_id: None,
+            sifen: Some(SifenSettings {
+                environment: SifenEnvironment::Test,
+                timbrado: "12345678".into(),
+                timbrado_valid_from: chrono::NaiveDate::from_ymd_opt(2026, 1, 1).expect("date"),
+                csc_id: "0001".into(),
+                certificate_id: Uuid::from_u128(certificate_id),
+                csc_secret_id: Uuid::from_u128(40),
+            }),
+            autoimpresor: None,
+        }
+    }
+
+    #[test]
+    fn a_channel_refers_to_the_companys_own_records_and_keeps_its_kind() {
+        let configured = |c: EmissionChannel| CompanyEvent::EmissionChannelConfigured {
+            company_id: Uuid::from_u128(1),
+            channel: c,
+        };
+        TestFramework::<Company>::with(())
+            .given(vec![registered(), certificate_added(5, "aa")])
+            .when(CompanyCommand::ConfigureChannel(sifen_channel(5)))
+            .then_expect_events(vec![configured(sifen_channel(5))]);
+        TestFramework::<Company>::with(())
+            .given(vec![registered()])
+            .when(CompanyCommand::ConfigureChannel(sifen_channel(5)))
+            .then_expect_error(CompanyError::Invalid(vec![(
+                "sifen.certificate_id".into(),
+                "unknown_reference".into(),
+                "no such certificate in this company".into(),
+            )]));
+        // Saving the same record again is no event; a changed CSC (new secret id) is one.
+        TestFramework::<Company>::with(())
+            .given(vec![
+                registered(),
+                certificate_added(5, "aa"),
+                configured(sifen_channel(5)),
+            ])
+            .when(CompanyCommand::ConfigureChannel(sifen_channel(5)))
+            .then_expect_events(vec![]);
+        let mut new_csc = sifen_channel(5);
+        if let Some(s) = new_csc.sifen.as_mut() {
+            s.csc_secret_id = Uuid::from_u128(41);
+        }
+        TestFramework::<Company>::with(())
+            .given(vec![
+                registered(),
+                certificate_added(5, "aa"),
+                configured(sifen_channel(5)),
+            ])
+            .when(CompanyCommand::ConfigureChannel(new_csc.clone()))
+            .then_expect_events(vec![configured(new_csc)]);
+        let mut as_printer = sifen_channel(5);
+        as_printer.kind = crate::channel::ChannelKind::Autoimpresor;
+        as_printer.sifen = None;
+        as_printer.autoimpresor = Some(crate::channel::AutoimpresorSettings {
+            authorization: "A".into(),
+            declared_software: None,
+            timbrado: "12345678".into(),
+            valid_from: chrono::NaiveDate::from_ymd_opt(2026, 1, 1).expect("date"),
+            valid_to: chrono::NaiveDate::from_ymd_opt(2026, 12, 31).expect("date"),
+            branch_id: Uuid::from_u128(10),
+            issuance_point_id: Uuid::from_u128(20),
+            range_start: 1,
+            range_end: 10,
+            next_number: 1,
+        });
+        let added = CompanyEvent::BranchAdded {
+            company_id: Uuid::from_u128(1),
+            branch: branch(10, "001"),
+        };
+        TestFramework::<Company>::with(())
+            .given(vec![registered(), added.clone()])
+            .when(CompanyCommand::ConfigureChannel(as_printer.clone()))
+            .then_expect_error(CompanyError::Invalid(vec![(
+                "autoimpresor.issuance_point_id".into(),
+                "unknown_reference".into(),
+                "no such issuance point in this branch in this company".into(),
+            )]));
+        let point_added = CompanyEvent::IssuancePointAdded {
+            company_id: Uuid::from_u128(1),
+            point: point(20, 10, "001"),
+        };
+        TestFramework::<Company>::with(())
+            .given(vec![
+                registered(),
+                added,
+                point_added,
+                certificate_added(5, "aa"),
+                configured(sifen_channel(5)),
+            ])
+            .when(CompanyCommand::ConfigureChannel(as_printer))
+            .then_expect_error(CompanyError::ChannelKindChanged(Uuid::from_u128(30), "sifen"));
     }
 }

@@ -10,10 +10,14 @@
 //! [`access`] for roles and permissions.
 
 pub mod access;
+pub mod certificate;
+pub mod channel;
 pub mod check_digit;
 pub mod company;
 pub mod defaults;
+pub mod document;
 pub mod event;
+pub mod local_time;
 pub mod print_settings;
 pub mod ruc;
 pub mod tenancy;

@@ -253,7 +253,7 @@ async fn writer(
         .map(|_| {
             let stream = StreamRef {
                 tenant_id,
-                stream_type: "document".to_owned(),
+                stream_type: "bench".to_owned(),
                 stream_id: Uuid::now_v7().to_string(),
             };
             (stream, 0)

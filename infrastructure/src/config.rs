@@ -90,12 +90,26 @@ pub struct Config {
     /// `KUATIA_RATE_LIMIT_PER_IP`: requests per minute per IP on unauthenticated endpoints.
     /// Default 60.
     pub rate_limit_per_ip: u32,
+    /// `KUATIA_MASTER_KEY`: base64 of 32 bytes; seals certificate keys, CSCs and channel
+    /// credentials (AES-256-GCM). Required outside demo mode; demo mode generates one into
+    /// `<data_dir>/master.key`.
+    pub master_key: Option<Secret>,
+    /// `KUATIA_DEMO`: seed a demo tenant at first start. Default: on with the embedded default
+    /// database, off otherwise.
+    #[serde(deserialize_with = "optional_flag")]
+    pub demo: Option<bool>,
+    /// `KUATIA_SIFEN_SIM_LISTEN`: where the built-in SIFEN simulator listens in demo mode (the
+    /// demo `sifen` channel points there). Default `127.0.0.1:8082`.
+    pub sifen_sim_listen: SocketAddr,
 }
+
+/// The database used when `DATABASE_URL` is not set.
+pub const DEFAULT_DATABASE_URL: &str = "sqlite://./data/kuatia.db";
 
 impl Default for Config {
     fn default() -> Self {
         Self {
-            database_url: Secret::new("sqlite://./data/kuatia.db"),
+            database_url: Secret::new(DEFAULT_DATABASE_URL),
             data_dir: PathBuf::from("./data"),
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             metrics_bearer_token: None,
@@ -109,6 +123,9 @@ impl Default for Config {
             insecure_cookies: false,
             rate_limit_per_key: 600,
             rate_limit_per_ip: 60,
+            master_key: None,
+            demo: None,
+            sifen_sim_listen: SocketAddr::from(([127, 0, 0, 1], 8082)),
         }
     }
 }
@@ -133,6 +150,9 @@ impl std::fmt::Debug for Config {
             .field("insecure_cookies", &self.insecure_cookies)
             .field("rate_limit_per_key", &self.rate_limit_per_key)
             .field("rate_limit_per_ip", &self.rate_limit_per_ip)
+            .field("master_key", &self.master_key)
+            .field("demo", &self.demo)
+            .field("sifen_sim_listen", &self.sifen_sim_listen)
             .finish()
     }
 }
@@ -159,6 +179,19 @@ fn flag<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<bool, D::Er
             ))),
         },
         Raw::Int(n) => Err(serde::de::Error::custom(format!("expected 1 or 0, found {n}"))),
+    }
+}
+
+fn optional_flag<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<bool>, D::Error> {
+    flag(deserializer).map(Some)
+}
+
+impl Config {
+    /// Whether demo mode is on: `KUATIA_DEMO` if set, else whether the database is the embedded
+    /// default (DECISIONS §1).
+    pub fn demo_mode(&self) -> bool {
+        self.demo
+            .unwrap_or(self.database_url.expose() == DEFAULT_DATABASE_URL)
     }
 }
 
@@ -247,6 +280,10 @@ mod tests {
             jail.set_env("DATABASE_URL", "postgres://app:hunter2@db/kuatia");
             jail.set_env("METRICS_BEARER_TOKEN", "metrics-secret-value");
             jail.set_env("KUATIA_WORKERS", "7");
+            jail.set_env(
+                "KUATIA_MASTER_KEY",
+                "bWFzdGVyLWtleS1zZWNyZXQtdmFsdWUtMzItYnl0ZXM=",
+            );
             let config = Config::from_figment(Config::figment(None)).expect("valid");
             assert_eq!(config.listen.to_string(), "0.0.0.0:9000");
             assert_eq!(config.workers, 7);
@@ -254,6 +291,7 @@ mod tests {
             let debug = format!("{config:?}");
             assert!(!debug.contains("hunter2"), "{debug}");
             assert!(!debug.contains("metrics-secret-value"), "{debug}");
+            assert!(!debug.contains("bWFzdGVy"), "{debug}");
             assert!(debug.contains("[redacted]"));
             Ok(())
         });
@@ -280,6 +318,37 @@ mod tests {
         figment::Jail::expect_with(|jail| {
             jail.set_env("KUATIA_INSECURE_COOKIES", "maybe");
             assert!(Config::from_figment(Config::figment(None)).is_err());
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn demo_mode_follows_the_embedded_default_unless_set() {
+        figment::Jail::expect_with(|jail| {
+            assert!(
+                Config::from_figment(Config::figment(None))
+                    .expect("valid")
+                    .demo_mode()
+            );
+            jail.set_env("DATABASE_URL", "postgres://postgres@127.0.0.1/kuatia");
+            assert!(
+                !Config::from_figment(Config::figment(None))
+                    .expect("valid")
+                    .demo_mode()
+            );
+            jail.set_env("KUATIA_DEMO", "1");
+            assert!(
+                Config::from_figment(Config::figment(None))
+                    .expect("valid")
+                    .demo_mode()
+            );
+            jail.set_env("DATABASE_URL", "sqlite://./data/kuatia.db");
+            jail.set_env("KUATIA_DEMO", "0");
+            assert!(
+                !Config::from_figment(Config::figment(None))
+                    .expect("valid")
+                    .demo_mode()
+            );
             Ok(())
         });
     }

@@ -5,5 +5,7 @@
 //! [`store`] (the two backends behind one `Store` trait), then [`config`].
 
 pub mod config;
+pub mod selfsigned;
 pub mod store;
 pub mod telemetry;
+pub mod vault;

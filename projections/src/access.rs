@@ -154,6 +154,17 @@ pub struct TenantRow {
     pub created_at: DateTime<Utc>,
 }
 
+/// The id of the tenant with this slug.
+pub async fn tenant_id_by_slug(store: &SharedStore, slug: &str) -> Result<Option<TenantId>, StoreError> {
+    let rows = store
+        .query(
+            "SELECT id FROM tenants WHERE slug = $1",
+            &[SqlValue::Text(slug.to_owned())],
+        )
+        .await?;
+    Ok(rows.first().and_then(|r| r[0].as_uuid()).map(TenantId::from_uuid))
+}
+
 /// Reads one tenant.
 pub async fn tenant(store: &SharedStore, id: TenantId) -> Result<Option<TenantRow>, StoreError> {
     let rows = store

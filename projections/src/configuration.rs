@@ -1,5 +1,6 @@
-//! `configuration` (inline): companies (branches, issuance points, channels and certificates
-//! follow), from the company streams, and the queries the configuration endpoints run.
+//! `configuration` (inline): companies, branches, issuance points, print settings, certificates
+//! and emission channels, from the company streams, and the queries the configuration endpoints
+//! run. No secret is here: certificates and channels refer to sealed secrets by id.
 //!
 //! Inline, so that a company can be used the moment its creation returns. Updates carry the
 //! stream version and only apply forward, so a replayed event changes nothing.
@@ -8,6 +9,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use kuatia_application::event_store::{ProjectionKind, RecordedEvent, SharedStore, StoreError};
 use kuatia_application::projection::{Projection, SqlTx, SqlValue};
+use kuatia_domain::certificate::CertificateRecord;
+use kuatia_domain::channel::{BranchWithPoints, EmissionChannel};
 use kuatia_domain::company::{Branch, CompanyEvent, CompanyProfile};
 use kuatia_domain::tenancy::TenantId;
 use uuid::Uuid;
@@ -32,7 +35,14 @@ impl Projection for Configuration {
     }
 
     fn tables(&self) -> &'static [&'static str] {
-        &["companies", "branches", "issuance_points", "print_settings"]
+        &[
+            "companies",
+            "branches",
+            "issuance_points",
+            "print_settings",
+            "certificates",
+            "emission_channels",
+        ]
     }
 
     async fn apply(&self, tx: &mut dyn SqlTx, event: &RecordedEvent) -> Result<(), StoreError> {
@@ -123,6 +133,41 @@ impl Projection for Configuration {
                 )
                 .await?;
             }
+            CompanyEvent::CertificateAdded {
+                company_id,
+                certificate,
+            } => {
+                tx.execute(
+                    "INSERT INTO certificates (id, tenant_id, company_id, record, created_at) \
+                     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING",
+                    &[
+                        SqlValue::Uuid(certificate.certificate_id),
+                        SqlValue::Uuid(event.tenant_id.as_uuid()),
+                        SqlValue::Uuid(company_id),
+                        SqlValue::Json(json(&certificate)?),
+                        SqlValue::Timestamp(event.recorded_at),
+                    ],
+                )
+                .await?;
+            }
+            CompanyEvent::EmissionChannelConfigured { company_id, channel } => {
+                tx.execute(
+                    "INSERT INTO emission_channels (id, tenant_id, company_id, kind, record, version, created_at, \
+                       updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7) \
+                     ON CONFLICT (id) DO UPDATE SET record = excluded.record, version = excluded.version, \
+                       updated_at = excluded.updated_at WHERE emission_channels.version < excluded.version",
+                    &[
+                        SqlValue::Uuid(channel.channel_id),
+                        SqlValue::Uuid(event.tenant_id.as_uuid()),
+                        SqlValue::Uuid(company_id),
+                        SqlValue::Text(channel.kind.as_str().to_owned()),
+                        SqlValue::Json(json(&channel)?),
+                        SqlValue::Int(event.stream_version as i64),
+                        SqlValue::Timestamp(event.recorded_at),
+                    ],
+                )
+                .await?;
+            }
             CompanyEvent::CompanyProfileUpdated { company_id, profile } => {
                 tx.execute(
                     "UPDATE companies SET legal_name = $2, profile = $3, version = $4, updated_at = $5 \
@@ -157,6 +202,19 @@ pub struct CompanyRow {
     pub created_at: DateTime<Utc>,
     /// Last changed.
     pub updated_at: DateTime<Utc>,
+}
+
+fn json<T: serde::Serialize>(value: &T) -> Result<serde_json::Value, StoreError> {
+    serde_json::to_value(value).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(value: &SqlValue, what: &str) -> Result<T, StoreError> {
+    match value {
+        SqlValue::Json(v) => serde_json::from_value(v.clone()),
+        SqlValue::Text(t) => serde_json::from_str(t),
+        _ => return Err(corrupt(what)),
+    }
+    .map_err(|e| StoreError::Corrupt(format!("{what}: {e}")))
 }
 
 fn corrupt(what: &str) -> StoreError {
@@ -375,4 +433,164 @@ pub async fn print_settings(
             })
         })
         .transpose()
+}
+
+/// A certificate of a company (no secret).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CertificateRow {
+    /// Its company.
+    pub company_id: Uuid,
+    /// The record.
+    pub record: CertificateRecord,
+    /// Uploaded.
+    pub created_at: DateTime<Utc>,
+}
+
+fn certificate_row(r: &[SqlValue]) -> Result<CertificateRow, StoreError> {
+    Ok(CertificateRow {
+        company_id: r[0].as_uuid().ok_or_else(|| corrupt("certificate company"))?,
+        record: from_json(&r[1], "certificate")?,
+        created_at: r[2].as_timestamp().ok_or_else(|| corrupt("created_at"))?,
+    })
+}
+
+/// The tenant's certificates, of one company or all, newest first.
+pub async fn certificates(
+    store: &SharedStore,
+    tenant: TenantId,
+    company: Option<Uuid>,
+) -> Result<Vec<CertificateRow>, StoreError> {
+    let rows = match company {
+        Some(company) => {
+            store
+                .query(
+                    "SELECT company_id, record, created_at FROM certificates WHERE tenant_id = $1 AND company_id = $2 \
+                     ORDER BY created_at DESC, id",
+                    &[SqlValue::Uuid(tenant.as_uuid()), SqlValue::Uuid(company)],
+                )
+                .await?
+        }
+        None => {
+            store
+                .query(
+                    "SELECT company_id, record, created_at FROM certificates WHERE tenant_id = $1 \
+                     ORDER BY created_at DESC, id",
+                    &[SqlValue::Uuid(tenant.as_uuid())],
+                )
+                .await?
+        }
+    };
+    rows.iter().map(|r| certificate_row(r)).collect()
+}
+
+/// One certificate of the tenant.
+pub async fn certificate(
+    store: &SharedStore,
+    tenant: TenantId,
+    id: Uuid,
+) -> Result<Option<CertificateRow>, StoreError> {
+    let rows = store
+        .query(
+            "SELECT company_id, record, created_at FROM certificates WHERE tenant_id = $1 AND id = $2",
+            &[SqlValue::Uuid(tenant.as_uuid()), SqlValue::Uuid(id)],
+        )
+        .await?;
+    rows.first().map(|r| certificate_row(r)).transpose()
+}
+
+/// An emission channel of a company (secret ids only).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChannelRow {
+    /// Its company.
+    pub company_id: Uuid,
+    /// The record.
+    pub channel: EmissionChannel,
+    /// Created.
+    pub created_at: DateTime<Utc>,
+    /// Last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+fn channel_row(r: &[SqlValue]) -> Result<ChannelRow, StoreError> {
+    Ok(ChannelRow {
+        company_id: r[0].as_uuid().ok_or_else(|| corrupt("channel company"))?,
+        channel: from_json(&r[1], "emission channel")?,
+        created_at: r[2].as_timestamp().ok_or_else(|| corrupt("created_at"))?,
+        updated_at: r[3].as_timestamp().ok_or_else(|| corrupt("updated_at"))?,
+    })
+}
+
+/// The tenant's channels, of one company or all, in creation order.
+pub async fn channels(
+    store: &SharedStore,
+    tenant: TenantId,
+    company: Option<Uuid>,
+) -> Result<Vec<ChannelRow>, StoreError> {
+    let rows = match company {
+        Some(company) => {
+            store
+                .query(
+                    "SELECT company_id, record, created_at, updated_at FROM emission_channels \
+                     WHERE tenant_id = $1 AND company_id = $2 ORDER BY created_at, id",
+                    &[SqlValue::Uuid(tenant.as_uuid()), SqlValue::Uuid(company)],
+                )
+                .await?
+        }
+        None => {
+            store
+                .query(
+                    "SELECT company_id, record, created_at, updated_at FROM emission_channels \
+                     WHERE tenant_id = $1 ORDER BY company_id, created_at, id",
+                    &[SqlValue::Uuid(tenant.as_uuid())],
+                )
+                .await?
+        }
+    };
+    rows.iter().map(|r| channel_row(r)).collect()
+}
+
+/// One channel of the tenant.
+pub async fn channel(
+    store: &SharedStore,
+    tenant: TenantId,
+    id: Uuid,
+) -> Result<Option<ChannelRow>, StoreError> {
+    let rows = store
+        .query(
+            "SELECT company_id, record, created_at, updated_at FROM emission_channels \
+             WHERE tenant_id = $1 AND id = $2",
+            &[SqlValue::Uuid(tenant.as_uuid()), SqlValue::Uuid(id)],
+        )
+        .await?;
+    rows.first().map(|r| channel_row(r)).transpose()
+}
+
+/// A company's branches with their issuance points: `(branch id, is_default, [(point id,
+/// is_default)])`, the shape default resolution and readiness take.
+pub async fn locations(
+    store: &SharedStore,
+    tenant: TenantId,
+    company: Uuid,
+) -> Result<Vec<BranchWithPoints>, StoreError> {
+    let branches = branches(store, tenant, Some(company)).await?;
+    let points = store
+        .query(
+            "SELECT branch_id, id, is_default FROM issuance_points WHERE tenant_id = $1 AND company_id = $2 \
+             ORDER BY code",
+            &[SqlValue::Uuid(tenant.as_uuid()), SqlValue::Uuid(company)],
+        )
+        .await?;
+    let mut out: Vec<BranchWithPoints> = branches
+        .into_iter()
+        .map(|b| (b.branch.branch_id, b.branch.is_default, Vec::new()))
+        .collect();
+    for p in &points {
+        let branch = p[0].as_uuid().ok_or_else(|| corrupt("point branch"))?;
+        let id = p[1].as_uuid().ok_or_else(|| corrupt("point id"))?;
+        let is_default = p[2].as_i64().is_some_and(|v| v != 0);
+        if let Some(entry) = out.iter_mut().find(|(b, _, _)| *b == branch) {
+            entry.2.push((id, is_default));
+        }
+    }
+    Ok(out)
 }

@@ -6,6 +6,7 @@
 
 pub mod access;
 pub mod configuration;
+pub mod documents;
 pub mod event_type_counts;
 pub mod registry;
 pub mod runtime;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::access::Access;
 use crate::configuration::Configuration;
+use crate::documents::Documents;
 use crate::event_type_counts::EventTypeCounts;
 use crate::stream_index::StreamIndex;
 
@@ -16,6 +17,7 @@ pub fn all() -> Vec<Arc<dyn Projection>> {
         Arc::new(StreamIndex),
         Arc::new(Access),
         Arc::new(Configuration),
+        Arc::new(Documents),
         Arc::new(EventTypeCounts),
     ]
 }

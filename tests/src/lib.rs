@@ -18,6 +18,9 @@ use std::sync::Arc;
 /// Environment variable naming the PostgreSQL admin URL; unset or empty means SQLite.
 pub const POSTGRES_ENV: &str = "KUATIA_TEST_POSTGRES_URL";
 
+/// The master key of test services (base64 of 32 bytes).
+pub const TEST_MASTER_KEY: &str = "a3VhdGlhLXRlc3QtbWFzdGVyLWtleS0zMi1ieXRlcyE=";
+
 /// A fresh, empty database for one test.
 pub struct TestDb {
     /// URL the service connects with.
@@ -43,35 +46,11 @@ fn with_database(admin_url: &str, name: &str) -> String {
 }
 
 impl TestDb {
-    /// Creates the database.
+    /// Creates the database: on PostgreSQL when `KUATIA_TEST_POSTGRES_URL` is set, else SQLite.
     pub async fn new() -> Self {
-        match std::env::var(POSTGRES_ENV) {
-            Ok(admin) if !admin.is_empty() => {
-                let name = format!("kuatia_test_{}", uuid::Uuid::now_v7().simple());
-                let mut conn = sqlx::PgConnection::connect(&admin)
-                    .await
-                    .expect("connect to the PostgreSQL admin URL");
-                sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-                    .execute(&mut conn)
-                    .await
-                    .expect("create the test database");
-                let _ = conn.close().await;
-                Self {
-                    url: with_database(&admin, &name),
-                    postgres: Some((admin, name)),
-                    dir: None,
-                }
-            }
-            _ => {
-                let dir = std::env::temp_dir().join(format!("kuatia-test-{}", uuid::Uuid::now_v7().simple()));
-                std::fs::create_dir_all(&dir).expect("create the test folder");
-                Self {
-                    url: format!("sqlite://{}/kuatia.db", dir.display()),
-                    postgres: None,
-                    dir: Some(dir),
-                }
-            }
-        }
+        Self::on(&Backend::from_env())
+            .await
+            .expect("create the test database")
     }
 
     /// Whether this is PostgreSQL.
@@ -134,6 +113,7 @@ impl TestDb {
             data_dir: self.dir.clone().unwrap_or_else(std::env::temp_dir),
             log_format: LogFormat::Json,
             shutdown_grace_secs: 5,
+            master_key: Some(Secret::new(TEST_MASTER_KEY)),
             ..Config::default()
         }
     }
@@ -229,21 +209,9 @@ impl TestApp {
 
     /// Starts the service after adjusting its configuration.
     pub async fn spawn_with(adjust: impl FnOnce(&mut Config)) -> Self {
-        let db = TestDb::new().await;
-        let mut config = db.config();
-        adjust(&mut config);
-        let service = kuatia_api::compose::start(config)
+        Self::spawn_on(TestDb::new().await, adjust)
             .await
-            .expect("start the service");
-        Self {
-            base: format!("http://{}", service.addr),
-            client: reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::limited(3))
-                .build()
-                .expect("client"),
-            service: Some(service),
-            db,
-        }
+            .expect("start the service")
     }
 
     /// The running service.
@@ -331,5 +299,184 @@ impl TestApp {
         if let Some(service) = self.service.take() {
             service.stop().await.expect("clean stop");
         }
+    }
+}
+
+/// A scratch folder under the system's temporary folder, removed when dropped.
+pub struct ScratchDir(pub PathBuf);
+
+impl ScratchDir {
+    /// Creates it.
+    pub fn new() -> Self {
+        let dir = std::env::temp_dir().join(format!("kuatia-scratch-{}", uuid::Uuid::now_v7().simple()));
+        std::fs::create_dir_all(&dir).expect("create the scratch folder");
+        Self(dir)
+    }
+}
+
+impl Default for ScratchDir {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A legacy PKCS#12 file (RC2-40 for the certificate, 3DES for the key, SHA-1 MAC) of a fresh
+/// key and certificate made from `spec`, written by the `openssl` command line (`-legacy`).
+pub fn legacy_pfx(spec: &kuatia_infrastructure::selfsigned::SelfSigned, password: &str) -> Vec<u8> {
+    let (key, cert) = spec.generate().expect("generate a key and certificate");
+    let dir = ScratchDir::new();
+    let key_path = dir.0.join("k.pem");
+    let cert_path = dir.0.join("c.pem");
+    let out = dir.0.join("legacy.pfx");
+    std::fs::write(&key_path, key.private_key_to_pem_pkcs8().expect("key PEM")).expect("write the key");
+    std::fs::write(&cert_path, cert.to_pem().expect("cert PEM")).expect("write the certificate");
+    let status = std::process::Command::new("openssl")
+        .args(["pkcs12", "-export", "-legacy", "-inkey"])
+        .arg(&key_path)
+        .arg("-in")
+        .arg(&cert_path)
+        .arg("-passout")
+        .arg(format!("pass:{password}"))
+        .arg("-out")
+        .arg(&out)
+        .output()
+        .expect("run openssl");
+    assert!(
+        status.status.success(),
+        "openssl pkcs12 -export -legacy failed: {}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    std::fs::read(&out).expect("read the legacy PFX")
+}
+
+/// What `openssl pkcs12 -info -noout -legacy` says of a PKCS#12 file (stdout and stderr).
+pub fn pkcs12_info(pfx: &[u8], password: &str) -> String {
+    let dir = ScratchDir::new();
+    let path = dir.0.join("file.pfx");
+    std::fs::write(&path, pfx).expect("write the PFX");
+    let output = std::process::Command::new("openssl")
+        .args(["pkcs12", "-info", "-noout", "-legacy", "-passin"])
+        .arg(format!("pass:{password}"))
+        .arg("-in")
+        .arg(&path)
+        .output()
+        .expect("run openssl");
+    assert!(
+        output.status.success(),
+        "openssl pkcs12 -info failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// A `multipart/form-data` body: `(name, filename, bytes)` per part (a filename makes it a file
+/// part). Returns the `Content-Type` header value and the body.
+pub fn multipart_form(parts: &[(&str, Option<&str>, &[u8])]) -> (String, Vec<u8>) {
+    let boundary = format!("kuatia-boundary-{}", uuid::Uuid::now_v7().simple());
+    let mut body = Vec::new();
+    for (name, filename, bytes) in parts {
+        body.extend_from_slice(format!("--{boundary}\r\n").as_bytes());
+        match filename {
+            Some(file) => body.extend_from_slice(
+                format!(
+                    "Content-Disposition: form-data; name=\"{name}\"; filename=\"{file}\"\r\n\
+                     Content-Type: application/x-pkcs12\r\n\r\n"
+                )
+                .as_bytes(),
+            ),
+            None => body.extend_from_slice(
+                format!("Content-Disposition: form-data; name=\"{name}\"\r\n\r\n").as_bytes(),
+            ),
+        }
+        body.extend_from_slice(bytes);
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
+/// The database a [`TestDb`] is made on, chosen by the caller rather than read from
+/// `KUATIA_TEST_POSTGRES_URL`: a benchmark runs both backends in one process, and setting an
+/// environment variable is `unsafe` in edition 2024 (which the workspace forbids).
+#[derive(Debug, Clone)]
+pub enum Backend {
+    /// A SQLite file in a temporary folder.
+    Sqlite,
+    /// A new database on the PostgreSQL server whose admin URL this is.
+    Postgres(String),
+}
+
+impl Backend {
+    /// PostgreSQL when `KUATIA_TEST_POSTGRES_URL` is set (and not empty), else SQLite.
+    pub fn from_env() -> Self {
+        match std::env::var(POSTGRES_ENV) {
+            Ok(admin) if !admin.is_empty() => Self::Postgres(admin),
+            _ => Self::Sqlite,
+        }
+    }
+
+    /// `sqlite` or `postgres`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Sqlite => "sqlite",
+            Self::Postgres(_) => "postgres",
+        }
+    }
+}
+
+impl TestDb {
+    /// Creates a fresh database on `backend` (dropped, or its folder removed, with the value).
+    pub async fn on(backend: &Backend) -> Result<Self, sqlx::Error> {
+        match backend {
+            Backend::Postgres(admin) => {
+                let name = format!("kuatia_test_{}", uuid::Uuid::now_v7().simple());
+                let mut conn = sqlx::PgConnection::connect(admin).await?;
+                sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+                    .execute(&mut conn)
+                    .await?;
+                let _ = conn.close().await;
+                Ok(Self {
+                    url: with_database(admin, &name),
+                    postgres: Some((admin.clone(), name)),
+                    dir: None,
+                })
+            }
+            Backend::Sqlite => {
+                let dir = std::env::temp_dir().join(format!("kuatia-test-{}", uuid::Uuid::now_v7().simple()));
+                std::fs::create_dir_all(&dir).map_err(sqlx::Error::Io)?;
+                Ok(Self {
+                    url: format!("sqlite://{}/kuatia.db", dir.display()),
+                    postgres: None,
+                    dir: Some(dir),
+                })
+            }
+        }
+    }
+}
+
+impl TestApp {
+    /// Starts the service on `db` after adjusting its configuration.
+    pub async fn spawn_on(db: TestDb, adjust: impl FnOnce(&mut Config)) -> anyhow::Result<Self> {
+        let mut config = db.config();
+        adjust(&mut config);
+        let service = kuatia_api::compose::start(config).await?;
+        Ok(Self {
+            base: format!("http://{}", service.addr),
+            client: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::limited(3))
+                .build()?,
+            service: Some(service),
+            db,
+        })
     }
 }

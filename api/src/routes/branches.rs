@@ -106,15 +106,6 @@ pub struct BranchQuery {
     pub company_id: Option<Uuid>,
 }
 
-/// The company a caller acts on: the explicit one (which a scoped key must match), else the key's.
-fn company_of(caller: &Caller, explicit: Option<Uuid>) -> Result<Option<Uuid>, ApiError> {
-    match (caller.company_id, explicit) {
-        (Some(scope), Some(asked)) if scope != asked => Err(ApiError::not_found("no such company")),
-        (Some(scope), _) => Ok(Some(scope)),
-        (None, asked) => Ok(asked),
-    }
-}
-
 /// Lists branches, of one company or of all (a company-scoped key sees only its company's).
 #[utoipa::path(
     get,
@@ -134,7 +125,7 @@ pub async fn list_branches(
     Query(query): Query<BranchQuery>,
 ) -> Result<axum::Json<Vec<BranchView>>, ApiError> {
     caller.require(LIST_BRANCHES)?;
-    let company = company_of(&caller, query.company_id)?;
+    let company = caller.company_scope(query.company_id)?;
     let rows = kuatia_projections::configuration::branches(&state.store, caller.tenant, company).await?;
     Ok(axum::Json(rows.into_iter().map(BranchView::from).collect()))
 }
@@ -161,11 +152,7 @@ pub async fn create_branch(
     Json(body): Json<CreateBranch>,
 ) -> Result<(StatusCode, axum::Json<BranchView>), ApiError> {
     caller.require(CREATE_BRANCH)?;
-    let company_id = company_of(&caller, body.company_id)?
-        .ok_or_else(|| ApiError::invalid_field("company_id", "required", "company_id is required"))?;
-    let company = kuatia_projections::configuration::company(&state.store, caller.tenant, company_id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("no such company"))?;
+    let company = caller.company_row(&state.store, body.company_id).await?;
     let branch = Branch {
         branch_id: Uuid::now_v7(),
         code: body.code,
@@ -252,7 +239,7 @@ pub async fn create_issuance_point(
     caller.require(CREATE_POINT)?;
     let branch = kuatia_projections::configuration::branch(&state.store, caller.tenant, body.branch_id)
         .await?
-        .filter(|b| caller.company_id.is_none_or(|scope| scope == b.company_id))
+        .filter(|b| caller.sees(b.company_id))
         .ok_or_else(|| ApiError::not_found("no such branch"))?;
     let company = kuatia_projections::configuration::company(&state.store, caller.tenant, branch.company_id)
         .await?

@@ -4,6 +4,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use kuatia_application::configuration::{self, ConfigurationError};
+use kuatia_application::vault::VaultError;
 use kuatia_domain::access::Permission;
 use kuatia_domain::company::{CompanyCommand, CompanyError, CompanyProfile};
 use kuatia_domain::ruc::{Ruc, RucError};
@@ -77,8 +78,11 @@ pub fn invalid(issues: Vec<(String, String, String)>) -> ApiError {
         .iter()
         .map(|(field, code, message)| json!({"field": field, "code": code, "message": message}))
         .collect();
-    ApiError::validation(format!("the company record has {} problem(s)", errors.len()))
-        .with_details(json!({ "errors": errors }))
+    ApiError::validation(format!(
+        "the request has {} problem(s); see details.errors",
+        errors.len()
+    ))
+    .with_details(json!({ "errors": errors }))
 }
 
 /// Maps the configuration use cases' errors.
@@ -97,6 +101,12 @@ pub fn configuration_error(err: ConfigurationError) -> ApiError {
             ApiError::new(ErrorCode::ConflictError, "a concurrent change won; retry")
         }
         ConfigurationError::Refused(CompanyError::Invalid(issues)) => invalid(issues),
+        ConfigurationError::Refused(
+            e @ (CompanyError::DuplicateCertificate(_) | CompanyError::ChannelKindChanged(..)),
+        ) => ApiError::new(ErrorCode::ConflictError, e.to_string()),
+        ConfigurationError::Pfx(e) => ApiError::new(ErrorCode::CertificateError, e.to_string()),
+        ConfigurationError::Vault(VaultError::Store(e)) => ApiError::internal(&e),
+        ConfigurationError::Vault(e) => ApiError::internal(&e),
         ConfigurationError::Refused(other) => ApiError::validation(other.to_string()),
         ConfigurationError::Store(e) => ApiError::internal(&e),
     }

@@ -2,7 +2,10 @@
 
 pub mod api_keys;
 pub mod branches;
+pub mod certificates;
 pub mod companies;
+pub mod documents;
+pub mod emission_channels;
 pub mod events;
 pub mod health;
 pub mod identity;
@@ -29,5 +32,30 @@ pub const PERMISSIONS: &[(&str, &str, Permission)] = &[
     ("post", "/v1/issuance-points", branches::CREATE_POINT),
     ("get", "/v1/print-settings", print_settings::READ_PRINT_SETTINGS),
     ("put", "/v1/print-settings", print_settings::SAVE_PRINT_SETTINGS),
+    ("get", "/v1/certificates", certificates::LIST_CERTIFICATES),
+    ("post", "/v1/certificates", certificates::UPLOAD_CERTIFICATE),
+    (
+        "post",
+        "/v1/certificates/{id}/validate",
+        certificates::VALIDATE_CERTIFICATE,
+    ),
+    ("get", "/v1/emission-channels", emission_channels::LIST_CHANNELS),
+    ("post", "/v1/emission-channels", emission_channels::CREATE_CHANNEL),
+    (
+        "patch",
+        "/v1/emission-channels/{id}",
+        emission_channels::UPDATE_CHANNEL,
+    ),
+    (
+        "get",
+        "/v1/emission-channels/readiness",
+        emission_channels::CHANNEL_READINESS,
+    ),
+    ("post", "/v1/documents/validate", documents::VALIDATE_DOCUMENT),
+    ("post", "/v1/documents", documents::CREATE_DOCUMENT),
+    ("get", "/v1/documents", documents::READ_DOCUMENTS),
+    ("get", "/v1/documents/{id}", documents::READ_DOCUMENTS),
+    ("get", "/v1/documents/{id}/status", documents::READ_DOCUMENTS),
+    ("get", "/v1/documents/{id}/timeline", documents::READ_TIMELINE),
     ("get", "/v1/events", events::READ_EVENTS),
 ];

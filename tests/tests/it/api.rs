@@ -157,6 +157,23 @@ async fn the_openapi_document_is_3_1_with_every_route_and_error_code() {
             code.as_str()
         );
     }
+    let issue_codes: Vec<&str> = doc["components"]["schemas"]["IssueCode"]["enum"]
+        .as_array()
+        .expect("IssueCode enum")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    use kuatia_domain::document::issues::{CATALOGUE, CONFIGURATION_CODES};
+    for code in CATALOGUE
+        .iter()
+        .map(|(c, _, _)| *c)
+        .chain(CONFIGURATION_CODES.iter().map(|(c, _)| *c))
+    {
+        assert!(
+            issue_codes.contains(&code),
+            "issue code {code} missing from the OpenAPI document"
+        );
+    }
     let required = &doc["components"]["schemas"]["ErrorBody"]["required"];
     for field in ["code", "message", "request_id"] {
         assert!(

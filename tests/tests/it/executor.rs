@@ -170,3 +170,49 @@ async fn our_store_serves_cqrs_es_through_its_event_store_trait() {
         other => panic!("a stale context must conflict, got {other:?}"),
     }
 }
+
+#[tokio::test]
+async fn several_commands_commit_together_in_one_append_or_not_at_all() {
+    let db = TestDb::new().await;
+    let store = db.open().await.store();
+    let executor = CommandExecutor::<Ledger>::new(store.clone(), ());
+    let t = tenant();
+    // Each command sees the events of the ones before it: the deposit makes the withdrawal valid.
+    let committed = executor
+        .execute_all(
+            t,
+            "acct-9",
+            vec![
+                C::Open { owner: "ana".into() },
+                C::Deposit { amount: 100 },
+                C::Withdraw { amount: 60 },
+            ],
+            EventMetadata::default(),
+        )
+        .await
+        .expect("all three");
+    assert_eq!(committed.stream_version, 3);
+    assert_eq!(committed.positions.len(), 3);
+    let positions = &committed.positions;
+    assert!(
+        positions.windows(2).all(|w| w[1] == w[0] + 1),
+        "one append: consecutive positions {positions:?}"
+    );
+    // A refused command refuses the whole batch: nothing of the deposit before it is stored.
+    let refused = executor
+        .execute_all(
+            t,
+            "acct-9",
+            vec![C::Deposit { amount: 5 }, C::Withdraw { amount: 1_000 }],
+            EventMetadata::default(),
+        )
+        .await;
+    assert!(
+        matches!(
+            refused,
+            Err(ExecuteError::Rejected(LedgerError::Insufficient(45)))
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(store.load_stream("acct-9").await.expect("load").len(), 3);
+}

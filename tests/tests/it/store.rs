@@ -225,7 +225,7 @@ async fn a_stream_of_another_tenant_or_type_is_never_appended_to() {
         .expect_err("other tenant");
     assert!(matches!(err, StoreError::Invalid(_)), "{err:?}");
     let mut other_type = stream(a, "s1");
-    other_type.stream_type = "document".into();
+    other_type.stream_type = "other".into();
     let err = store
         .append(append(other_type, ExpectedVersion::Any, &["Deposited"]))
         .await

@@ -1,0 +1,904 @@
+//! Contract §4.4: document intake and reading (DECISIONS §4–§5).
+//!
+//! Intake runs in stages, each refusing with every issue it finds:
+//! 1. structure — the body is a CanonicalDocumentV1 (`domain::document::canonical::parse`);
+//! 2. routing — company (or the key's), channel, branch and point, defaults resolved
+//!    (`domain::document::routing`);
+//! 3. readiness of the routed channel (`domain::channel`), certificate included;
+//! 4. business validation (`domain::document::validation`).
+//!
+//! `POST /v1/documents/validate` answers all of them as `{valid, errors, warnings, routing}`.
+//! `POST /v1/documents` refuses stages 1–3 with 400 (nothing stored) and stores a document that
+//! passed them as `validated` (then `queued`) or `validation_failed`.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Path, Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use chrono::Utc;
+use kuatia_application::documents::{self, DocumentsError, Intake};
+use kuatia_application::idempotency::{self, Claim};
+use kuatia_domain::access::Permission;
+use kuatia_domain::certificate::Check;
+use kuatia_domain::channel::{ChannelKind, EmissionChannel, ReadinessContext};
+use kuatia_domain::document::aggregate::DocumentStatus;
+use kuatia_domain::document::canonical::{self, CanonicalDocument};
+use kuatia_domain::document::issues::Issue;
+use kuatia_domain::document::routing::{self, Requested, Routing};
+use kuatia_domain::document::validation::{self, RegistryAnswer, Validation, ValidationContext};
+use kuatia_domain::ruc::Ruc;
+use kuatia_projections::configuration::{self as read, CompanyRow};
+use kuatia_projections::documents::{self as read_docs, DocumentRow};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use utoipa::{IntoParams, ToSchema};
+use uuid::Uuid;
+
+use crate::auth::Caller;
+use crate::error::{ApiError, ErrorBody, ErrorCode};
+use crate::state::AppState;
+
+/// The request body as bytes: a wrong content type is 415 and an oversized body 413, both in our
+/// error shape.
+pub struct JsonBytes(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for JsonBytes {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let json = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| {
+                let v = v.trim().to_ascii_lowercase();
+                v.starts_with("application/json") || (v.starts_with("application/") && v.contains("+json"))
+            });
+        if !json {
+            return Err(ApiError::validation("expected Content-Type: application/json")
+                .with_status(StatusCode::UNSUPPORTED_MEDIA_TYPE));
+        }
+        Bytes::from_request(req, state).await.map(Self).map_err(|e| {
+            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::validation("request body is too large").with_status(StatusCode::PAYLOAD_TOO_LARGE)
+            } else {
+                ApiError::validation(format!("unreadable body: {}", e.body_text()))
+            }
+        })
+    }
+}
+
+/// Issues as the contract's ValidationIssue list.
+pub fn issues_json(issues: &[Issue]) -> Value {
+    Value::Array(
+        issues
+            .iter()
+            .map(|i| json!({"field": i.field, "code": i.code, "message": i.message}))
+            .collect(),
+    )
+}
+
+/// Why intake stopped before a document could be stored.
+#[derive(Debug)]
+pub enum Refusal {
+    /// Not a CanonicalDocumentV1.
+    Structure(Vec<Issue>),
+    /// No company, channel, branch or point could be chosen.
+    Routing(Vec<Issue>),
+    /// The routed channel is not ready; `certificate` when the certificate is the reason.
+    NotReady {
+        /// Routing that was found.
+        routing: Routing,
+        /// The failing checks as issues.
+        issues: Vec<Issue>,
+        /// Whether the certificate check failed.
+        certificate: bool,
+    },
+    /// Something else (not found, permission, store).
+    Api(ApiError),
+}
+
+impl From<ApiError> for Refusal {
+    fn from(e: ApiError) -> Self {
+        Self::Api(e)
+    }
+}
+
+impl From<kuatia_application::event_store::StoreError> for Refusal {
+    fn from(e: kuatia_application::event_store::StoreError) -> Self {
+        Self::Api(e.into())
+    }
+}
+
+impl Refusal {
+    /// The error `POST /v1/documents` answers.
+    pub fn into_error(self) -> ApiError {
+        match self {
+            Self::Structure(issues) => ApiError::validation(format!(
+                "the body is not a CanonicalDocumentV1: {} problem(s); see details.errors",
+                issues.len()
+            ))
+            .with_details(json!({ "errors": issues_json(&issues) })),
+            Self::Routing(issues) => ApiError::new(
+                ErrorCode::ConfigurationError,
+                format!("the document cannot be routed: {}", first_message(&issues)),
+            )
+            .with_details(json!({ "errors": issues_json(&issues) })),
+            Self::NotReady {
+                issues, certificate, ..
+            } => ApiError::new(
+                if certificate {
+                    ErrorCode::CertificateError
+                } else {
+                    ErrorCode::ConfigurationError
+                },
+                format!("the channel is not ready: {}", first_message(&issues)),
+            )
+            .with_details(json!({ "errors": issues_json(&issues) })),
+            Self::Api(e) => e,
+        }
+    }
+}
+
+fn first_message(issues: &[Issue]) -> String {
+    issues.first().map(|i| i.message.clone()).unwrap_or_default()
+}
+
+/// A document that passed structure, routing and readiness, with its business validation.
+#[derive(Debug)]
+pub struct Prepared {
+    /// The document as sent.
+    pub document: CanonicalDocument,
+    /// The body as JSON (for the idempotency hash).
+    pub body: Value,
+    /// Where it goes.
+    pub routing: Routing,
+    /// The company.
+    pub company: CompanyRow,
+    /// The routed channel.
+    pub channel: EmissionChannel,
+    /// Business errors and warnings.
+    pub validation: Validation,
+}
+
+/// Readiness checks that routing has not already covered, as issues.
+fn readiness_issues(checks: Vec<Check>) -> (Vec<Issue>, bool) {
+    let mut certificate = false;
+    let issues = checks
+        .into_iter()
+        .filter(|c| !c.ok && c.name != "branch" && c.name != "issuance_point")
+        .map(|c| {
+            certificate |= c.name == "certificate";
+            let code = if c.name == "certificate" {
+                "certificate_not_ready"
+            } else {
+                "configuration_not_ready"
+            };
+            Issue::new(format!("configuration.{}", c.name), code, c.message)
+        })
+        .collect();
+    (issues, certificate)
+}
+
+/// Runs stages 1–4 on a body.
+pub async fn prepare(state: &AppState, caller: &Caller, body: &[u8]) -> Result<Prepared, Refusal> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|_| Refusal::Structure(canonical::parse(body).err().unwrap_or_default()))?;
+    let document = canonical::from_value(value.clone()).map_err(Refusal::Structure)?;
+
+    let company_id = caller.company_scope(document.company_id)?.ok_or_else(|| {
+        Refusal::Routing(vec![Issue::new(
+            "company_id",
+            routing::MISSING_CONFIGURATION,
+            "company_id is required unless the API key is scoped to a company",
+        )])
+    })?;
+    let company = read::company(&state.store, caller.tenant, company_id)
+        .await?
+        .ok_or_else(|| {
+            Refusal::Routing(vec![Issue::new(
+                "company_id",
+                routing::UNKNOWN_REFERENCE,
+                "no such company in this tenant",
+            )])
+        })?;
+    let channels: Vec<EmissionChannel> = read::channels(&state.store, caller.tenant, Some(company_id))
+        .await?
+        .into_iter()
+        .map(|r| r.channel)
+        .collect();
+    let locations = read::locations(&state.store, caller.tenant, company_id).await?;
+    let requested = Requested {
+        branch_id: document.branch_id,
+        issuance_point_id: document.issuance_point_id,
+        channel: document.channel,
+    };
+    let routing = routing::route(company_id, requested, &channels, &locations).map_err(Refusal::Routing)?;
+    let channel = channels
+        .into_iter()
+        .find(|c| c.channel_id == routing.channel_id)
+        .ok_or_else(|| {
+            Refusal::Api(ApiError::new(
+                ErrorCode::InternalError,
+                "the routed channel vanished",
+            ))
+        })?;
+
+    let ruc = Ruc::parse(&company.ruc).map_err(|_| {
+        Refusal::Api(ApiError::new(
+            ErrorCode::InternalError,
+            "a stored RUC is unreadable",
+        ))
+    })?;
+    let certificates: Vec<_> = read::certificates(&state.store, caller.tenant, Some(company_id))
+        .await?
+        .into_iter()
+        .map(|r| r.record)
+        .collect();
+    let print_settings_saved = read::print_settings(&state.store, caller.tenant, company_id)
+        .await?
+        .is_some();
+    let now = Utc::now();
+    let ctx = ReadinessContext {
+        ruc: &ruc,
+        branches: &locations,
+        certificates: &certificates,
+        print_settings_saved,
+        now,
+        today: kuatia_domain::local_time::paraguay_today(now),
+    };
+    let (issues, certificate) = readiness_issues(channel.readiness(&ctx));
+    if !issues.is_empty() {
+        return Err(Refusal::NotReady {
+            routing,
+            issues,
+            certificate,
+        });
+    }
+
+    let certificate_expires_in_days = channel.sifen.as_ref().and_then(|s| {
+        certificates
+            .iter()
+            .find(|c| c.certificate_id == s.certificate_id)
+            .map(|c| c.facts.validate(&ruc, now).expires_in_days)
+    });
+    let validation = validation::validate(
+        &document,
+        &ValidationContext {
+            channel: routing.channel,
+            company_ruc: &ruc,
+            environment: channel.sifen.as_ref().map(|s| s.environment),
+            now,
+            certificate_expires_in_days,
+            buyer_registry: RegistryAnswer::NotLoaded,
+        },
+    );
+    Ok(Prepared {
+        document,
+        body: value,
+        routing,
+        company,
+        channel,
+        validation,
+    })
+}
+
+/// The routing part of a validation response.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RoutingView {
+    /// Company.
+    pub company_id: Uuid,
+    /// Branch.
+    pub branch_id: Option<Uuid>,
+    /// Issuance point.
+    pub issuance_point_id: Option<Uuid>,
+    /// `sifen` or `autoimpresor`.
+    pub channel: String,
+}
+
+impl From<Routing> for RoutingView {
+    fn from(r: Routing) -> Self {
+        Self {
+            company_id: r.company_id,
+            branch_id: Some(r.branch_id),
+            issuance_point_id: Some(r.issuance_point_id),
+            channel: kind_str(r.channel).to_owned(),
+        }
+    }
+}
+
+fn kind_str(kind: ChannelKind) -> &'static str {
+    kind.as_str()
+}
+
+/// Needed by `POST /v1/documents/validate`.
+pub const VALIDATE_DOCUMENT: Permission = Permission::IssueDocuments;
+/// Needed by `POST /v1/documents`.
+pub const CREATE_DOCUMENT: Permission = Permission::IssueDocuments;
+/// Needed by `GET /v1/documents`, `/{id}`, `/{id}/status`.
+pub const READ_DOCUMENTS: Permission = Permission::ReadDocuments;
+/// Needed by `GET /v1/documents/{id}/timeline`.
+pub const READ_TIMELINE: Permission = Permission::ReadAudit;
+
+/// `POST /v1/documents/validate` response (contract §2.8).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ValidationResponse {
+    /// No errors.
+    pub valid: bool,
+    /// Blocking issues `{field, code, message}` (docs/issue-codes.md).
+    #[schema(value_type = Vec<Object>)]
+    pub errors: Value,
+    /// Non-blocking issues.
+    #[schema(value_type = Vec<Object>)]
+    pub warnings: Value,
+    /// Where the document would go; null when it cannot be routed.
+    pub routing: Option<RoutingView>,
+}
+
+/// Validates a document without storing it: structure, routing and readiness (contract rule
+/// 4.4.4), and every business and v150 rule; every issue at once.
+#[utoipa::path(
+    post,
+    path = "/v1/documents/validate",
+    tag = "documents",
+    security(("api_key" = []), ("session" = [])),
+    params(("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")),
+    request_body(content = CanonicalDocument, description = "A CanonicalDocumentV1 (contract §2.1, DECISIONS §4)",
+                 example = json!(canonical::sample_invoice())),
+    responses(
+        (status = 200, description = "The validation (valid or not)", body = ValidationResponse),
+        (status = 401, description = "No valid credentials", body = ErrorBody),
+        (status = 403, description = "Role not allowed", body = ErrorBody),
+        (status = 413, description = "Body too large", body = ErrorBody),
+        (status = 415, description = "Not JSON", body = ErrorBody)
+    )
+)]
+pub async fn validate_document(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBytes(body): JsonBytes,
+) -> Result<axum::Json<ValidationResponse>, ApiError> {
+    caller.require(VALIDATE_DOCUMENT)?;
+    let none = || Value::Array(Vec::new());
+    let response = match prepare(&state, &caller, &body).await {
+        Ok(p) => ValidationResponse {
+            valid: p.validation.is_valid(),
+            errors: issues_json(&p.validation.errors),
+            warnings: issues_json(&p.validation.warnings),
+            routing: Some(p.routing.into()),
+        },
+        Err(Refusal::Structure(issues) | Refusal::Routing(issues)) => ValidationResponse {
+            valid: false,
+            errors: issues_json(&issues),
+            warnings: none(),
+            routing: None,
+        },
+        Err(Refusal::NotReady { routing, issues, .. }) => ValidationResponse {
+            valid: false,
+            errors: issues_json(&issues),
+            warnings: none(),
+            routing: Some(routing.into()),
+        },
+        Err(Refusal::Api(e)) => return Err(e),
+    };
+    Ok(axum::Json(response))
+}
+
+/// A document as `POST /v1/documents` and the status endpoint answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DocumentView {
+    /// Id.
+    pub id: Uuid,
+    /// The caller's id.
+    pub external_id: String,
+    /// DocumentStatus (contract §2.7).
+    pub status: String,
+    /// `sifen` or `autoimpresor`.
+    pub channel: String,
+    /// Document type.
+    #[serde(rename = "type")]
+    pub doc_type: String,
+    /// Company.
+    pub company_id: Uuid,
+    /// Branch.
+    pub branch_id: Uuid,
+    /// Issuance point.
+    pub issuance_point_id: Uuid,
+    /// CDC (SIFEN; once transformed).
+    pub cdc: Option<String>,
+    /// `001-001-0000001` once numbered.
+    pub number: Option<String>,
+    /// Grand total (PYG).
+    #[schema(value_type = f64)]
+    pub grand_total: Value,
+    /// Issue date-time.
+    pub issue_datetime: chrono::DateTime<Utc>,
+    /// Received.
+    pub created_at: chrono::DateTime<Utc>,
+    /// Last change.
+    pub updated_at: chrono::DateTime<Utc>,
+    /// Blocking issues (status `validation_failed`).
+    #[schema(value_type = Vec<Object>)]
+    pub errors: Value,
+    /// Warnings.
+    #[schema(value_type = Vec<Object>)]
+    pub warnings: Value,
+    /// `self`, `status`, `timeline`.
+    #[schema(value_type = Object)]
+    pub links: Value,
+}
+
+impl From<DocumentRow> for DocumentView {
+    fn from(r: DocumentRow) -> Self {
+        let base = format!("/v1/documents/{}", r.id);
+        Self {
+            id: r.id,
+            external_id: r.external_id,
+            status: r.status,
+            channel: r.channel,
+            doc_type: r.doc_type,
+            company_id: r.company_id,
+            branch_id: r.branch_id,
+            issuance_point_id: r.issuance_point_id,
+            cdc: r.cdc,
+            number: r.number,
+            grand_total: serde_json::from_str(&r.grand_total).unwrap_or(Value::String(r.grand_total)),
+            issue_datetime: r.issue_datetime,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+            errors: issues_json(&r.errors),
+            warnings: issues_json(&r.warnings),
+            links: json!({"self": base, "status": format!("{base}/status"), "timeline": format!("{base}/timeline")}),
+        }
+    }
+}
+
+fn idempotency_key(headers: &HeaderMap) -> Result<String, ApiError> {
+    let key = headers
+        .get("idempotency-key")
+        .ok_or_else(|| {
+            ApiError::invalid_field(
+                "Idempotency-Key",
+                "required",
+                "the Idempotency-Key header is required",
+            )
+        })?
+        .to_str()
+        .map_err(|_| {
+            ApiError::invalid_field(
+                "Idempotency-Key",
+                "invalid_format",
+                "Idempotency-Key must be visible ASCII",
+            )
+        })?
+        .trim()
+        .to_owned();
+    if key.is_empty() || key.len() > idempotency::MAX_KEY_LEN {
+        return Err(ApiError::invalid_field(
+            "Idempotency-Key",
+            "invalid_length",
+            format!("Idempotency-Key has 1 to {} characters", idempotency::MAX_KEY_LEN),
+        ));
+    }
+    Ok(key)
+}
+
+fn created(view: Value, replayed: bool) -> Response {
+    let mut response = (StatusCode::CREATED, axum::Json(view)).into_response();
+    if replayed {
+        response
+            .headers_mut()
+            .insert("idempotent-replayed", HeaderValue::from_static("true"));
+    }
+    response
+}
+
+async fn current_view(state: &AppState, caller: &Caller, id: Uuid) -> Result<Option<Value>, ApiError> {
+    Ok(read_docs::document(&state.store, caller.tenant, id)
+        .await?
+        .map(|row| serde_json::to_value(DocumentView::from(row)).unwrap_or(Value::Null)))
+}
+
+/// How long a request waits for another one holding its Idempotency-Key.
+const IN_FLIGHT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+/// A claim older than this whose owner never finished is taken over.
+const ABANDONED_AFTER: chrono::Duration = chrono::Duration::seconds(30);
+
+/// Receives a document: 201 with its status (`queued`, or `validation_failed` with the errors).
+#[utoipa::path(
+    post,
+    path = "/v1/documents",
+    tag = "documents",
+    security(("api_key" = []), ("session" = [])),
+    params(
+        ("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant"),
+        ("Idempotency-Key" = String, Header, description = "1–255 characters; 24 h per tenant: the same body answers the original response (Idempotent-Replayed: true), another body 409")
+    ),
+    request_body(content = CanonicalDocument, description = "A CanonicalDocumentV1 (contract §2.1, DECISIONS §4)",
+                 example = json!(canonical::sample_invoice())),
+    responses(
+        (status = 201, description = "Stored (status queued, or validation_failed with errors)", body = DocumentView),
+        (status = 400, description = "Not a CanonicalDocumentV1 (validation_error), no routing (configuration_error) or certificate not ready (certificate_error); nothing stored", body = ErrorBody),
+        (status = 403, description = "Role not allowed", body = ErrorBody),
+        (status = 409, description = "Idempotency-Key used with another body, or still in progress", body = ErrorBody),
+        (status = 413, description = "Body too large", body = ErrorBody),
+        (status = 415, description = "Not JSON", body = ErrorBody)
+    )
+)]
+pub async fn create_document(
+    State(state): State<AppState>,
+    caller: Caller,
+    headers: HeaderMap,
+    JsonBytes(body): JsonBytes,
+) -> Result<Response, ApiError> {
+    caller.require(CREATE_DOCUMENT)?;
+    let key = idempotency_key(&headers)?;
+    let prepared = prepare(&state, &caller, &body)
+        .await
+        .map_err(Refusal::into_error)?;
+    let hash = idempotency::request_hash(&prepared.body);
+    let started = std::time::Instant::now();
+    let document_id = loop {
+        match idempotency::claim(&state.store, caller.tenant, &key, &hash, Utc::now()).await? {
+            Claim::Claimed { document_id } => break document_id,
+            Claim::Replay { response } => return Ok(created(response, true)),
+            Claim::Mismatch => {
+                return Err(ApiError::validation(
+                    "Idempotency-Key was already used with another request body",
+                )
+                .with_status(StatusCode::CONFLICT));
+            }
+            Claim::InFlight {
+                document_id,
+                claimed_at,
+            } => {
+                if Utc::now() - claimed_at > ABANDONED_AFTER {
+                    // Its owner died: finish its work under the same document id (an existing
+                    // document is found, never duplicated).
+                    break document_id;
+                }
+                if started.elapsed() > IN_FLIGHT_WAIT {
+                    return Err(ApiError::new(
+                        ErrorCode::ConflictError,
+                        "a request with this Idempotency-Key is still in progress; retry shortly",
+                    ));
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+            }
+        }
+    };
+    let intake = Intake {
+        document_id,
+        routing: prepared.routing,
+        document: prepared.document,
+        errors: prepared.validation.errors,
+        warnings: prepared.validation.warnings,
+    };
+    let stored = documents::receive(&state.store, caller.tenant, intake, caller.metadata(), Utc::now()).await;
+    if let Err(e) = stored {
+        let _ = idempotency::release(&state.store, caller.tenant, &key, document_id).await;
+        return Err(match e {
+            DocumentsError::Store(e) => e.into(),
+            other => ApiError::new(ErrorCode::ConflictError, other.to_string()),
+        });
+    }
+    let view = current_view(&state, &caller, document_id)
+        .await?
+        .ok_or_else(|| ApiError::new(ErrorCode::InternalError, "the new document is not readable"))?;
+    idempotency::complete(&state.store, caller.tenant, &key, &view).await?;
+    Ok(created(view, false))
+}
+
+/// `GET /v1/documents` query (contract §4.4).
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct ListQuery {
+    /// Company.
+    pub company_id: Option<String>,
+    /// DocumentStatus.
+    pub status: Option<String>,
+    /// `sifen` or `autoimpresor`.
+    pub channel: Option<String>,
+    /// The caller's id.
+    pub external_id: Option<String>,
+    /// Exactly 44 digits.
+    pub cdc: Option<String>,
+    /// The buyer's RUC, with or without its check digit.
+    pub ruc: Option<String>,
+    /// issue_datetime ≥ (RFC 3339).
+    pub date_from: Option<String>,
+    /// issue_datetime < (RFC 3339).
+    pub date_to: Option<String>,
+    /// 1–100, default 50.
+    pub limit: Option<String>,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+/// A page of documents.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DocumentList {
+    /// Newest first.
+    pub documents: Vec<DocumentView>,
+    /// Pass as `cursor` for the next page; null on the last one.
+    pub next_cursor: Option<String>,
+}
+
+fn bad(field: &str, message: &str) -> ApiError {
+    ApiError::invalid_field(field, "invalid_format", message)
+}
+
+fn time_param(field: &str, value: Option<&str>) -> Result<Option<chrono::DateTime<Utc>>, ApiError> {
+    value
+        .map(|v| {
+            chrono::DateTime::parse_from_rfc3339(v.trim())
+                .map(|t| t.with_timezone(&Utc))
+                .map_err(|_| {
+                    bad(
+                        field,
+                        "expected an RFC 3339 date-time with offset, e.g. 2026-03-01T00:00:00-03:00",
+                    )
+                })
+        })
+        .transpose()
+}
+
+fn filter_from(caller: &Caller, q: &ListQuery) -> Result<(read_docs::Filter, u32), ApiError> {
+    let company = q
+        .company_id
+        .as_deref()
+        .map(|c| {
+            c.trim()
+                .parse::<Uuid>()
+                .map_err(|_| bad("company_id", "company_id must be a UUID"))
+        })
+        .transpose()?;
+    let status = match q.status.as_deref() {
+        Some(s) if !DocumentStatus::ALL.iter().any(|st| st.as_str() == s) => {
+            return Err(ApiError::invalid_field(
+                "status",
+                "invalid_enum",
+                format!("unknown status {s:?}"),
+            ));
+        }
+        other => other.map(str::to_owned),
+    };
+    let channel = match q.channel.as_deref() {
+        Some(c) if c != "sifen" && c != "autoimpresor" => {
+            return Err(ApiError::invalid_field(
+                "channel",
+                "invalid_enum",
+                "channel is sifen or autoimpresor",
+            ));
+        }
+        other => other.map(str::to_owned),
+    };
+    if let Some(cdc) = &q.cdc
+        && !(cdc.len() == 44 && cdc.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return Err(bad("cdc", "a CDC is exactly 44 digits"));
+    }
+    let buyer_ruc = q.ruc.as_deref().map(read_docs::ruc_number);
+    if buyer_ruc
+        .as_ref()
+        .is_some_and(|r| r.is_empty() || r.len() > 8 || !r.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return Err(bad("ruc", "a RUC is 1 to 8 digits, optionally followed by -DV"));
+    }
+    let limit = match q.limit.as_deref() {
+        None => 50,
+        Some(l) => match l.trim().parse::<u32>() {
+            Ok(n) if (1..=100).contains(&n) => n,
+            _ => return Err(bad("limit", "limit is 1 to 100")),
+        },
+    };
+    let before = q
+        .cursor
+        .as_deref()
+        .map(|c| {
+            c.trim()
+                .parse::<Uuid>()
+                .map_err(|_| bad("cursor", "not a cursor of this listing"))
+        })
+        .transpose()?;
+    Ok((
+        read_docs::Filter {
+            company_id: caller.company_scope(company)?,
+            status,
+            channel,
+            external_id: q.external_id.clone(),
+            cdc: q.cdc.clone(),
+            buyer_ruc,
+            date_from: time_param("date_from", q.date_from.as_deref())?,
+            date_to: time_param("date_to", q.date_to.as_deref())?,
+            before,
+        },
+        limit,
+    ))
+}
+
+/// Lists documents, newest first, with every filter of the contract and cursor pagination.
+#[utoipa::path(
+    get,
+    path = "/v1/documents",
+    tag = "documents",
+    security(("api_key" = []), ("session" = [])),
+    params(ListQuery, ("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")),
+    responses(
+        (status = 200, description = "A page", body = DocumentList),
+        (status = 400, description = "A malformed filter", body = ErrorBody)
+    )
+)]
+pub async fn list_documents(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(query): Query<ListQuery>,
+) -> Result<axum::Json<DocumentList>, ApiError> {
+    caller.require(READ_DOCUMENTS)?;
+    let (filter, limit) = filter_from(&caller, &query)?;
+    let mut rows = read_docs::list(&state.store, caller.tenant, &filter, limit + 1).await?;
+    let more = rows.len() > limit as usize;
+    rows.truncate(limit as usize);
+    let next_cursor = if more {
+        rows.last().map(|r| r.id.to_string())
+    } else {
+        None
+    };
+    Ok(axum::Json(DocumentList {
+        documents: rows.into_iter().map(DocumentView::from).collect(),
+        next_cursor,
+    }))
+}
+
+async fn visible(state: &AppState, caller: &Caller, id: Uuid) -> Result<DocumentRow, ApiError> {
+    read_docs::document(&state.store, caller.tenant, id)
+        .await?
+        .filter(|d| caller.sees(d.company_id))
+        .ok_or_else(|| ApiError::not_found("no such document"))
+}
+
+/// A document's materialised status.
+#[utoipa::path(
+    get,
+    path = "/v1/documents/{id}/status",
+    tag = "documents",
+    security(("api_key" = []), ("session" = [])),
+    params(("id" = Uuid, Path, description = "The document"), ("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")),
+    responses((status = 200, description = "Status", body = DocumentView), (status = 404, description = "No such document", body = ErrorBody))
+)]
+pub async fn document_status(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+) -> Result<axum::Json<DocumentView>, ApiError> {
+    caller.require(READ_DOCUMENTS)?;
+    Ok(axum::Json(visible(&state, &caller, id).await?.into()))
+}
+
+/// One timeline entry.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TimelineView {
+    /// Global position in the event log.
+    pub position: i64,
+    /// Version in the document's stream.
+    pub version: i64,
+    /// Event type.
+    #[serde(rename = "type")]
+    pub event_type: String,
+    /// Status after the event.
+    pub status: String,
+    /// When it was recorded.
+    pub at: chrono::DateTime<Utc>,
+    /// Who (`api_key:<id>`, `user:<id>`, `system:<job>`).
+    pub actor: Option<String>,
+    /// The event's data.
+    #[schema(value_type = Object)]
+    pub data: Value,
+}
+
+async fn timeline_of(state: &AppState, caller: &Caller, id: Uuid) -> Result<Vec<TimelineView>, ApiError> {
+    Ok(read_docs::timeline(&state.store, caller.tenant, id)
+        .await?
+        .into_iter()
+        .map(|e| TimelineView {
+            position: e.position,
+            version: e.version,
+            event_type: e.event_type,
+            status: e.status,
+            at: e.at,
+            actor: e.actor,
+            data: e.data,
+        })
+        .collect())
+}
+
+/// A document's timeline: the immutable events of its stream, oldest first.
+#[utoipa::path(
+    get,
+    path = "/v1/documents/{id}/timeline",
+    tag = "documents",
+    security(("api_key" = []), ("session" = [])),
+    params(("id" = Uuid, Path, description = "The document"), ("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")),
+    responses((status = 200, description = "Events", body = [TimelineView]), (status = 404, description = "No such document", body = ErrorBody))
+)]
+pub async fn document_timeline(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+) -> Result<axum::Json<Vec<TimelineView>>, ApiError> {
+    caller.require(READ_TIMELINE)?;
+    visible(&state, &caller, id).await?;
+    Ok(axum::Json(timeline_of(&state, &caller, id).await?))
+}
+
+/// An artifact (without its download URL until the artifact store lands).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ArtifactView {
+    /// Id.
+    pub id: Uuid,
+    /// kude, signed_xml, printable_pdf, …
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Version per type.
+    pub version: i64,
+    /// MIME type.
+    pub content_type: String,
+    /// SHA-256, hex.
+    pub sha256: String,
+    /// Bytes.
+    pub size: i64,
+    /// Recorded.
+    pub created_at: chrono::DateTime<Utc>,
+}
+
+/// The diagnostic detail: summary, the canonical document as received, artifacts, and (for roles
+/// that read audit data) the timeline.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DocumentDetail {
+    /// The status view.
+    pub summary: DocumentView,
+    /// Artifacts.
+    pub artifacts: Vec<ArtifactView>,
+    /// The timeline; null for roles without audit access (viewer, issuer).
+    pub timeline: Option<Vec<TimelineView>>,
+}
+
+/// A document's detail.
+#[utoipa::path(
+    get,
+    path = "/v1/documents/{id}",
+    tag = "documents",
+    security(("api_key" = []), ("session" = [])),
+    params(("id" = Uuid, Path, description = "The document"), ("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")),
+    responses((status = 200, description = "Detail", body = DocumentDetail), (status = 404, description = "No such document", body = ErrorBody))
+)]
+pub async fn get_document(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+) -> Result<axum::Json<DocumentDetail>, ApiError> {
+    caller.require(READ_DOCUMENTS)?;
+    let row = visible(&state, &caller, id).await?;
+    let artifacts = read_docs::artifacts(&state.store, caller.tenant, id)
+        .await?
+        .into_iter()
+        .map(|a| ArtifactView {
+            id: a.id,
+            kind: a.kind,
+            version: a.version,
+            content_type: a.content_type,
+            sha256: a.sha256,
+            size: a.size,
+            created_at: a.created_at,
+        })
+        .collect();
+    let timeline = if caller.role.allows(READ_TIMELINE) {
+        Some(timeline_of(&state, &caller, id).await?)
+    } else {
+        None
+    };
+    Ok(axum::Json(DocumentDetail {
+        summary: row.into(),
+        artifacts,
+        timeline,
+    }))
+}

@@ -1,0 +1,148 @@
+//! Secrets at rest (DECISIONS §3): certificate keys and chains, the CSC, channel credentials.
+//!
+//! A secret is sealed (AES-256-GCM under `KUATIA_MASTER_KEY`, by the [`Sealer`] adapter) and kept
+//! in the plain table `sealed_secrets`, never in an event: events are immutable and readable by
+//! auditors (`GET /v1/events`), so they carry only the secret's id. A new id in a configuration
+//! event is how the audit trail shows that a secret changed. The additional authenticated data
+//! binds each ciphertext to its tenant, id and kind, so a sealed value copied onto another row
+//! does not open.
+//!
+//! A secret row is written before the event that refers to it; if the append then fails, the row
+//! is an orphan nobody refers to, never a reference to nothing.
+
+use chrono::Utc;
+use kuatia_domain::certificate::CertificateFacts;
+use kuatia_domain::tenancy::TenantId;
+use std::sync::Arc;
+use uuid::Uuid;
+use zeroize::Zeroizing;
+
+use crate::event_store::{SharedStore, StoreError};
+use crate::projection::SqlValue;
+
+/// Why sealing or opening failed.
+#[derive(Debug, thiserror::Error)]
+pub enum VaultError {
+    /// The ciphertext does not open under this key with this context (wrong master key, or
+    /// tampering).
+    #[error("a sealed secret does not open: wrong master key or altered data")]
+    Unsealable,
+    /// No such secret for this tenant.
+    #[error("no such secret")]
+    Missing,
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Authenticated encryption under the master key (the adapter is in `infrastructure`).
+pub trait Sealer: Send + Sync {
+    /// A short, public identifier of the key (so that a rotation can tell old rows).
+    fn key_id(&self) -> &str;
+    /// Encrypts `plaintext`, binding `aad`.
+    fn seal(&self, aad: &[u8], plaintext: &[u8]) -> Vec<u8>;
+    /// Decrypts what [`Sealer::seal`] returned with the same `aad`.
+    fn open(&self, aad: &[u8], sealed: &[u8]) -> Result<Zeroizing<Vec<u8>>, VaultError>;
+}
+
+/// A PKCS#12 file, opened.
+pub struct OpenedPfx {
+    /// What the certificate says.
+    pub facts: CertificateFacts,
+    /// The private key (PKCS#8) and the chain, leaf first, as PEM: what mutual TLS and the
+    /// signer take.
+    pub pem: Zeroizing<String>,
+}
+
+impl std::fmt::Debug for OpenedPfx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenedPfx")
+            .field("facts", &self.facts)
+            .field("pem", &"<redacted>")
+            .finish()
+    }
+}
+
+/// Why a PFX could not be opened.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PfxError {
+    /// Not a PKCS#12 file.
+    #[error("the file is not a PKCS#12 (PFX/P12) file")]
+    NotPkcs12,
+    /// The password does not open it.
+    #[error("the password does not open the PFX file")]
+    WrongPassword,
+    /// No private key with a certificate inside.
+    #[error("the PFX file holds no private key with its certificate")]
+    NoKey,
+    /// Something this reader cannot handle (the reason names it).
+    #[error("the PFX file cannot be read: {0}")]
+    Unsupported(String),
+}
+
+/// Opens uploaded PFX files (the adapter is in `infrastructure`; legacy RC2/3DES files too).
+pub trait PfxReader: Send + Sync {
+    /// Opens `pfx` with `password`, reading the certificate's facts at the same time.
+    fn open(&self, pfx: &[u8], password: &str) -> Result<OpenedPfx, PfxError>;
+}
+
+/// Sealed secrets of every tenant.
+#[derive(Clone)]
+pub struct Vault {
+    store: SharedStore,
+    sealer: Arc<dyn Sealer>,
+}
+
+fn aad(tenant: TenantId, id: Uuid, kind: &str) -> Vec<u8> {
+    format!("kuatia-secret:v1:{tenant}:{id}:{kind}").into_bytes()
+}
+
+impl Vault {
+    /// A vault over `store`'s `sealed_secrets` table.
+    pub fn new(store: SharedStore, sealer: Arc<dyn Sealer>) -> Self {
+        Self { store, sealer }
+    }
+
+    /// Seals and stores a secret of `kind` (`certificate`, `csc`, `client_secret`, `api_key`);
+    /// returns its id.
+    pub async fn put(&self, tenant: TenantId, kind: &str, plaintext: &[u8]) -> Result<Uuid, VaultError> {
+        use base64::Engine;
+        let id = Uuid::now_v7();
+        let sealed = self.sealer.seal(&aad(tenant, id, kind), plaintext);
+        self.store
+            .execute(
+                "INSERT INTO sealed_secrets (id, tenant_id, kind, key_id, sealed, created_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+                &[
+                    SqlValue::Uuid(id),
+                    SqlValue::Uuid(tenant.as_uuid()),
+                    SqlValue::Text(kind.to_owned()),
+                    SqlValue::Text(self.sealer.key_id().to_owned()),
+                    SqlValue::Text(base64::engine::general_purpose::STANDARD.encode(sealed)),
+                    SqlValue::Timestamp(Utc::now()),
+                ],
+            )
+            .await?;
+        Ok(id)
+    }
+
+    /// Opens a tenant's secret.
+    pub async fn get(&self, tenant: TenantId, id: Uuid) -> Result<Zeroizing<Vec<u8>>, VaultError> {
+        use base64::Engine;
+        let rows = self
+            .store
+            .query(
+                "SELECT kind, sealed FROM sealed_secrets WHERE tenant_id = $1 AND id = $2",
+                &[SqlValue::Uuid(tenant.as_uuid()), SqlValue::Uuid(id)],
+            )
+            .await?;
+        let row = rows.first().ok_or(VaultError::Missing)?;
+        let (Some(kind), Some(sealed)) = (row[0].as_text(), row[1].as_text()) else {
+            return Err(VaultError::Unsealable);
+        };
+        let sealed = base64::engine::general_purpose::STANDARD
+            .decode(sealed)
+            .map_err(|_| VaultError::Unsealable)?;
+        self.sealer.open(&aad(tenant, id, &kind), &sealed)
+    }
+}

@@ -1,0 +1,780 @@
+//! CanonicalDocumentV1 (contract §2.1–2.6) with the optional extensions of DECISIONS §4, as typed
+//! Rust. Unknown fields are refused at every level but `metadata`, so a typo never vanishes.
+//! Money and quantities are exact decimals ([`Amount`]), parsed from the JSON number's own
+//! digits (serde_json's `arbitrary_precision`), never through floating point.
+//!
+//! [`parse`] turns a request body into a document or the list of structural issues (JSON syntax,
+//! types, unknown or missing fields, enum values, including the contract's single currency and
+//! its three tax rates), each with a JSON path and a stable code. Business rules are in
+//! [`super::validation`].
+
+use chrono::{DateTime, FixedOffset, NaiveDate};
+use rust_decimal::Decimal;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+use super::issues::{Issue, codes};
+use crate::channel::ChannelKind;
+
+/// An exact decimal: money (guaraníes), quantities, rates. JSON: a number, kept digit for digit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Amount(pub Decimal);
+
+impl Amount {
+    /// The decimal.
+    pub fn get(self) -> Decimal {
+        self.0
+    }
+}
+
+impl From<Decimal> for Amount {
+    fn from(d: Decimal) -> Self {
+        Self(d)
+    }
+}
+
+impl From<i64> for Amount {
+    fn from(v: i64) -> Self {
+        Self(Decimal::from(v))
+    }
+}
+
+impl std::fmt::Display for Amount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.normalize().fmt(f)
+    }
+}
+
+impl Serialize for Amount {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        rust_decimal::serde::arbitrary_precision::serialize(&self.0.normalize(), serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Amount {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        // Only JSON numbers: a string "100" is a type error, as the contract's schema says.
+        let value = Value::deserialize(deserializer)?;
+        match value {
+            Value::Number(n) => n
+                .as_str()
+                .parse::<Decimal>()
+                .or_else(|_| Decimal::from_scientific(n.as_str()))
+                .map(Self)
+                .map_err(|_| {
+                    serde::de::Error::custom(format!(
+                        "invalid type: number {n} is out of range, expected a decimal number"
+                    ))
+                }),
+            other => Err(serde::de::Error::custom(format!(
+                "invalid type: {}, expected a number",
+                kind_of(&other)
+            ))),
+        }
+    }
+}
+
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// Document types of the contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum DocumentType {
+    /// Factura electrónica (iTiDE 1).
+    Invoice,
+    /// Nota de crédito electrónica (5).
+    CreditNote,
+    /// Nota de débito electrónica (6).
+    DebitNote,
+    /// Nota de remisión electrónica (7).
+    Remision,
+    /// A receipt: not a SIFEN document (BRIEF §3.4); autoimpresor only.
+    Receipt,
+    /// Autofactura electrónica (4).
+    Autofactura,
+}
+
+impl DocumentType {
+    /// The contract's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Invoice => "invoice",
+            Self::CreditNote => "credit_note",
+            Self::DebitNote => "debit_note",
+            Self::Remision => "remision",
+            Self::Receipt => "receipt",
+            Self::Autofactura => "autofactura",
+        }
+    }
+
+    /// SIFEN's iTiDE, when the type is a SIFEN document.
+    pub fn sifen_code(self) -> Option<u8> {
+        match self {
+            Self::Invoice => Some(1),
+            Self::Autofactura => Some(4),
+            Self::CreditNote => Some(5),
+            Self::DebitNote => Some(6),
+            Self::Remision => Some(7),
+            Self::Receipt => None,
+        }
+    }
+}
+
+/// `operation_type` of a party.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum OperationType {
+    /// Business to business (iTiOpe 1).
+    B2b,
+    /// Business to consumer (2).
+    B2c,
+    /// A foreign buyer (4, B2F).
+    Foreign,
+    /// An unnamed consumer (innominado).
+    Anonymous,
+}
+
+/// `document_type` of a party.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum IdDocumentType {
+    /// A RUC (taxpayer).
+    Ruc,
+    /// Cédula paraguaya.
+    Ci,
+    /// Passport.
+    Passport,
+    /// Foreign identity card.
+    ForeignId,
+    /// Diplomatic card.
+    DiplomaticCard,
+    /// Unnamed.
+    Innominado,
+    /// Something else.
+    Other,
+}
+
+/// Person or legal entity (extension `buyer.taxpayer_type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum PartyTaxpayerType {
+    /// A natural person.
+    Individual,
+    /// A legal entity.
+    LegalEntity,
+}
+
+/// A seller or buyer (contract §2.2, all optional, plus DECISIONS §4's buyer extensions).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Party {
+    /// RUC, `NNNNNNNN-D`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ruc: Option<String>,
+    /// Legal name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub legal_name: Option<String>,
+    /// Trade name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trade_name: Option<String>,
+    /// Email.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    /// b2b, b2c, foreign, anonymous.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operation_type: Option<OperationType>,
+    /// Kind of identity document.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub document_type: Option<IdDocumentType>,
+    /// Its number.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub document_number: Option<String>,
+    /// Extension: person or legal entity (default: from the RUC).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub taxpayer_type: Option<PartyTaxpayerType>,
+    /// Extension: street address.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
+    /// Extension: house number.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub house_number: Option<String>,
+    /// Extension: SIFEN city code.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub city_code: Option<u32>,
+    /// Extension: SIFEN department code.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub department_code: Option<u16>,
+    /// Extension: ISO 3166 alpha-3 country (default PRY; required for `foreign`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub country: Option<String>,
+}
+
+/// `items[].exemption` for tax rate 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Exemption {
+    /// Exento (iAfecIVA 3).
+    Exempt,
+    /// Exonerado (iAfecIVA 2).
+    Exonerated,
+}
+
+/// A line (contract §2.3, all required, plus extensions).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Item {
+    /// Description.
+    pub description: String,
+    /// Quantity.
+    #[cfg_attr(feature = "openapi", schema(value_type = f64))]
+    pub quantity: Amount,
+    /// Unit price, IVA included.
+    #[cfg_attr(feature = "openapi", schema(value_type = f64))]
+    pub unit_price: Amount,
+    /// 0, 5 or 10.
+    #[cfg_attr(feature = "openapi", schema(value_type = f64))]
+    pub tax_rate: Amount,
+    /// IVA included in `total_amount`.
+    #[cfg_attr(feature = "openapi", schema(value_type = f64))]
+    pub tax_amount: Amount,
+    /// quantity × unit_price.
+    #[cfg_attr(feature = "openapi", schema(value_type = f64))]
+    pub total_amount: Amount,
+    /// Extension: the seller's item code (default: the line number).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// Extension: SIFEN unit code (default 77, "UNI").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unit: Option<u16>,
+    /// Extension: for tax rate 0, exempt (default) or exonerated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exemption: Option<Exemption>,
+}
+
+/// Totals (contract §2.4).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Totals {
+    /// grand_total − tax_total.
+    #[cfg_attr(feature = "openapi", schema(value_type = f64))]
+    pub subtotal: Amount,
+    /// Σ tax_amount.
+    #[cfg_attr(feature = "openapi", schema(value_type = f64))]
+    pub tax_total: Amount,
+    /// Σ total_amount.
+    #[cfg_attr(feature = "openapi", schema(value_type = f64))]
+    pub grand_total: Amount,
+}
+
+/// cash or credit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum PaymentCondition {
+    /// Contado.
+    Cash,
+    /// Crédito.
+    Credit,
+}
+
+/// How it is paid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum PaymentMethod {
+    /// Efectivo.
+    Cash,
+    /// Tarjeta.
+    Card,
+    /// Transferencia.
+    BankTransfer,
+    /// Cheque.
+    Check,
+    /// Otro.
+    Other,
+}
+
+/// An installment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Installment {
+    /// When.
+    pub due_date: NaiveDate,
+    /// How much.
+    #[cfg_attr(feature = "openapi", schema(value_type = f64))]
+    pub amount: Amount,
+}
+
+/// Card kind (extension).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum CardKind {
+    /// Tarjeta de crédito.
+    Credit,
+    /// Tarjeta de débito.
+    Debit,
+}
+
+/// `payment_terms.card` (extension).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Card {
+    /// Brand (visa, mastercard, american_express, maestro, panal, cabal, other).
+    pub brand: String,
+    /// Credit or debit.
+    pub kind: CardKind,
+}
+
+/// `payment_terms.check` (extension).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Check {
+    /// Cheque number.
+    pub number: String,
+    /// Issuing bank.
+    pub bank: String,
+}
+
+/// Payment terms (contract §2.5).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct PaymentTerms {
+    /// cash or credit.
+    pub condition: PaymentCondition,
+    /// Method.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method: Option<PaymentMethod>,
+    /// Due date (credit).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub due_date: Option<NaiveDate>,
+    /// Installments (credit).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub installments: Option<Vec<Installment>>,
+    /// Extension: card details.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub card: Option<Card>,
+    /// Extension: cheque details.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub check: Option<Check>,
+}
+
+/// manual or automatic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum DeliveryMode {
+    /// The issuer delivers from the console.
+    Manual,
+    /// The service delivers through the channels.
+    Automatic,
+}
+
+/// A delivery channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum DeliveryChannel {
+    /// Email.
+    Email,
+    /// WhatsApp.
+    Whatsapp,
+    /// Telegram.
+    Telegram,
+    /// The issuer's webhooks (issuer only).
+    Webhook,
+}
+
+/// `delivery.customer`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CustomerDelivery {
+    /// Mode.
+    pub mode: DeliveryMode,
+    /// email, whatsapp, telegram.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub channels: Option<Vec<DeliveryChannel>>,
+    /// Email.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    /// Phone (WhatsApp).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phone: Option<String>,
+    /// Telegram chat.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub telegram_chat_id: Option<String>,
+}
+
+/// `delivery.issuer`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct IssuerDelivery {
+    /// Mode.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<DeliveryMode>,
+    /// email, whatsapp, telegram, webhook.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub channels: Option<Vec<DeliveryChannel>>,
+    /// Emails.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub emails: Option<Vec<String>>,
+    /// Notify the issuer's webhooks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub webhook: Option<bool>,
+}
+
+/// Delivery (contract §2.6).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Delivery {
+    /// To the customer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub customer: Option<CustomerDelivery>,
+    /// To the issuer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub issuer: Option<IssuerDelivery>,
+}
+
+/// `associated_document` (extension; credit and debit notes, autofactura): an electronic
+/// document by CDC, a printed one by its numbers, or (autofactura) a constancia.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct AssociatedDocument {
+    /// CDC of an electronic document (44 digits).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cdc: Option<String>,
+    /// Timbrado of a printed document.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timbrado: Option<String>,
+    /// Establishment (3 digits).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub establishment: Option<String>,
+    /// Issuance point (3 digits).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub point: Option<String>,
+    /// Number (7 digits).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub number: Option<String>,
+    /// Issue date.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub issue_date: Option<NaiveDate>,
+    /// Autofactura: constancia type (1 no taxpayer, 2 microproducer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub constancia_type: Option<u8>,
+    /// Autofactura: constancia number.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub constancia_number: Option<String>,
+    /// Autofactura: constancia control code.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub constancia_control: Option<String>,
+}
+
+/// The document (contract §2.1 plus DECISIONS §4).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CanonicalDocument {
+    /// The company (optional with a company-scoped key).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub company_id: Option<Uuid>,
+    /// Branch (default resolution when omitted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub branch_id: Option<Uuid>,
+    /// Issuance point (default resolution when omitted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub issuance_point_id: Option<Uuid>,
+    /// Channel (default resolution when omitted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub channel: Option<ChannelKind>,
+    /// The caller's id.
+    pub external_id: String,
+    /// Document type.
+    #[serde(rename = "type")]
+    pub doc_type: DocumentType,
+    /// With an offset.
+    pub issue_datetime: DateTime<FixedOffset>,
+    /// `PYG` (anything else is refused as `unsupported_currency`).
+    pub currency: String,
+    /// Seller.
+    pub seller: Party,
+    /// Buyer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub buyer: Option<Party>,
+    /// Lines.
+    pub items: Vec<Item>,
+    /// Totals.
+    pub totals: Totals,
+    /// Payment terms.
+    pub payment_terms: PaymentTerms,
+    /// Delivery.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<Delivery>,
+    /// Free-form.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    pub metadata: Option<Map<String, Value>>,
+    /// Extension: the document a note or autofactura refers to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub associated_document: Option<AssociatedDocument>,
+    /// Extension: motive code (iMotEmi for notes, iMotEmiNR for remisión).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<u8>,
+    /// Extension: transport data of a remisión (free-form until the SIFEN channel maps it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
+    pub transport: Option<Map<String, Value>>,
+    /// Extension: iIndPres (default 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub presence: Option<u8>,
+    /// Extension: iTipTra (default 1 goods, 2 services).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transaction_type: Option<u8>,
+}
+
+/// The only currency of the formal schema.
+pub const CURRENCY: &str = "PYG";
+
+/// Turns a serde error at `path` into an issue with a stable code.
+fn structural_issue(path: &str, message: &str) -> Issue {
+    let field = if path.is_empty() || path == "." {
+        "$".to_owned()
+    } else {
+        path.to_owned()
+    };
+    let (code, message) = if message.starts_with("unknown field") {
+        (codes::UNKNOWN_FIELD, message.to_owned())
+    } else if message.starts_with("missing field") {
+        (codes::REQUIRED, message.to_owned())
+    } else if message.starts_with("unknown variant") {
+        (codes::INVALID_ENUM, message.to_owned())
+    } else if message.contains("premature end of input")
+        || message.contains("input contains invalid characters")
+        || message.contains("trailing input")
+        || message.contains("no possible date and time matching input")
+        || message.contains("input is out of range")
+        || message.contains("input is not enough for unique date")
+    {
+        (
+            codes::INVALID_FORMAT,
+            format!("not a valid date or date-time: {message}"),
+        )
+    } else if message.starts_with("invalid length") {
+        (codes::INVALID_FORMAT, message.to_owned())
+    } else if message.starts_with("invalid type") || message.starts_with("invalid value") {
+        (codes::INVALID_TYPE, message.to_owned())
+    } else {
+        (codes::INVALID_FORMAT, message.to_owned())
+    };
+    Issue::new(field, code, message)
+}
+
+/// Parses a request body. Errors: JSON syntax (one issue at `$`), or the first structural
+/// problem serde meets, then every enum problem of the contract's closed value sets.
+pub fn parse(body: &[u8]) -> Result<CanonicalDocument, Vec<Issue>> {
+    let value: Value = serde_json::from_slice(body).map_err(|e| {
+        vec![Issue::new(
+            "$",
+            codes::MALFORMED_JSON,
+            format!("malformed JSON at line {} column {}: {e}", e.line(), e.column()),
+        )]
+    })?;
+    from_value(value)
+}
+
+/// Parses an already decoded JSON value.
+pub fn from_value(value: Value) -> Result<CanonicalDocument, Vec<Issue>> {
+    if !value.is_object() {
+        return Err(vec![Issue::new(
+            "$",
+            codes::INVALID_TYPE,
+            "the document must be a JSON object",
+        )]);
+    }
+    let document: CanonicalDocument = serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        vec![structural_issue(&path, &e.inner().to_string())]
+    })?;
+    let issues = enum_issues(&document);
+    if issues.is_empty() {
+        Ok(document)
+    } else {
+        Err(issues)
+    }
+}
+
+/// The closed value sets the types cannot express: currency and tax rate.
+fn enum_issues(document: &CanonicalDocument) -> Vec<Issue> {
+    let mut issues = Vec::new();
+    if document.currency != CURRENCY {
+        issues.push(Issue::new(
+            "currency",
+            codes::UNSUPPORTED_CURRENCY,
+            format!(
+                "currency {:?} is not supported; the only currency is PYG",
+                document.currency
+            ),
+        ));
+    }
+    for (i, item) in document.items.iter().enumerate() {
+        let rate = item.tax_rate.get();
+        if ![Decimal::ZERO, Decimal::from(5), Decimal::from(10)].contains(&rate) {
+            issues.push(Issue::new(
+                format!("items[{i}].tax_rate"),
+                codes::INVALID_TAX_RATE,
+                format!("tax_rate {} is not one of 0, 5, 10", item.tax_rate),
+            ));
+        }
+    }
+    issues
+}
+
+/// A valid invoice (BRIEF §3.6's worked example), for tests and examples.
+pub fn sample_invoice() -> Value {
+    serde_json::json!({
+        "external_id": "ERP-0001",
+        "type": "invoice",
+        "issue_datetime": "2026-03-02T10:15:00-03:00",
+        "currency": "PYG",
+        "seller": {"ruc": "80069563-1", "legal_name": "DE GENERACION ELECTRONICA S.A."},
+        "buyer": {"ruc": "80013884-8", "legal_name": "CLIENTE S.A.", "operation_type": "b2b",
+                  "document_type": "ruc", "email": "compras@cliente.com.py"},
+        "items": [
+            {"description": "Licencia anual", "quantity": 1, "unit_price": 110000, "tax_rate": 10,
+             "tax_amount": 10000, "total_amount": 110000},
+            {"description": "Soporte (horas)", "quantity": 2, "unit_price": 27500, "tax_rate": 5,
+             "tax_amount": 2619, "total_amount": 55000}
+        ],
+        "totals": {"subtotal": 152381, "tax_total": 12619, "grand_total": 165000},
+        "payment_terms": {"condition": "cash", "method": "bank_transfer"}
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn codes_of(result: Result<CanonicalDocument, Vec<Issue>>) -> Vec<(String, String)> {
+        result
+            .expect_err("refused")
+            .into_iter()
+            .map(|i| (i.field, i.code))
+            .collect()
+    }
+
+    fn with(path: &[&str], value: Value) -> Value {
+        let mut doc = sample_invoice();
+        let mut slot = &mut doc;
+        for key in path {
+            slot = match key.parse::<usize>() {
+                Ok(i) => &mut slot[i],
+                Err(_) => &mut slot[*key],
+            };
+        }
+        *slot = value;
+        doc
+    }
+
+    #[test]
+    fn the_sample_parses_and_round_trips_digit_for_digit() {
+        let doc = from_value(sample_invoice()).expect("valid");
+        assert_eq!(doc.items.len(), 2);
+        assert_eq!(doc.items[1].tax_amount, Amount::from(2619));
+        let again = serde_json::to_value(&doc).expect("json");
+        assert_eq!(again["items"][1]["unit_price"], serde_json::json!(27500));
+        let exact = parse(br#"{"x": 0}"#);
+        assert!(exact.is_err());
+        let tenth = with(
+            &["items", "0", "quantity"],
+            serde_json::from_str("0.1").expect("n"),
+        );
+        let doc = from_value(tenth).expect("valid");
+        assert_eq!(doc.items[0].quantity.get().to_string(), "0.1");
+        assert_eq!(
+            (doc.items[0].quantity.get() * Decimal::from(3)).to_string(),
+            "0.3",
+            "exact decimals, not binary floating point"
+        );
+    }
+
+    #[test]
+    fn structural_problems_name_their_path_and_code() {
+        assert_eq!(
+            codes_of(parse(b"{not json")),
+            vec![("$".to_owned(), "malformed_json".to_owned())]
+        );
+        assert_eq!(
+            codes_of(from_value(with(
+                &["items", "1", "tax_ratee"],
+                serde_json::json!(5)
+            ))),
+            vec![("items[1].tax_ratee".to_owned(), "unknown_field".to_owned())]
+        );
+        assert_eq!(
+            codes_of(from_value(with(&["type"], serde_json::json!("factura")))),
+            vec![("type".to_owned(), "invalid_enum".to_owned())]
+        );
+        assert_eq!(
+            codes_of(from_value(with(
+                &["items", "0", "unit_price"],
+                serde_json::json!("110000")
+            ))),
+            vec![("items[0].unit_price".to_owned(), "invalid_type".to_owned())]
+        );
+        assert_eq!(
+            codes_of(from_value(with(
+                &["issue_datetime"],
+                serde_json::json!("2026-03-02T10:15:00")
+            ))),
+            vec![("issue_datetime".to_owned(), "invalid_format".to_owned())]
+        );
+        let mut missing = sample_invoice();
+        missing.as_object_mut().expect("object").remove("totals");
+        assert_eq!(
+            codes_of(from_value(missing)),
+            vec![("$".to_owned(), "required".to_owned())]
+        );
+    }
+
+    #[test]
+    fn only_pyg_and_the_three_tax_rates_are_accepted() {
+        let doc = with(&["currency"], serde_json::json!("USD"));
+        let doc = {
+            let mut d = doc;
+            d["items"][0]["tax_rate"] = serde_json::json!(7);
+            d
+        };
+        assert_eq!(
+            codes_of(from_value(doc)),
+            vec![
+                ("currency".to_owned(), "unsupported_currency".to_owned()),
+                ("items[0].tax_rate".to_owned(), "invalid_tax_rate".to_owned())
+            ]
+        );
+    }
+}

@@ -1,0 +1,155 @@
+//! Self-signed certificates shaped like a Paraguayan signing certificate (RUC in the subject's
+//! serialNumber, clientAuth in the extended key usage), for demo mode and tests. SIFEN does not
+//! trust them; the built-in simulator and the sandbox do.
+
+use chrono::{DateTime, Duration, Utc};
+use openssl::asn1::{Asn1Integer, Asn1Time};
+use openssl::bn::{BigNum, MsbOption};
+use openssl::error::ErrorStack;
+use openssl::hash::MessageDigest;
+use openssl::nid::Nid;
+use openssl::pkcs12::Pkcs12;
+use openssl::pkey::{PKey, Private};
+use openssl::rsa::Rsa;
+use openssl::x509::extension::{BasicConstraints, ExtendedKeyUsage, KeyUsage};
+use openssl::x509::{X509, X509NameBuilder};
+
+/// What to put in the certificate.
+#[derive(Debug, Clone)]
+pub struct SelfSigned {
+    /// Subject CN.
+    pub common_name: String,
+    /// `80069563-1`, written as serialNumber `RUC80069563-1`; `None` leaves it out.
+    pub ruc: Option<String>,
+    /// RSA modulus size.
+    pub bits: u32,
+    /// Whether the extended key usage lists clientAuth.
+    pub client_auth: bool,
+    /// Start of validity.
+    pub not_before: DateTime<Utc>,
+    /// End of validity.
+    pub not_after: DateTime<Utc>,
+}
+
+impl SelfSigned {
+    /// A certificate for `ruc`, valid from yesterday for `days` days.
+    pub fn for_ruc(common_name: &str, ruc: &str, days: i64) -> Self {
+        let now = Utc::now();
+        Self {
+            common_name: common_name.to_owned(),
+            ruc: Some(ruc.to_owned()),
+            bits: 2048,
+            client_auth: true,
+            not_before: now - Duration::days(1),
+            not_after: now + Duration::days(days),
+        }
+    }
+
+    /// Generates the key and the certificate.
+    pub fn generate(&self) -> Result<(PKey<Private>, X509), ErrorStack> {
+        let key = PKey::from_rsa(Rsa::generate(self.bits)?)?;
+        let mut name = X509NameBuilder::new()?;
+        name.append_entry_by_nid(Nid::COMMONNAME, &self.common_name)?;
+        if let Some(ruc) = &self.ruc {
+            name.append_entry_by_nid(Nid::SERIALNUMBER, &format!("RUC{ruc}"))?;
+        }
+        name.append_entry_by_nid(Nid::COUNTRYNAME, "PY")?;
+        let name = name.build();
+        let mut serial = BigNum::new()?;
+        serial.rand(64, MsbOption::MAYBE_ZERO, false)?;
+        let mut builder = X509::builder()?;
+        builder.set_version(2)?;
+        let serial = Asn1Integer::from_bn(&serial)?;
+        builder.set_serial_number(&serial)?;
+        builder.set_subject_name(&name)?;
+        builder.set_issuer_name(&name)?;
+        builder.set_pubkey(&key)?;
+        let not_before = Asn1Time::from_unix(self.not_before.timestamp())?;
+        builder.set_not_before(&not_before)?;
+        let not_after = Asn1Time::from_unix(self.not_after.timestamp())?;
+        builder.set_not_after(&not_after)?;
+        builder.append_extension(BasicConstraints::new().critical().build()?)?;
+        builder.append_extension(
+            KeyUsage::new()
+                .critical()
+                .digital_signature()
+                .non_repudiation()
+                .key_encipherment()
+                .build()?,
+        )?;
+        let mut usage = ExtendedKeyUsage::new();
+        if self.client_auth {
+            usage.client_auth();
+        } else {
+            usage.email_protection();
+        }
+        builder.append_extension(usage.build()?)?;
+        builder.sign(&key, MessageDigest::sha256())?;
+        Ok((key, builder.build()))
+    }
+
+    /// A PKCS#12 file (OpenSSL 3 defaults: PBES2 with AES-256-CBC) protected by `password`.
+    pub fn pfx(&self, password: &str) -> Result<Vec<u8>, ErrorStack> {
+        let (key, cert) = self.generate()?;
+        to_pfx(&key, &cert, password)
+    }
+}
+
+/// Packs a key and certificate into a PKCS#12 file.
+pub fn to_pfx(key: &PKey<Private>, cert: &X509, password: &str) -> Result<Vec<u8>, ErrorStack> {
+    Pkcs12::builder()
+        .name("kuatia")
+        .pkey(key)
+        .cert(cert)
+        .build2(password)?
+        .to_der()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kuatia_application::vault::{PfxError, PfxReader};
+    use kuatia_domain::ruc::Ruc;
+
+    #[test]
+    fn a_generated_certificate_reads_back_with_its_facts_and_passes_validation() {
+        let pfx = SelfSigned::for_ruc("DEMO S.A.", "80069563-1", 365)
+            .pfx("s3cret pass")
+            .unwrap();
+        let opened = crate::vault::P12Reader.open(&pfx, "s3cret pass").unwrap();
+        let f = &opened.facts;
+        assert_eq!(f.ruc.as_deref(), Some("80069563-1"));
+        assert!(f.subject.contains("RUC80069563-1"), "{}", f.subject);
+        assert_eq!((f.key_algorithm.as_str(), f.key_bits), ("RSA", 2048));
+        assert!(f.key_matches && f.client_auth);
+        assert_eq!(f.fingerprint_sha256.len(), 64);
+        assert!(opened.pem.contains("BEGIN PRIVATE KEY") && opened.pem.contains("BEGIN CERTIFICATE"));
+        let v = f.validate(&Ruc::parse("80069563-1").unwrap(), Utc::now());
+        assert!(v.valid, "{v:?}");
+        assert!(format!("{opened:?}").contains("redacted"));
+        assert!(!format!("{opened:?}").contains("PRIVATE KEY"));
+
+        assert_eq!(
+            crate::vault::P12Reader.open(&pfx, "wrong").unwrap_err(),
+            PfxError::WrongPassword
+        );
+        assert_eq!(
+            crate::vault::P12Reader
+                .open(b"not a pfx at all", "x")
+                .unwrap_err(),
+            PfxError::NotPkcs12
+        );
+    }
+
+    #[test]
+    fn a_certificate_without_client_auth_or_ruc_says_so() {
+        let mut spec = SelfSigned::for_ruc("X", "80069563-1", 30);
+        spec.client_auth = false;
+        spec.ruc = None;
+        let opened = crate::vault::P12Reader
+            .open(&spec.pfx("p").unwrap(), "p")
+            .unwrap();
+        assert!(!opened.facts.client_auth);
+        assert_eq!(opened.facts.ruc, None);
+    }
+}

@@ -1,0 +1,469 @@
+//! `documents` (inline): the status and list read model (`documents`), each document's timeline
+//! (`document_timeline`, one row per event, never rewritten) and its artifacts
+//! (`document_artifacts`), from the document streams, and the queries the document endpoints run.
+//!
+//! Inline, so that a read right after `POST /v1/documents` sees the document. Updates carry the
+//! stream version and only apply forward, so a replayed event changes nothing.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use kuatia_application::event_store::{ProjectionKind, RecordedEvent, SharedStore, StoreError};
+use kuatia_application::projection::{Projection, SqlTx, SqlValue};
+use kuatia_domain::document::aggregate::DocumentEvent;
+use kuatia_domain::document::issues::Issue;
+use kuatia_domain::tenancy::TenantId;
+use serde_json::Value;
+use uuid::Uuid;
+
+/// The projection.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Documents;
+
+impl Documents {
+    /// Its stable name.
+    pub const NAME: &'static str = "documents";
+}
+
+fn corrupt(what: &str) -> StoreError {
+    StoreError::Corrupt(format!("unreadable {what}"))
+}
+
+fn json<T: serde::Serialize>(value: &T) -> Result<Value, StoreError> {
+    serde_json::to_value(value).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+/// The RUC number of a party's `NNNNNNNN-D` (the list filter matches with or without DV).
+pub fn ruc_number(ruc: &str) -> String {
+    ruc.trim().split('-').next().unwrap_or_default().trim().to_owned()
+}
+
+#[async_trait]
+impl Projection for Documents {
+    fn name(&self) -> &'static str {
+        Self::NAME
+    }
+
+    fn kind(&self) -> ProjectionKind {
+        ProjectionKind::Inline
+    }
+
+    fn tables(&self) -> &'static [&'static str] {
+        &["documents", "document_timeline", "document_artifacts"]
+    }
+
+    async fn apply(&self, tx: &mut dyn SqlTx, event: &RecordedEvent) -> Result<(), StoreError> {
+        if event.stream_type != "document" {
+            return Ok(());
+        }
+        let decoded: DocumentEvent = serde_json::from_value(event.payload.clone())
+            .map_err(|e| StoreError::Corrupt(format!("document event {}: {e}", event.event_id)))?;
+        let document_id = event
+            .stream_id
+            .rsplit(':')
+            .next()
+            .and_then(|id| id.parse::<Uuid>().ok())
+            .ok_or_else(|| corrupt("document stream id"))?;
+        let version = event.stream_version as i64;
+        let tenant = SqlValue::Uuid(event.tenant_id.as_uuid());
+        match &decoded {
+            DocumentEvent::DocumentReceived {
+                routing, document, ..
+            } => {
+                let buyer_ruc = document
+                    .buyer
+                    .as_ref()
+                    .and_then(|b| b.ruc.as_deref())
+                    .map(ruc_number)
+                    .filter(|n| !n.is_empty());
+                tx.execute(
+                    "INSERT INTO documents (id, tenant_id, company_id, branch_id, issuance_point_id, channel, \
+                       channel_id, doc_type, external_id, status, cdc, number, buyer_ruc, issue_datetime, grand_total, \
+                       errors, warnings, state, stream_id, version, created_at, updated_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'received', NULL, NULL, $10, $11, $12, $13, $13, $14, \
+                       $15, $16, $17, $17) ON CONFLICT (id) DO NOTHING",
+                    &[
+                        SqlValue::Uuid(document_id),
+                        tenant.clone(),
+                        SqlValue::Uuid(routing.company_id),
+                        SqlValue::Uuid(routing.branch_id),
+                        SqlValue::Uuid(routing.issuance_point_id),
+                        SqlValue::Text(routing.channel.as_str().to_owned()),
+                        SqlValue::Uuid(routing.channel_id),
+                        SqlValue::Text(document.doc_type.as_str().to_owned()),
+                        SqlValue::Text(document.external_id.clone()),
+                        buyer_ruc.map_or(SqlValue::Null, SqlValue::Text),
+                        SqlValue::Timestamp(document.issue_datetime.with_timezone(&Utc)),
+                        SqlValue::Text(document.totals.grand_total.to_string()),
+                        SqlValue::Json(Value::Array(Vec::new())),
+                        SqlValue::Json(serde_json::json!({})),
+                        SqlValue::Text(event.stream_id.clone()),
+                        SqlValue::Int(version),
+                        SqlValue::Timestamp(event.recorded_at),
+                    ],
+                )
+                .await?;
+            }
+            DocumentEvent::DocumentValidated { warnings, .. } => {
+                set_issues(tx, document_id, &[], warnings).await?;
+            }
+            DocumentEvent::DocumentValidationFailed { errors, warnings, .. } => {
+                set_issues(tx, document_id, errors, warnings).await?;
+            }
+            DocumentEvent::DocumentTransformed { number, cdc, .. } => {
+                tx.execute(
+                    "UPDATE documents SET cdc = $2, number = $3 WHERE id = $1",
+                    &[
+                        SqlValue::Uuid(document_id),
+                        SqlValue::Text(cdc.clone()),
+                        SqlValue::Text(number.to_string()),
+                    ],
+                )
+                .await?;
+            }
+            DocumentEvent::DocumentRenderingStarted { number, .. } => {
+                tx.execute(
+                    "UPDATE documents SET number = $2 WHERE id = $1",
+                    &[SqlValue::Uuid(document_id), SqlValue::Text(number.to_string())],
+                )
+                .await?;
+            }
+            DocumentEvent::ArtifactRecorded {
+                artifact_id,
+                kind,
+                content_type,
+                sha256,
+                size,
+                version: artifact_version,
+                ..
+            } => {
+                tx.execute(
+                    "INSERT INTO document_artifacts (id, tenant_id, document_id, kind, version, content_type, sha256, \
+                       size, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING",
+                    &[
+                        SqlValue::Uuid(*artifact_id),
+                        tenant.clone(),
+                        SqlValue::Uuid(document_id),
+                        SqlValue::Text(kind.as_str().to_owned()),
+                        SqlValue::Int(i64::from(*artifact_version)),
+                        SqlValue::Text(content_type.clone()),
+                        SqlValue::Text(sha256.clone()),
+                        SqlValue::Int(i64::try_from(*size).unwrap_or(i64::MAX)),
+                        SqlValue::Timestamp(event.recorded_at),
+                    ],
+                )
+                .await?;
+            }
+            _ => {}
+        }
+        let status = decoded.resulting_status().map(|s| s.as_str().to_owned());
+        tx.execute(
+            "UPDATE documents SET status = COALESCE($2, status), version = $3, updated_at = $4 \
+             WHERE id = $1 AND version <= $3",
+            &[
+                SqlValue::Uuid(document_id),
+                status.map_or(SqlValue::Null, SqlValue::Text),
+                SqlValue::Int(version),
+                SqlValue::Timestamp(event.recorded_at),
+            ],
+        )
+        .await?;
+        tx.execute(
+            "INSERT INTO document_timeline (document_id, version, tenant_id, position, event_id, event_type, status, \
+               at, actor, data) SELECT $1, $2, $3, $4, $5, $6, status, $7, $8, $9 FROM documents WHERE id = $1 \
+             ON CONFLICT (document_id, version) DO NOTHING",
+            &[
+                SqlValue::Uuid(document_id),
+                SqlValue::Int(version),
+                tenant,
+                SqlValue::Int(event.global_position),
+                SqlValue::Uuid(event.event_id),
+                SqlValue::Text(event.event_type.clone()),
+                SqlValue::Timestamp(event.recorded_at),
+                event.metadata.actor.clone().map_or(SqlValue::Null, SqlValue::Text),
+                SqlValue::Json(event.payload.clone()),
+            ],
+        )
+        .await?;
+        Ok(())
+    }
+}
+
+async fn set_issues(
+    tx: &mut dyn SqlTx,
+    id: Uuid,
+    errors: &[Issue],
+    warnings: &[Issue],
+) -> Result<(), StoreError> {
+    tx.execute(
+        "UPDATE documents SET errors = $2, warnings = $3 WHERE id = $1",
+        &[
+            SqlValue::Uuid(id),
+            SqlValue::Json(json(&errors)?),
+            SqlValue::Json(json(&warnings)?),
+        ],
+    )
+    .await
+    .map(|_| ())
+}
+
+/// A document as the status and list endpoints show it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DocumentRow {
+    /// Id.
+    pub id: Uuid,
+    /// Company.
+    pub company_id: Uuid,
+    /// Branch.
+    pub branch_id: Uuid,
+    /// Issuance point.
+    pub issuance_point_id: Uuid,
+    /// `sifen` or `autoimpresor`.
+    pub channel: String,
+    /// Document type.
+    pub doc_type: String,
+    /// The caller's id.
+    pub external_id: String,
+    /// Status.
+    pub status: String,
+    /// CDC (SIFEN, once transformed).
+    pub cdc: Option<String>,
+    /// `001-001-0000001`, once numbered.
+    pub number: Option<String>,
+    /// Buyer RUC number.
+    pub buyer_ruc: Option<String>,
+    /// Issue date-time (UTC).
+    pub issue_datetime: DateTime<Utc>,
+    /// Grand total, decimal text.
+    pub grand_total: String,
+    /// Blocking issues.
+    pub errors: Vec<Issue>,
+    /// Warnings.
+    pub warnings: Vec<Issue>,
+    /// Stream version.
+    pub version: i64,
+    /// Received.
+    pub created_at: DateTime<Utc>,
+    /// Last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+fn issues(value: &SqlValue) -> Result<Vec<Issue>, StoreError> {
+    match value {
+        SqlValue::Json(v) => serde_json::from_value(v.clone()),
+        SqlValue::Text(t) => serde_json::from_str(t),
+        _ => return Err(corrupt("issues")),
+    }
+    .map_err(|e| StoreError::Corrupt(format!("issues: {e}")))
+}
+
+fn row(r: &[SqlValue]) -> Result<DocumentRow, StoreError> {
+    let text = |i: usize, what: &str| r[i].as_text().ok_or_else(|| corrupt(what));
+    let uuid = |i: usize, what: &str| r[i].as_uuid().ok_or_else(|| corrupt(what));
+    Ok(DocumentRow {
+        id: uuid(0, "id")?,
+        company_id: uuid(1, "company")?,
+        branch_id: uuid(2, "branch")?,
+        issuance_point_id: uuid(3, "point")?,
+        channel: text(4, "channel")?,
+        doc_type: text(5, "type")?,
+        external_id: text(6, "external id")?,
+        status: text(7, "status")?,
+        cdc: r[8].non_null().and_then(SqlValue::as_text),
+        number: r[9].non_null().and_then(SqlValue::as_text),
+        buyer_ruc: r[10].non_null().and_then(SqlValue::as_text),
+        issue_datetime: r[11].as_timestamp().ok_or_else(|| corrupt("issue_datetime"))?,
+        grand_total: text(12, "grand total")?,
+        errors: issues(&r[13])?,
+        warnings: issues(&r[14])?,
+        version: r[15].as_i64().ok_or_else(|| corrupt("version"))?,
+        created_at: r[16].as_timestamp().ok_or_else(|| corrupt("created_at"))?,
+        updated_at: r[17].as_timestamp().ok_or_else(|| corrupt("updated_at"))?,
+    })
+}
+
+/// One document of the tenant.
+pub async fn document(
+    store: &SharedStore,
+    tenant: TenantId,
+    id: Uuid,
+) -> Result<Option<DocumentRow>, StoreError> {
+    let rows = store
+        .query(
+            "SELECT id, company_id, branch_id, issuance_point_id, channel, doc_type, external_id, status, cdc, \
+               number, buyer_ruc, issue_datetime, grand_total, errors, warnings, version, created_at, updated_at \
+             FROM documents WHERE tenant_id = $1 AND id = $2",
+            &[SqlValue::Uuid(tenant.as_uuid()), SqlValue::Uuid(id)],
+        )
+        .await?;
+    rows.first().map(|r| row(r)).transpose()
+}
+
+/// The list filters (contract §4.4); `None` means "any".
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// Company.
+    pub company_id: Option<Uuid>,
+    /// Status.
+    pub status: Option<String>,
+    /// Channel.
+    pub channel: Option<String>,
+    /// External id.
+    pub external_id: Option<String>,
+    /// CDC.
+    pub cdc: Option<String>,
+    /// Buyer RUC number (without DV).
+    pub buyer_ruc: Option<String>,
+    /// issue_datetime ≥.
+    pub date_from: Option<DateTime<Utc>>,
+    /// issue_datetime <.
+    pub date_to: Option<DateTime<Utc>>,
+    /// Only ids below this one (the cursor).
+    pub before: Option<Uuid>,
+}
+
+/// A page of documents, newest first (ids are UUIDv7, so id order is creation order and a cursor
+/// on the id never skips or repeats).
+pub async fn list(
+    store: &SharedStore,
+    tenant: TenantId,
+    filter: &Filter,
+    limit: u32,
+) -> Result<Vec<DocumentRow>, StoreError> {
+    // One statement for every combination: a NULL parameter switches its condition off.
+    let rows = store
+        .query(
+            "SELECT id, company_id, branch_id, issuance_point_id, channel, doc_type, external_id, status, cdc, \
+               number, buyer_ruc, issue_datetime, grand_total, errors, warnings, version, created_at, updated_at \
+             FROM documents WHERE tenant_id = $1 \
+               AND ($2 IS NULL OR company_id = $2) AND ($3 IS NULL OR status = $3) \
+               AND ($4 IS NULL OR channel = $4) AND ($5 IS NULL OR external_id = $5) \
+               AND ($6 IS NULL OR cdc = $6) AND ($7 IS NULL OR buyer_ruc = $7) \
+               AND ($8 IS NULL OR issue_datetime >= $8) AND ($9 IS NULL OR issue_datetime < $9) \
+               AND ($10 IS NULL OR id < $10) \
+             ORDER BY id DESC LIMIT $11",
+            &[
+                SqlValue::Uuid(tenant.as_uuid()),
+                filter.company_id.into(),
+                opt_text(&filter.status),
+                opt_text(&filter.channel),
+                opt_text(&filter.external_id),
+                opt_text(&filter.cdc),
+                opt_text(&filter.buyer_ruc),
+                opt_time(filter.date_from),
+                opt_time(filter.date_to),
+                filter.before.into(),
+                SqlValue::Int(i64::from(limit)),
+            ],
+        )
+        .await?;
+    rows.iter().map(|r| row(r)).collect()
+}
+
+fn opt_text(value: &Option<String>) -> SqlValue {
+    value.clone().map_or(SqlValue::Null, SqlValue::Text)
+}
+
+fn opt_time(value: Option<DateTime<Utc>>) -> SqlValue {
+    value.map_or(
+        SqlValue::TypedNull(kuatia_application::projection::SqlType::Timestamp),
+        SqlValue::Timestamp,
+    )
+}
+
+/// One timeline entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimelineEntry {
+    /// Global position.
+    pub position: i64,
+    /// Stream version.
+    pub version: i64,
+    /// Event type.
+    pub event_type: String,
+    /// Status after the event.
+    pub status: String,
+    /// Recorded at.
+    pub at: DateTime<Utc>,
+    /// Who.
+    pub actor: Option<String>,
+    /// The event's data.
+    pub data: Value,
+}
+
+/// A document's timeline, oldest first.
+pub async fn timeline(
+    store: &SharedStore,
+    tenant: TenantId,
+    id: Uuid,
+) -> Result<Vec<TimelineEntry>, StoreError> {
+    let rows = store
+        .query(
+            "SELECT position, version, event_type, status, at, actor, data FROM document_timeline \
+             WHERE tenant_id = $1 AND document_id = $2 ORDER BY version",
+            &[SqlValue::Uuid(tenant.as_uuid()), SqlValue::Uuid(id)],
+        )
+        .await?;
+    rows.iter()
+        .map(|r| {
+            Ok(TimelineEntry {
+                position: r[0].as_i64().ok_or_else(|| corrupt("position"))?,
+                version: r[1].as_i64().ok_or_else(|| corrupt("version"))?,
+                event_type: r[2].as_text().ok_or_else(|| corrupt("event type"))?,
+                status: r[3].as_text().ok_or_else(|| corrupt("status"))?,
+                at: r[4].as_timestamp().ok_or_else(|| corrupt("at"))?,
+                actor: r[5].non_null().and_then(SqlValue::as_text),
+                data: match &r[6] {
+                    SqlValue::Json(v) => v.clone(),
+                    SqlValue::Text(t) => serde_json::from_str(t).map_err(|_| corrupt("timeline data"))?,
+                    _ => return Err(corrupt("timeline data")),
+                },
+            })
+        })
+        .collect()
+}
+
+/// An artifact row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArtifactRow {
+    /// Id.
+    pub id: Uuid,
+    /// Kind.
+    pub kind: String,
+    /// Version per kind.
+    pub version: i64,
+    /// MIME type.
+    pub content_type: String,
+    /// SHA-256.
+    pub sha256: String,
+    /// Bytes.
+    pub size: i64,
+    /// Recorded.
+    pub created_at: DateTime<Utc>,
+}
+
+/// A document's artifacts, by kind and version.
+pub async fn artifacts(
+    store: &SharedStore,
+    tenant: TenantId,
+    id: Uuid,
+) -> Result<Vec<ArtifactRow>, StoreError> {
+    let rows = store
+        .query(
+            "SELECT id, kind, version, content_type, sha256, size, created_at FROM document_artifacts \
+             WHERE tenant_id = $1 AND document_id = $2 ORDER BY kind, version",
+            &[SqlValue::Uuid(tenant.as_uuid()), SqlValue::Uuid(id)],
+        )
+        .await?;
+    rows.iter()
+        .map(|r| {
+            Ok(ArtifactRow {
+                id: r[0].as_uuid().ok_or_else(|| corrupt("artifact id"))?,
+                kind: r[1].as_text().ok_or_else(|| corrupt("kind"))?,
+                version: r[2].as_i64().ok_or_else(|| corrupt("version"))?,
+                content_type: r[3].as_text().ok_or_else(|| corrupt("content type"))?,
+                sha256: r[4].as_text().ok_or_else(|| corrupt("sha256"))?,
+                size: r[5].as_i64().ok_or_else(|| corrupt("size"))?,
+                created_at: r[6].as_timestamp().ok_or_else(|| corrupt("created_at"))?,
+            })
+        })
+        .collect()
+}

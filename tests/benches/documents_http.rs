@@ -1,0 +1,481 @@
+//! `POST /v1/documents` throughput over HTTP, on SQLite and PostgreSQL.
+//!
+//! # What it measures
+//!
+//! For each backend the real service (the composition root, port 0, on a fresh database, rate
+//! limit per key raised to 10 000 000/min so that it never answers 429) gets one tenant with a
+//! company (RUC 80069563-1, the seller of [`sample_invoice`]), a branch `001`, an issuance
+//! point `001`, a self-signed certificate for that RUC and a default `sifen` channel using it
+//! (endpoint `http://127.0.0.1:9`: nothing listens there). Then 64 client tasks sharing one
+//! `reqwest::Client` post documents back to back: the body is [`sample_invoice`] with the
+//! company's `company_id`, a unique `external_id` and an `issue_datetime` of now (the sample's
+//! fixed date goes stale after 30 days), each request with a unique
+//! `Idempotency-Key`. The full request path runs: authentication, idempotency claim, routing,
+//! readiness (certificate included), validation, the append of the document's events with their
+//! inline projections, and the response.
+//!
+//! The clients run for a warm-up of 2 s (not counted), then for the measured window
+//! (`KUATIA_BENCH_SECS`, default 10 s). A request counts when it *starts* inside the window;
+//! the clients start none after it and the elapsed time runs until the last one has answered,
+//! so `docs/s = documents / elapsed`. Only `201` answers whose status is `queued` count as
+//! documents; latencies (p50, p90, p99, max) are those of the counted requests, start of the
+//! request to the end of its body. Any other answer is an error: the first one is printed, and
+//! the bench exits non-zero when more than 1 % of a backend's measured requests fail.
+//!
+//! Client and service share the machine (and one tokio runtime): on a small machine the figures
+//! are those of the whole loop, not of the service alone.
+//!
+//! # Backends
+//!
+//! - **SQLite**, always: a new file in a temporary folder, removed afterwards.
+//! - **PostgreSQL**, when reachable at `KUATIA_BENCH_POSTGRES_URL` (an admin URL allowed to
+//!   create databases; default `postgres://postgres@127.0.0.1:5432/postgres`): a new database,
+//!   dropped afterwards (the same as `KUATIA_TEST_POSTGRES_URL` does for the tests). Skipped with
+//!   a message otherwise.
+//!
+//! # Running
+//!
+//! ```text
+//! cargo bench -p kuatia-tests --bench documents_http
+//! KUATIA_BENCH_SECS=3 cargo bench -p kuatia-tests --bench documents_http
+//! ```
+
+use anyhow::{Context, Result, bail};
+use base64::Engine;
+use kuatia_domain::document::canonical::sample_invoice;
+use kuatia_infrastructure::selfsigned::SelfSigned;
+use kuatia_infrastructure::store::redact_url;
+use kuatia_tests::{Backend, TestApp, TestDb};
+use reqwest::Method;
+use serde_json::{Value, json};
+use sqlx::Connection;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use tokio::sync::Barrier;
+use uuid::Uuid;
+
+/// Default measured seconds.
+const DEFAULT_SECS: u64 = 10;
+/// Warm-up before the measured window.
+const WARM_UP: Duration = Duration::from_secs(2);
+/// Concurrent client tasks.
+const CLIENTS: usize = 64;
+/// Default admin URL of the PostgreSQL server.
+const DEFAULT_POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+/// The seller RUC of [`sample_invoice`].
+const RUC: &str = "80069563-1";
+const PASSWORD: &str = "bench pfx pass";
+/// Largest share of failed requests tolerated per backend.
+const MAX_FAILURE_RATE: f64 = 0.01;
+
+fn main() -> Result<()> {
+    let secs = match std::env::var("KUATIA_BENCH_SECS") {
+        Ok(v) => v
+            .trim()
+            .parse::<u64>()
+            .with_context(|| format!("KUATIA_BENCH_SECS={v:?}"))?,
+        Err(_) => DEFAULT_SECS,
+    };
+    if secs == 0 {
+        bail!("KUATIA_BENCH_SECS must be at least 1");
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let failed = runtime.block_on(run(Duration::from_secs(secs), cores))?;
+    if !failed.is_empty() {
+        bail!(
+            "more than {:.0} % of the requests failed on: {}",
+            MAX_FAILURE_RATE * 100.0,
+            failed.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// Runs every reachable backend; returns those whose failure rate is too high.
+async fn run(window: Duration, cores: usize) -> Result<Vec<&'static str>> {
+    println!("kuatia POST /v1/documents benchmark");
+    let secs_env = std::env::var("KUATIA_BENCH_SECS")
+        .map(|v| format!("KUATIA_BENCH_SECS={v} "))
+        .unwrap_or_default();
+    println!("command: {secs_env}cargo bench -p kuatia-tests --bench documents_http");
+    println!("argv:    {}", std::env::args().collect::<Vec<_>>().join(" "));
+    println!(
+        "cores={cores}  clients={CLIENTS}  warm-up={}s  window={}s  body={} bytes",
+        WARM_UP.as_secs(),
+        window.as_secs(),
+        invoice_body(
+            &invoice_template(Uuid::nil()),
+            "BENCH-00-00000000-00000000000000000000000000000000"
+        )
+        .len()
+    );
+    println!();
+
+    let mut backends = vec![Backend::Sqlite];
+    let admin_url =
+        std::env::var("KUATIA_BENCH_POSTGRES_URL").unwrap_or_else(|_| DEFAULT_POSTGRES_URL.to_owned());
+    match tokio::time::timeout(Duration::from_secs(5), sqlx::PgConnection::connect(&admin_url)).await {
+        Ok(Ok(conn)) => {
+            let _ = conn.close().await;
+            backends.push(Backend::Postgres(admin_url));
+        }
+        Ok(Err(err)) => println!(
+            "postgres: skipped, cannot connect to {}: {err}",
+            redact_url(&admin_url)
+        ),
+        Err(_) => println!(
+            "postgres: skipped, no answer from {} within 5 s",
+            redact_url(&admin_url)
+        ),
+    }
+
+    let mut rows = Vec::new();
+    for backend in &backends {
+        let row = bench_backend(backend, window)
+            .await
+            .with_context(|| format!("benchmarking {}", backend.name()))?;
+        rows.push(row);
+    }
+
+    println!();
+    println!(
+        "{:<9} {:>8} {:>9} {:>10} {:>8} {:>8} {:>8} {:>8} {:>7}",
+        "backend", "docs", "elapsed", "docs/s", "p50 ms", "p90 ms", "p99 ms", "max ms", "errors"
+    );
+    let mut failed = Vec::new();
+    for row in &rows {
+        println!(
+            "{:<9} {:>8} {:>8.2}s {:>10.1} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>7}",
+            row.backend,
+            row.latencies.len(),
+            row.elapsed.as_secs_f64(),
+            row.latencies.len() as f64 / row.elapsed.as_secs_f64(),
+            millis(percentile(&row.latencies, 0.50)),
+            millis(percentile(&row.latencies, 0.90)),
+            millis(percentile(&row.latencies, 0.99)),
+            millis(row.latencies.last().copied().unwrap_or(0)),
+            row.errors,
+        );
+        let total = row.latencies.len() + row.errors;
+        if total == 0 || row.errors as f64 / total as f64 > MAX_FAILURE_RATE {
+            failed.push(row.backend);
+        }
+    }
+    Ok(failed)
+}
+
+/// What one backend did in the measured window.
+struct Row {
+    backend: &'static str,
+    elapsed: Duration,
+    /// Latencies of the counted documents, microseconds, sorted.
+    latencies: Vec<u32>,
+    errors: usize,
+}
+
+/// A tenant ready to emit: its id, owner key and the body every request starts from.
+struct Setup {
+    tenant: String,
+    key: String,
+    /// [`invoice_template`] for the tenant's company.
+    template: Value,
+}
+
+async fn bench_backend(backend: &Backend, window: Duration) -> Result<Row> {
+    let db = TestDb::on(backend).await.context("creating the database")?;
+    match backend {
+        Backend::Sqlite => println!("sqlite:   {}", db.url),
+        Backend::Postgres(_) => println!("postgres: {}", redact_url(&db.url)),
+    }
+    let app = TestApp::spawn_on(db, |config| config.rate_limit_per_key = 10_000_000)
+        .await
+        .context("starting the service")?;
+    let result = drive(backend.name(), &app, window).await;
+    // The service stops before its database is dropped (removed folder, DROP DATABASE).
+    app.stop().await;
+    result
+}
+
+async fn drive(backend: &'static str, app: &TestApp, window: Duration) -> Result<Row> {
+    let setup = setup(app).await?;
+
+    // One shared client for the load, with a connection per task kept alive.
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(CLIENTS * 2)
+        .http1_only()
+        .tcp_nodelay(true)
+        .build()?;
+    let url = format!("{}/v1/documents", app.base);
+
+    // Pre-flight: one document, to show what a counted answer is.
+    let response = post(&client, &url, &setup, "BENCH-PREFLIGHT").await?;
+    let status = response.status().as_u16();
+    let body = response.text().await?;
+    let parsed: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    println!(
+        "{backend:<9} pre-flight: HTTP {status}, document status {}",
+        parsed["status"]
+    );
+    if status != 201 || !is_queued(body.as_bytes()) {
+        println!("{backend:<9} pre-flight body: {body}");
+    }
+
+    let shared = Arc::new(Shared {
+        client,
+        url,
+        setup,
+        first_error: AtomicBool::new(false),
+        backend,
+    });
+    let start = Arc::new(Barrier::new(CLIENTS + 1));
+    let mut tasks = Vec::with_capacity(CLIENTS);
+    let began = Instant::now() + Duration::from_millis(50);
+    let measure_from = began + WARM_UP;
+    let measure_to = measure_from + window;
+    for task in 0..CLIENTS {
+        tasks.push(tokio::spawn(client_task(
+            shared.clone(),
+            start.clone(),
+            task,
+            measure_from,
+            measure_to,
+        )));
+    }
+    start.wait().await;
+    let mut latencies = Vec::new();
+    let mut errors = 0;
+    let mut warm_up = (0, 0);
+    let mut last_end = measure_from;
+    for task in tasks {
+        let outcome = task.await??;
+        latencies.extend(outcome.latencies);
+        errors += outcome.errors;
+        warm_up.0 += outcome.warm_up_ok;
+        warm_up.1 += outcome.warm_up_errors;
+        last_end = last_end.max(outcome.last_end);
+    }
+    latencies.sort_unstable();
+    println!(
+        "{backend:<9} warm-up: {} documents, {} errors; measured: {} documents, {errors} errors",
+        warm_up.0,
+        warm_up.1,
+        latencies.len()
+    );
+    Ok(Row {
+        backend,
+        elapsed: last_end.saturating_duration_since(measure_from),
+        latencies,
+        errors,
+    })
+}
+
+/// What the client tasks share.
+struct Shared {
+    client: reqwest::Client,
+    url: String,
+    setup: Setup,
+    /// Whether an error body has been printed already.
+    first_error: AtomicBool,
+    backend: &'static str,
+}
+
+/// What one client task did.
+struct TaskOutcome {
+    /// Microseconds of each counted request of the measured window.
+    latencies: Vec<u32>,
+    errors: usize,
+    warm_up_ok: usize,
+    warm_up_errors: usize,
+    /// When its last measured request answered.
+    last_end: Instant,
+}
+
+async fn client_task(
+    shared: Arc<Shared>,
+    start: Arc<Barrier>,
+    task: usize,
+    measure_from: Instant,
+    measure_to: Instant,
+) -> Result<TaskOutcome> {
+    let mut outcome = TaskOutcome {
+        latencies: Vec::with_capacity(1024),
+        errors: 0,
+        warm_up_ok: 0,
+        warm_up_errors: 0,
+        last_end: measure_from,
+    };
+    start.wait().await;
+    let mut n = 0u64;
+    loop {
+        let sent = Instant::now();
+        if sent >= measure_to {
+            break;
+        }
+        n += 1;
+        let external_id = format!("BENCH-{task:02}-{n:08}-{}", Uuid::now_v7().simple());
+        let result = match post(&shared.client, &shared.url, &shared.setup, &external_id).await {
+            Ok(response) => {
+                let status = response.status().as_u16();
+                match response.bytes().await {
+                    Ok(body) if status == 201 && is_queued(&body) => Ok(()),
+                    Ok(body) => Err(format!("HTTP {status}: {}", String::from_utf8_lossy(&body))),
+                    Err(err) => Err(format!("HTTP {status}, reading the body: {err}")),
+                }
+            }
+            Err(err) => Err(format!("request failed: {err:#}")),
+        };
+        let done = Instant::now();
+        let measured = sent >= measure_from;
+        match result {
+            Ok(()) if measured => {
+                let micros = done.duration_since(sent).as_micros();
+                outcome.latencies.push(u32::try_from(micros).unwrap_or(u32::MAX));
+            }
+            Ok(()) => outcome.warm_up_ok += 1,
+            Err(message) => {
+                if measured {
+                    outcome.errors += 1;
+                } else {
+                    outcome.warm_up_errors += 1;
+                }
+                if !shared.first_error.swap(true, Ordering::Relaxed) {
+                    println!("{:<9} first error: {message}", shared.backend);
+                }
+            }
+        }
+        if measured {
+            outcome.last_end = outcome.last_end.max(done);
+        }
+    }
+    Ok(outcome)
+}
+
+/// `POST /v1/documents` of the sample invoice with this `external_id`.
+async fn post(
+    client: &reqwest::Client,
+    url: &str,
+    setup: &Setup,
+    external_id: &str,
+) -> Result<reqwest::Response> {
+    Ok(client
+        .post(url)
+        .bearer_auth(&setup.key)
+        .header("X-Tenant-Id", &setup.tenant)
+        .header("Content-Type", "application/json")
+        .header("Idempotency-Key", Uuid::now_v7().to_string())
+        .body(invoice_body(&setup.template, external_id))
+        .send()
+        .await?)
+}
+
+/// [`sample_invoice`] for `company`, issued now (Paraguay, UTC−3): the sample's fixed
+/// `issue_datetime` (2026-03-02) goes stale, and a document issued more than 30 days before it is
+/// sent is stored as `validation_failed` (rule 1150) — still a `201`.
+fn invoice_template(company: Uuid) -> Value {
+    let paraguay = chrono::FixedOffset::west_opt(3 * 3600).expect("UTC-3");
+    let now = chrono::Utc::now().with_timezone(&paraguay) - chrono::Duration::minutes(1);
+    let mut body = sample_invoice();
+    body["company_id"] = json!(company);
+    body["issue_datetime"] = json!(now.format("%Y-%m-%dT%H:%M:%S%:z").to_string());
+    body
+}
+
+/// `template` with `external_id`, serialised.
+fn invoice_body(template: &Value, external_id: &str) -> Vec<u8> {
+    let mut body = template.clone();
+    body["external_id"] = json!(external_id);
+    serde_json::to_vec(&body).expect("a JSON value serialises")
+}
+
+/// Whether a document view says `"status":"queued"` (the service writes compact JSON).
+fn is_queued(body: &[u8]) -> bool {
+    const NEEDLE: &[u8] = br#""status":"queued""#;
+    body.windows(NEEDLE.len()).any(|w| w == NEEDLE)
+}
+
+/// A tenant with a company, branch 001, issuance point 001, a certificate for the company's
+/// RUC and a default `sifen` channel using it.
+async fn setup(app: &TestApp) -> Result<Setup> {
+    let (tenant, key) = app.tenant("bench").await;
+    let send = |method: Method, path: &str, body: Value| {
+        let request = app.as_key(method, path, &key, &tenant).json(&body);
+        let path = path.to_owned();
+        async move {
+            let response = request.send().await.with_context(|| format!("POST {path}"))?;
+            let status = response.status().as_u16();
+            let body: Value = response.json().await.unwrap_or(Value::Null);
+            if status != 201 {
+                bail!("POST {path}: HTTP {status}: {body}");
+            }
+            body["id"]
+                .as_str()
+                .map(str::to_owned)
+                .with_context(|| format!("POST {path}: no id in {body}"))
+        }
+    };
+    let company = send(Method::POST, "/v1/companies", TestApp::company_body(RUC)).await?;
+    let branch = send(
+        Method::POST,
+        "/v1/branches",
+        json!({"company_id": company, "code": "001", "name": "Casa central"}),
+    )
+    .await?;
+    send(
+        Method::POST,
+        "/v1/issuance-points",
+        json!({"branch_id": branch, "code": "001"}),
+    )
+    .await?;
+    let pfx = SelfSigned::for_ruc("DE GENERACION ELECTRONICA S.A.", RUC, 365)
+        .pfx(PASSWORD)
+        .context("making the certificate")?;
+    let certificate = send(
+        Method::POST,
+        "/v1/certificates",
+        json!({
+            "company_id": company,
+            "pfx_base64": base64::engine::general_purpose::STANDARD.encode(pfx),
+            "password": PASSWORD,
+        }),
+    )
+    .await?;
+    send(
+        Method::POST,
+        "/v1/emission-channels",
+        json!({
+            "company_id": company,
+            "channel": "sifen",
+            "is_default": true,
+            "credentials": {"endpoint": "http://127.0.0.1:9"},
+            "sifen": {
+                "environment": "test",
+                "timbrado": "12345678",
+                "timbrado_valid_from": "2026-01-01",
+                "csc_id": "0001",
+                "csc": "ABCD0000000000000000000000000000",
+                "certificate_id": certificate,
+            },
+        }),
+    )
+    .await?;
+    Ok(Setup {
+        tenant,
+        key,
+        template: invoice_template(company.parse().context("company id")?),
+    })
+}
+
+/// The value at quantile `q` of sorted microsecond latencies.
+fn percentile(latencies: &[u32], q: f64) -> u32 {
+    if latencies.is_empty() {
+        return 0;
+    }
+    let index = ((latencies.len() - 1) as f64 * q).round() as usize;
+    latencies[index]
+}
+
+fn millis(micros: u32) -> f64 {
+    f64::from(micros) / 1000.0
+}
