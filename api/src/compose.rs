@@ -118,6 +118,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         rate_limit_per_ip: config.rate_limit_per_ip,
         vault,
         pfx_reader: Arc::new(kuatia_infrastructure::vault::P12Reader),
+        snapshots: Arc::default(),
     };
     if config.demo_mode() {
         let demo = crate::demo::seed(&state, &config)

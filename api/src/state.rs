@@ -33,4 +33,6 @@ pub struct AppState {
     pub vault: kuatia_application::vault::Vault,
     /// Opens uploaded PFX files.
     pub pfx_reader: Arc<dyn kuatia_application::vault::PfxReader>,
+    /// Companies' configuration as intake last read it.
+    pub snapshots: Arc<kuatia_projections::configuration::SnapshotCache>,
 }

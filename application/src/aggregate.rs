@@ -7,6 +7,7 @@
 //! because that returns `()` and we need the committed global positions (for read-your-writes and
 //! API responses), the jobs written with the events, and typed version conflicts.
 
+use chrono::{DateTime, Utc};
 use cqrs_es::event_sink::EventSink;
 use cqrs_es::{Aggregate, AggregateContext, AggregateError, DomainEvent, EventEnvelope, EventStore};
 use kuatia_domain::tenancy::TenantId;
@@ -206,6 +207,8 @@ pub struct Committed {
     pub positions: Vec<i64>,
     /// Stream version after the command.
     pub stream_version: u64,
+    /// When the store recorded the events (`None` when nothing was committed).
+    pub recorded_at: Option<DateTime<Utc>>,
 }
 
 /// Why a command did not commit.
@@ -278,10 +281,40 @@ where
         metadata: EventMetadata,
     ) -> Result<Committed, ExecuteError<A::Error>> {
         let store = AggregateStore::<A>::new(self.store.clone(), tenant);
-        let mut loaded = store.load(stream_id).await.map_err(|e| match e {
+        let loaded = store.load(stream_id).await.map_err(|e| match e {
             StoreError::Invalid(_) => ExecuteError::NotFound,
             other => ExecuteError::Store(other),
         })?;
+        self.run(&store, loaded, commands, metadata).await
+    }
+
+    /// Like [`Self::execute_all`] for a stream that must not exist yet: nothing is read, the
+    /// commands run on a fresh aggregate, and an existing stream answers
+    /// [`ExecuteError::Conflict`] (the append expects no stream).
+    pub async fn execute_new(
+        &self,
+        tenant: TenantId,
+        stream_id: &str,
+        commands: Vec<A::Command>,
+        metadata: EventMetadata,
+    ) -> Result<Committed, ExecuteError<A::Error>> {
+        let store = AggregateStore::<A>::new(self.store.clone(), tenant);
+        let fresh = LoadedAggregate {
+            aggregate: A::default(),
+            stream_id: stream_id.to_owned(),
+            version: 0,
+        };
+        self.run(&store, fresh, commands, metadata).await
+    }
+
+    async fn run(
+        &self,
+        store: &AggregateStore<A>,
+        mut loaded: LoadedAggregate<A>,
+        commands: Vec<A::Command>,
+        metadata: EventMetadata,
+    ) -> Result<Committed, ExecuteError<A::Error>> {
+        let tenant = store.tenant;
         let sink = EventSink::default();
         for command in commands {
             loaded
@@ -295,12 +328,13 @@ where
             return Ok(Committed {
                 positions: Vec::new(),
                 stream_version: loaded.version,
+                recorded_at: None,
             });
         }
         let stream = StreamRef {
             tenant_id: tenant,
             stream_type: A::TYPE.to_owned(),
-            stream_id: stream_id.to_owned(),
+            stream_id: loaded.stream_id.clone(),
         };
         let jobs = self
             .jobs
@@ -317,6 +351,7 @@ where
         Ok(Committed {
             positions: outcome.positions,
             stream_version: outcome.stream_version,
+            recorded_at: Some(outcome.recorded_at),
         })
     }
 }

@@ -2,7 +2,7 @@
 //! Each is a command on the document's stream (`domain::document::aggregate`).
 
 use chrono::{DateTime, Utc};
-use kuatia_domain::document::aggregate::{self, Document, DocumentCommand, DocumentError};
+use kuatia_domain::document::aggregate::{self, Document, DocumentCommand, DocumentError, DocumentStatus};
 use kuatia_domain::document::canonical::CanonicalDocument;
 use kuatia_domain::document::issues::Issue;
 use kuatia_domain::document::routing::Routing;
@@ -73,15 +73,26 @@ pub struct Intake {
     pub warnings: Vec<Issue>,
 }
 
+/// A document intake stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stored {
+    /// When the store recorded its events.
+    pub recorded_at: DateTime<Utc>,
+    /// Its stream version afterwards.
+    pub version: u64,
+    /// Its status afterwards (`queued`, or `validation_failed`).
+    pub status: DocumentStatus,
+}
+
 /// Stores a received document (`validated` or `validation_failed`) and queues a valid one for its
-/// channel. `Ok(false)`: a document with this id exists already (an idempotent retry found it).
+/// channel, in one append that reads nothing first. `Ok(None)`: a document with this id exists already (an idempotent retry found it).
 pub async fn receive(
     store: &SharedStore,
     tenant: TenantId,
     intake: Intake,
     metadata: EventMetadata,
     at: DateTime<Utc>,
-) -> Result<bool, DocumentsError> {
+) -> Result<Option<Stored>, DocumentsError> {
     let valid = intake.errors.is_empty();
     let document_id = intake.document_id;
     let mut commands = vec![DocumentCommand::Receive {
@@ -97,18 +108,26 @@ pub async fn receive(
     }
     // One append: received, validated (or validation_failed) and queued commit together.
     let received = CommandExecutor::<Document>::new(store.clone(), ())
-        .execute_all(
+        .execute_new(
             tenant,
             &aggregate::stream_id(tenant, document_id),
             commands,
             metadata,
         )
         .await
-        .map(|_| ())
+        .map(|committed| Stored {
+            recorded_at: committed.recorded_at.unwrap_or(at),
+            version: committed.stream_version,
+            status: if valid {
+                DocumentStatus::Queued
+            } else {
+                DocumentStatus::ValidationFailed
+            },
+        })
         .map_err(from_execute);
     match received {
-        Ok(()) => Ok(true),
-        Err(DocumentsError::Refused(DocumentError::AlreadyExists) | DocumentsError::Conflict) => Ok(false),
+        Ok(stored) => Ok(Some(stored)),
+        Err(DocumentsError::Refused(DocumentError::AlreadyExists) | DocumentsError::Conflict) => Ok(None),
         Err(e) => Err(e),
     }
 }

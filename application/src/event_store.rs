@@ -156,6 +156,8 @@ pub struct AppendOutcome {
     pub positions: Vec<i64>,
     /// The stream's version after the append.
     pub stream_version: u64,
+    /// When the store recorded the events (one instant for the whole append).
+    pub recorded_at: DateTime<Utc>,
 }
 
 /// An event as stored, after upcasting (unless read raw for verification).

@@ -284,6 +284,21 @@ pub enum CompanyEvent {
     },
 }
 
+impl CompanyEvent {
+    /// The company it changes.
+    pub fn company_id(&self) -> Uuid {
+        match self {
+            Self::CertificateAdded { company_id, .. }
+            | Self::EmissionChannelConfigured { company_id, .. }
+            | Self::BranchAdded { company_id, .. }
+            | Self::PrintSettingsChanged { company_id, .. }
+            | Self::IssuancePointAdded { company_id, .. }
+            | Self::CompanyRegistered { company_id, .. }
+            | Self::CompanyProfileUpdated { company_id, .. } => *company_id,
+        }
+    }
+}
+
 impl DomainEvent for CompanyEvent {
     fn event_type(&self) -> String {
         match self {

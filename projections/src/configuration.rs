@@ -53,6 +53,7 @@ impl Projection for Configuration {
             .map_err(|e| StoreError::Corrupt(format!("company event {}: {e}", event.event_id)))?;
         let to_json =
             |p: &CompanyProfile| serde_json::to_value(p).map_err(|e| StoreError::Corrupt(e.to_string()));
+        let company_id = decoded.company_id();
         match decoded {
             CompanyEvent::CompanyRegistered {
                 company_id,
@@ -183,6 +184,15 @@ impl Projection for Configuration {
                 .await?;
             }
         }
+        // Any change moves the configuration version (what intake's cache compares).
+        tx.execute(
+            "UPDATE companies SET config_version = $2 WHERE id = $1 AND config_version < $2",
+            &[
+                SqlValue::Uuid(company_id),
+                SqlValue::Int(event.stream_version as i64),
+            ],
+        )
+        .await?;
         Ok(())
     }
 }
@@ -202,6 +212,8 @@ pub struct CompanyRow {
     pub created_at: DateTime<Utc>,
     /// Last changed.
     pub updated_at: DateTime<Utc>,
+    /// Stream version of the last change to anything of its configuration.
+    pub config_version: i64,
 }
 
 fn json<T: serde::Serialize>(value: &T) -> Result<serde_json::Value, StoreError> {
@@ -235,6 +247,7 @@ fn company_row(r: &[SqlValue]) -> Result<CompanyRow, StoreError> {
         stream_id: r[3].as_text().ok_or_else(|| corrupt("stream id"))?,
         created_at: r[4].as_timestamp().ok_or_else(|| corrupt("created_at"))?,
         updated_at: r[5].as_timestamp().ok_or_else(|| corrupt("updated_at"))?,
+        config_version: r[6].as_i64().ok_or_else(|| corrupt("config_version"))?,
     })
 }
 
@@ -245,24 +258,20 @@ pub async fn companies(
     only: Option<Uuid>,
 ) -> Result<Vec<CompanyRow>, StoreError> {
     let rows = match only {
-        None => {
-            store
-                .query(
-                    "SELECT id, ruc, profile, stream_id, created_at, updated_at FROM companies \
+        None => store
+            .query(
+                "SELECT id, ruc, profile, stream_id, created_at, updated_at, config_version FROM companies \
                      WHERE tenant_id = $1 ORDER BY ruc",
-                    &[SqlValue::Uuid(tenant.as_uuid())],
-                )
-                .await?
-        }
-        Some(id) => {
-            store
-                .query(
-                    "SELECT id, ruc, profile, stream_id, created_at, updated_at FROM companies \
+                &[SqlValue::Uuid(tenant.as_uuid())],
+            )
+            .await?,
+        Some(id) => store
+            .query(
+                "SELECT id, ruc, profile, stream_id, created_at, updated_at, config_version FROM companies \
                      WHERE tenant_id = $1 AND id = $2",
-                    &[SqlValue::Uuid(tenant.as_uuid()), SqlValue::Uuid(id)],
-                )
-                .await?
-        }
+                &[SqlValue::Uuid(tenant.as_uuid()), SqlValue::Uuid(id)],
+            )
+            .await?,
     };
     rows.iter().map(|r| company_row(r)).collect()
 }
@@ -593,4 +602,90 @@ pub async fn locations(
         }
     }
     Ok(out)
+}
+
+/// What intake needs of a company's configuration, read together.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompanySnapshot {
+    /// The company (its `config_version` names this snapshot).
+    pub company: CompanyRow,
+    /// Its channels, in creation order.
+    pub channels: Vec<EmissionChannel>,
+    /// Its branches with their points.
+    pub locations: Vec<BranchWithPoints>,
+    /// Its certificates, newest first.
+    pub certificates: Vec<CertificateRecord>,
+    /// Whether print settings were saved.
+    pub print_settings_saved: bool,
+}
+
+/// Company snapshots kept per process, keyed by tenant and company and reused while the
+/// company's `config_version` stays the same — so intake reads one row, not six tables, per
+/// request, and still sees a change made through any instance at once (the version is read from
+/// the database on every request).
+#[derive(Debug, Default)]
+pub struct SnapshotCache {
+    entries: std::sync::Mutex<std::collections::HashMap<(TenantId, Uuid), std::sync::Arc<CompanySnapshot>>>,
+}
+
+impl SnapshotCache {
+    /// At most this many companies are kept; past it the cache starts over.
+    const CAPACITY: usize = 10_000;
+
+    fn get(&self, tenant: TenantId, company: &CompanyRow) -> Option<std::sync::Arc<CompanySnapshot>> {
+        let entries = self
+            .entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        entries
+            .get(&(tenant, company.id))
+            .filter(|s| s.company.config_version == company.config_version)
+            .cloned()
+    }
+
+    fn put(&self, tenant: TenantId, snapshot: std::sync::Arc<CompanySnapshot>) {
+        let mut entries = self
+            .entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if entries.len() >= Self::CAPACITY {
+            entries.clear();
+        }
+        entries.insert((tenant, snapshot.company.id), snapshot);
+    }
+}
+
+/// A company's configuration for intake: from `cache` when its `config_version` has not moved,
+/// otherwise read and cached. `None`: no such company in the tenant.
+pub async fn company_snapshot(
+    store: &SharedStore,
+    cache: &SnapshotCache,
+    tenant: TenantId,
+    company_id: Uuid,
+) -> Result<Option<std::sync::Arc<CompanySnapshot>>, StoreError> {
+    let Some(company) = company(store, tenant, company_id).await? else {
+        return Ok(None);
+    };
+    if let Some(hit) = cache.get(tenant, &company) {
+        return Ok(Some(hit));
+    }
+    // Read after the version: a change landing in between makes this snapshot newer than its
+    // label, never older, and the next request reloads.
+    let snapshot = std::sync::Arc::new(CompanySnapshot {
+        channels: channels(store, tenant, Some(company_id))
+            .await?
+            .into_iter()
+            .map(|r| r.channel)
+            .collect(),
+        locations: locations(store, tenant, company_id).await?,
+        certificates: certificates(store, tenant, Some(company_id))
+            .await?
+            .into_iter()
+            .map(|r| r.record)
+            .collect(),
+        print_settings_saved: print_settings(store, tenant, company_id).await?.is_some(),
+        company,
+    });
+    cache.put(tenant, snapshot.clone());
+    Ok(Some(snapshot))
 }

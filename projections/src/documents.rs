@@ -69,12 +69,7 @@ impl Projection for Documents {
             DocumentEvent::DocumentReceived {
                 routing, document, ..
             } => {
-                let buyer_ruc = document
-                    .buyer
-                    .as_ref()
-                    .and_then(|b| b.ruc.as_deref())
-                    .map(ruc_number)
-                    .filter(|n| !n.is_empty());
+                let buyer_ruc = buyer_ruc(document);
                 tx.execute(
                     "INSERT INTO documents (id, tenant_id, company_id, branch_id, issuance_point_id, channel, \
                        channel_id, doc_type, external_id, status, cdc, number, buyer_ruc, issue_datetime, grand_total, \
@@ -245,6 +240,51 @@ pub struct DocumentRow {
     pub created_at: DateTime<Utc>,
     /// Last changed.
     pub updated_at: DateTime<Utc>,
+}
+
+impl DocumentRow {
+    /// The row intake leaves behind, without reading it back: what [`Documents`] writes for a
+    /// `DocumentReceived` and the validation events after it. The caller sets `status`,
+    /// `version`, `created_at` and `updated_at` from the append (here `received`, 1 and the
+    /// issue time). `POST /v1/documents` answers with it; a test holds it equal to the stored row.
+    pub fn after_intake(
+        id: Uuid,
+        routing: &kuatia_domain::document::routing::Routing,
+        document: &kuatia_domain::document::canonical::CanonicalDocument,
+        errors: Vec<Issue>,
+        warnings: Vec<Issue>,
+    ) -> Self {
+        let at = document.issue_datetime.with_timezone(&Utc);
+        Self {
+            id,
+            company_id: routing.company_id,
+            branch_id: routing.branch_id,
+            issuance_point_id: routing.issuance_point_id,
+            channel: routing.channel.as_str().to_owned(),
+            doc_type: document.doc_type.as_str().to_owned(),
+            external_id: document.external_id.clone(),
+            status: "received".to_owned(),
+            cdc: None,
+            number: None,
+            buyer_ruc: buyer_ruc(document),
+            issue_datetime: document.issue_datetime.with_timezone(&Utc),
+            grand_total: document.totals.grand_total.to_string(),
+            errors,
+            warnings,
+            version: 1,
+            created_at: at,
+            updated_at: at,
+        }
+    }
+}
+
+fn buyer_ruc(document: &kuatia_domain::document::canonical::CanonicalDocument) -> Option<String> {
+    document
+        .buyer
+        .as_ref()
+        .and_then(|b| b.ruc.as_deref())
+        .map(ruc_number)
+        .filter(|n| !n.is_empty())
 }
 
 fn issues(value: &SqlValue) -> Result<Vec<Issue>, StoreError> {

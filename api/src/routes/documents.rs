@@ -193,7 +193,7 @@ pub async fn prepare(state: &AppState, caller: &Caller, body: &[u8]) -> Result<P
             "company_id is required unless the API key is scoped to a company",
         )])
     })?;
-    let company = read::company(&state.store, caller.tenant, company_id)
+    let snapshot = read::company_snapshot(&state.store, &state.snapshots, caller.tenant, company_id)
         .await?
         .ok_or_else(|| {
             Refusal::Routing(vec![Issue::new(
@@ -202,21 +202,19 @@ pub async fn prepare(state: &AppState, caller: &Caller, body: &[u8]) -> Result<P
                 "no such company in this tenant",
             )])
         })?;
-    let channels: Vec<EmissionChannel> = read::channels(&state.store, caller.tenant, Some(company_id))
-        .await?
-        .into_iter()
-        .map(|r| r.channel)
-        .collect();
-    let locations = read::locations(&state.store, caller.tenant, company_id).await?;
+    let locations = &snapshot.locations;
     let requested = Requested {
         branch_id: document.branch_id,
         issuance_point_id: document.issuance_point_id,
         channel: document.channel,
     };
-    let routing = routing::route(company_id, requested, &channels, &locations).map_err(Refusal::Routing)?;
-    let channel = channels
-        .into_iter()
+    let routing =
+        routing::route(company_id, requested, &snapshot.channels, locations).map_err(Refusal::Routing)?;
+    let channel = snapshot
+        .channels
+        .iter()
         .find(|c| c.channel_id == routing.channel_id)
+        .cloned()
         .ok_or_else(|| {
             Refusal::Api(ApiError::new(
                 ErrorCode::InternalError,
@@ -224,25 +222,20 @@ pub async fn prepare(state: &AppState, caller: &Caller, body: &[u8]) -> Result<P
             ))
         })?;
 
+    let company = snapshot.company.clone();
     let ruc = Ruc::parse(&company.ruc).map_err(|_| {
         Refusal::Api(ApiError::new(
             ErrorCode::InternalError,
             "a stored RUC is unreadable",
         ))
     })?;
-    let certificates: Vec<_> = read::certificates(&state.store, caller.tenant, Some(company_id))
-        .await?
-        .into_iter()
-        .map(|r| r.record)
-        .collect();
-    let print_settings_saved = read::print_settings(&state.store, caller.tenant, company_id)
-        .await?
-        .is_some();
+    let certificates = &snapshot.certificates;
+    let print_settings_saved = snapshot.print_settings_saved;
     let now = Utc::now();
     let ctx = ReadinessContext {
         ruc: &ruc,
-        branches: &locations,
-        certificates: &certificates,
+        branches: locations,
+        certificates,
         print_settings_saved,
         now,
         today: kuatia_domain::local_time::paraguay_today(now),
@@ -567,6 +560,15 @@ pub async fn create_document(
             }
         }
     };
+    // The answer is built from what was decided, not read back: the row intake leaves behind
+    // (its status, version and time come from the append).
+    let mut row = DocumentRow::after_intake(
+        document_id,
+        &prepared.routing,
+        &prepared.document,
+        prepared.validation.errors.clone(),
+        prepared.validation.warnings.clone(),
+    );
     let intake = Intake {
         document_id,
         routing: prepared.routing,
@@ -574,17 +576,27 @@ pub async fn create_document(
         errors: prepared.validation.errors,
         warnings: prepared.validation.warnings,
     };
-    let stored = documents::receive(&state.store, caller.tenant, intake, caller.metadata(), Utc::now()).await;
-    if let Err(e) = stored {
-        let _ = idempotency::release(&state.store, caller.tenant, &key, document_id).await;
-        return Err(match e {
-            DocumentsError::Store(e) => e.into(),
-            other => ApiError::new(ErrorCode::ConflictError, other.to_string()),
-        });
-    }
-    let view = current_view(&state, &caller, document_id)
-        .await?
-        .ok_or_else(|| ApiError::new(ErrorCode::InternalError, "the new document is not readable"))?;
+    let view =
+        match documents::receive(&state.store, caller.tenant, intake, caller.metadata(), Utc::now()).await {
+            Ok(Some(stored)) => {
+                row.status = stored.status.as_str().to_owned();
+                row.version = stored.version as i64;
+                row.created_at = stored.recorded_at;
+                row.updated_at = stored.recorded_at;
+                serde_json::to_value(DocumentView::from(row)).unwrap_or(Value::Null)
+            }
+            // Taken over from a request that died after storing it: answer what is stored.
+            Ok(None) => current_view(&state, &caller, document_id)
+                .await?
+                .ok_or_else(|| ApiError::new(ErrorCode::InternalError, "the document is not readable"))?,
+            Err(e) => {
+                let _ = idempotency::release(&state.store, caller.tenant, &key, document_id).await;
+                return Err(match e {
+                    DocumentsError::Store(e) => e.into(),
+                    other => ApiError::new(ErrorCode::ConflictError, other.to_string()),
+                });
+            }
+        };
     idempotency::complete(&state.store, caller.tenant, &key, &view).await?;
     Ok(created(view, false))
 }

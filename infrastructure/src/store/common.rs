@@ -156,6 +156,8 @@ pub(crate) struct Planned {
     pub current: u64,
     /// The stored form of its events (positions still 0).
     pub events: Vec<RecordedEvent>,
+    /// The append's instant.
+    pub now: DateTime<Utc>,
 }
 
 /// Checks every request of a batch against the stream heads, in order, as if each were appended
@@ -189,6 +191,7 @@ pub(crate) fn plan(
                     index,
                     current,
                     events,
+                    now,
                 });
                 refusals.push(None);
             }
@@ -208,6 +211,7 @@ pub(crate) fn outcomes(
         outcomes[p.index] = Some(AppendOutcome {
             stream_version: p.current + p.events.len() as u64,
             positions: p.events.iter().map(|e| e.global_position).collect(),
+            recorded_at: p.now,
         });
     }
     refusals

@@ -446,6 +446,57 @@ async fn a_business_error_is_stored_as_validation_failed_with_the_expected_value
 }
 
 #[tokio::test]
+async fn the_created_answer_is_exactly_what_the_status_endpoint_then_shows() {
+    // The 201 body is built without reading the document back; it must equal the stored row.
+    let f = Fx::new().await;
+    let mut failing = f.invoice("ERP-EQ-FAIL", 1);
+    failing["items"][1]["tax_amount"] = json!(2621);
+    for (idem, doc, status) in [
+        ("k-eq-ok", f.invoice("ERP-EQ-OK", 1), "queued"),
+        ("k-eq-fail", failing, "validation_failed"),
+    ] {
+        let posted = f.post(idem, &doc).await;
+        assert_eq!(posted.status, 201, "{}", posted.body);
+        assert_eq!(posted.body["status"], status, "{}", posted.body);
+        let doc_id = id(&posted.body);
+        let (code, stored) = send(f.req(Method::GET, &format!("/v1/documents/{doc_id}/status"))).await;
+        assert_eq!(code, 200, "{stored}");
+        assert_eq!(stored, posted.body, "POST answer and stored status differ");
+        let replay = f.post(idem, &doc).await;
+        assert_eq!(replay.body, posted.body, "the replay answers the same body");
+    }
+    f.stop().await;
+}
+
+#[tokio::test]
+async fn intake_sees_a_configuration_change_made_after_its_last_read() {
+    // Intake keeps each company's configuration per process while its version stays put; a
+    // change must reach the very next request.
+    let f = Fx::new().await;
+    f.create(&f.invoice("ERP-CACHE-1", 1), "queued").await;
+    let (status, second) = send(f.req(Method::POST, "/v1/branches").json(&json!({
+        "company_id": f.r.company, "code": "002", "name": "Sucursal"
+    })))
+    .await;
+    assert_eq!(status, 201, "{second}");
+    let (status, point) = send(
+        f.req(Method::POST, "/v1/issuance-points")
+            .json(&json!({"branch_id": id(&second), "code": "001"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{point}");
+    let posted = f.post("k-cache-2", &f.invoice("ERP-CACHE-2", 1)).await;
+    error_code(posted.status, &posted.body, 400, "configuration_error");
+    assert_eq!(
+        pairs(&posted.body["details"]["errors"]),
+        vec![pair("branch_id", "ambiguous_default")],
+        "{}",
+        posted.body
+    );
+    f.stop().await;
+}
+
+#[tokio::test]
 async fn an_ambiguous_default_branch_is_a_configuration_error_and_nothing_is_stored() {
     let f = Fx::new().await;
     let (status, second) = send(f.req(Method::POST, "/v1/branches").json(&json!({

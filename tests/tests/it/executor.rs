@@ -216,3 +216,34 @@ async fn several_commands_commit_together_in_one_append_or_not_at_all() {
     );
     assert_eq!(store.load_stream("acct-9").await.expect("load").len(), 3);
 }
+
+#[tokio::test]
+async fn execute_new_reads_nothing_and_refuses_a_stream_that_exists() {
+    let db = TestDb::new().await;
+    let store = db.open().await.store();
+    let executor = CommandExecutor::<Ledger>::new(store.clone(), ());
+    let t = tenant();
+    let first = executor
+        .execute_new(
+            t,
+            "acct-new",
+            vec![C::Open { owner: "ana".into() }, C::Deposit { amount: 10 }],
+            EventMetadata::default(),
+        )
+        .await
+        .expect("a new stream");
+    assert_eq!(first.stream_version, 2);
+    assert!(first.recorded_at.is_some(), "the append's time is reported");
+    // The same again: the stream exists, so the append (expecting none) conflicts and
+    // nothing more is stored.
+    let again = executor
+        .execute_new(
+            t,
+            "acct-new",
+            vec![C::Open { owner: "ana".into() }],
+            EventMetadata::default(),
+        )
+        .await;
+    assert!(matches!(again, Err(ExecuteError::Conflict(_))), "{again:?}");
+    assert_eq!(store.load_stream("acct-new").await.expect("load").len(), 2);
+}
