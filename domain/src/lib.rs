@@ -20,5 +20,6 @@ pub mod event;
 pub mod local_time;
 pub mod print_settings;
 pub mod ruc;
+pub mod sifen;
 pub mod tenancy;
 pub mod tenant;

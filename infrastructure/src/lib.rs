@@ -6,6 +6,9 @@
 
 pub mod config;
 pub mod selfsigned;
+pub mod sifen;
+pub mod sifen_sim;
+pub mod sifen_soap;
 pub mod store;
 pub mod telemetry;
 pub mod vault;

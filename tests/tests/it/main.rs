@@ -15,4 +15,6 @@ mod jobs;
 mod ordering;
 mod projections;
 mod rate_limits;
+mod sifen_soap;
+mod sifen_xml;
 mod store;

@@ -1,0 +1,10 @@
+//! SIFEN v150 documents: the pure rules of their fields, identifiers and printed QR.
+//!
+//! [`cdc`] is the document's key (`DE@Id`), [`de`] writes the unsigned `rDE` XML from a
+//! canonical document and the issuer's configuration, and [`qr`] builds the `dCarQR` URL from the
+//! values the XML holds. Nothing here does IO, reads a clock or draws randomness: the security
+//! code, the signing time and the sequence number come in as arguments.
+
+pub mod cdc;
+pub mod de;
+pub mod qr;
