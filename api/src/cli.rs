@@ -33,6 +33,63 @@ pub enum Command {
     /// Read the event log.
     #[command(subcommand)]
     Events(EventsCommand),
+    /// Run the SIFEN simulator (DECISIONS §9): SIFEN's SOAP services, checks and codes, with
+    /// fault injection, for development and tests.
+    SifenSim(SifenSimArgs),
+}
+
+/// `kuatia sifen-sim …`
+#[derive(Debug, clap::Args)]
+pub struct SifenSimArgs {
+    /// Address to listen on.
+    #[arg(long, env = "KUATIA_SIFEN_SIM_LISTEN", default_value = "127.0.0.1:8082")]
+    pub listen: String,
+    /// Keep approvals, lots and events in this JSON file across restarts.
+    #[arg(long)]
+    pub state: Option<std::path::PathBuf>,
+    /// Accept another CSC for QR hashes: `RUC:ID:CSC` or `ID:CSC` (repeatable; the generic
+    /// test CSCs 0001 and 0002 are always accepted).
+    #[arg(long = "csc")]
+    pub cscs: Vec<kuatia_infrastructure::sifen_sim::CscEntry>,
+    /// Milliseconds a lot stays "en procesamiento" (0361).
+    #[arg(long, default_value_t = 2000)]
+    pub lot_processing_ms: u64,
+    /// Delay added to every answer, in milliseconds.
+    #[arg(long, default_value_t = 0)]
+    pub latency_ms: u64,
+    /// Share (0–1) of requests processed whose answer is withheld.
+    #[arg(long, default_value_t = 0.0)]
+    pub drop_rate: f64,
+    /// Share (0–1) of requests answered with an HTML HTTP 500.
+    #[arg(long, default_value_t = 0.0)]
+    pub error_rate: f64,
+    /// Share (0–1) of requests answered with 0161 (server unavailable).
+    #[arg(long, default_value_t = 0.0)]
+    pub unavailable_rate: f64,
+    /// Seed of the random faults, for reproducible runs.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Refuse documents and events without a signature (as SIFEN does).
+    #[arg(long)]
+    pub require_signature: bool,
+}
+
+impl SifenSimArgs {
+    fn config(self) -> kuatia_infrastructure::sifen_sim::SimConfig {
+        let mut config = kuatia_infrastructure::sifen_sim::SimConfig {
+            state_file: self.state,
+            lot_processing_ms: self.lot_processing_ms,
+            latency_ms: self.latency_ms,
+            drop_rate: self.drop_rate,
+            error_rate: self.error_rate,
+            unavailable_rate: self.unavailable_rate,
+            seed: self.seed,
+            require_signature: self.require_signature,
+            ..Default::default()
+        };
+        config.cscs.extend(self.cscs);
+        config
+    }
 }
 
 /// `kuatia projections …`
@@ -85,6 +142,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Migrate => migrate(&config).await,
         Command::Projections(cmd) => projections(&config, cmd).await,
         Command::Events(cmd) => events(&config, cmd).await,
+        Command::SifenSim(args) => sifen_sim(args).await,
     };
     match result {
         Ok(code) => code,
@@ -116,6 +174,37 @@ async fn serve(config: Config) -> anyhow::Result<ExitCode> {
     tokio::signal::ctrl_c().await?;
     tracing::info!("shutdown signal received; draining");
     service.stop().await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn sifen_sim(args: SifenSimArgs) -> anyhow::Result<ExitCode> {
+    use kuatia_infrastructure::sifen_sim;
+    let listen = args.listen.clone();
+    let simulator = sifen_sim::Simulator::new(args.config())?;
+    let listener = tokio::net::TcpListener::bind(&listen)
+        .await
+        .with_context(|| format!("binding {listen}"))?;
+    let addr = listener.local_addr()?;
+    tracing::info!(%addr, "SIFEN simulator listening");
+    println!("SIFEN simulator on http://{addr} (stats: http://{addr}/sim/stats)");
+    sifen_sim::serve_with_shutdown(listener, simulator, async {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            if let (Ok(mut term), Ok(mut interrupt)) =
+                (signal(SignalKind::terminate()), signal(SignalKind::interrupt()))
+            {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = interrupt.recv() => {}
+                }
+                return;
+            }
+        }
+        let _ = tokio::signal::ctrl_c().await;
+    })
+    .await
+    .context("serving the SIFEN simulator")?;
     Ok(ExitCode::SUCCESS)
 }
 

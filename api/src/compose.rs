@@ -70,6 +70,8 @@ pub struct Service {
     pub database: Database,
     shutdown: CancellationToken,
     task: JoinHandle<anyhow::Result<()>>,
+    /// The in-process SIFEN simulator (demo mode); it stops when the service is dropped.
+    pub sifen_sim: Option<kuatia_infrastructure::sifen_sim::RunningSimulator>,
 }
 
 impl Service {
@@ -120,7 +122,25 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         pfx_reader: Arc::new(kuatia_infrastructure::vault::P12Reader),
         snapshots: Arc::default(),
     };
-    if config.demo_mode() {
+    // Demo mode runs the SIFEN simulator in-process; the demo channel points at it.
+    let sifen_sim = if config.demo_mode() {
+        let sim = kuatia_infrastructure::sifen_sim::start(
+            &config.sifen_sim_listen.to_string(),
+            kuatia_infrastructure::sifen_sim::SimConfig {
+                state_file: Some(config.data_dir.join("sifen-sim.json")),
+                ..Default::default()
+            },
+        )
+        .await
+        .with_context(|| format!("starting the SIFEN simulator on {}", config.sifen_sim_listen))?;
+        tracing::info!(addr = %sim.addr, "demo mode: SIFEN simulator listening");
+        Some(sim)
+    } else {
+        None
+    };
+    if let Some(sim) = &sifen_sim {
+        let mut config = config.clone();
+        config.sifen_sim_listen = sim.addr;
         let demo = crate::demo::seed(&state, &config)
             .await
             .context("seeding the demo tenant")?;
@@ -207,5 +227,6 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         database,
         shutdown,
         task,
+        sifen_sim,
     })
 }

@@ -579,7 +579,18 @@ fn banner_key_and_tenant(stdout: &std::sync::mpsc::Receiver<String>) -> (String,
 #[test]
 fn demo_mode_seeds_a_tenant_that_is_ready_to_issue_once_and_prints_a_working_curl() {
     let scratch = Scratch::new();
-    let mut first = start(scratch.kuatia_with_defaults(&[]));
+    // The built-in SIFEN simulator listens on a port of its own, the same in both runs.
+    let sim_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let sim_listen = format!("127.0.0.1:{sim_port}");
+    let demo = || {
+        let mut cmd = scratch.kuatia_with_defaults(&[]);
+        cmd.env("KUATIA_SIFEN_SIM_LISTEN", &sim_listen);
+        cmd
+    };
+    let mut first = start(demo());
     let (key, tenant) = banner_key_and_tenant(&first.stdout);
     let data = scratch.dir.join("data");
     let saved = std::fs::read_to_string(data.join("demo-api-key")).expect("the saved key");
@@ -612,6 +623,27 @@ fn demo_mode_seeds_a_tenant_that_is_ready_to_issue_once_and_prints_a_working_cur
     for channel in channels {
         assert_eq!(channel["ready"], true, "{channel}");
     }
+    // The sifen channel points at the simulator this process runs, and it answers.
+    let configured = get(&first.addr, "/v1/emission-channels");
+    let sifen = configured
+        .as_array()
+        .and_then(|all| all.iter().find(|c| c["channel"] == "sifen"))
+        .cloned()
+        .unwrap_or_else(|| panic!("a sifen channel in {configured}"));
+    let endpoint = sifen["credentials"]["endpoint"]
+        .as_str()
+        .expect("endpoint")
+        .to_owned();
+    assert_eq!(endpoint, format!("http://{sim_listen}"), "{sifen}");
+    let stats: serde_json::Value = rt.block_on(async {
+        reqwest::get(format!("{endpoint}/sim/stats"))
+            .await
+            .expect("the simulator answers")
+            .json()
+            .await
+            .expect("json")
+    });
+    assert!(stats["totals"].is_object(), "{stats}");
     // The banner's other curl: the sample invoice it wrote is received and queued.
     let invoice = std::fs::read(data.join("demo-invoice.json")).expect("the demo invoice");
     let issued: serde_json::Value = rt.block_on(async {
@@ -639,7 +671,7 @@ fn demo_mode_seeds_a_tenant_that_is_ready_to_issue_once_and_prints_a_working_cur
     assert!(sigterm_and_wait(&mut first.child).success());
 
     // A second start seeds nothing new and prints the same key.
-    let mut second = start(scratch.kuatia_with_defaults(&[]));
+    let mut second = start(demo());
     let (again, same_tenant) = banner_key_and_tenant(&second.stdout);
     assert_eq!(
         (again.as_str(), same_tenant.as_str()),
@@ -669,4 +701,63 @@ fn demo_mode_seeds_a_tenant_that_is_ready_to_issue_once_and_prints_a_working_cur
             .expect("count")
     });
     assert_eq!(tenants, 0);
+}
+
+#[test]
+fn sifen_sim_serves_sifen_soap_and_stops_cleanly_on_sigterm() {
+    let scratch = Scratch::new();
+    let mut child = scratch
+        .kuatia_with_defaults(&[
+            "sifen-sim",
+            "--listen",
+            "127.0.0.1:0",
+            "--csc",
+            "80069563:0003:IJKL0000000000000000000000000000",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let stdout = child.stdout.take().expect("stdout");
+    let line = BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .find(|l| l.starts_with("SIFEN simulator on "))
+        .expect("the simulator's address");
+    let base = line
+        .trim_start_matches("SIFEN simulator on ")
+        .split_whitespace()
+        .next()
+        .expect("url")
+        .to_owned();
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let (stats, soap_status, soap_body) = rt.block_on(async {
+        let stats: serde_json::Value = reqwest::get(format!("{base}/sim/stats"))
+            .await
+            .expect("stats")
+            .json()
+            .await
+            .expect("json");
+        // A siConsDE for a CDC it never saw: SIFEN's "not found" in a SOAP 1.2 envelope.
+        let envelope = kuatia_infrastructure::sifen_soap::messages::cons_de(
+            1,
+            "01800695631001001000000122025011511234567899",
+        )
+        .expect("envelope");
+        let response = reqwest::Client::new()
+            .post(format!("{base}/de/ws/consultas/consulta.wsdl"))
+            .header("Content-Type", "application/xml; charset=utf-8")
+            .body(envelope)
+            .send()
+            .await
+            .expect("soap");
+        let status = response.status().as_u16();
+        (stats, status, response.bytes().await.expect("body").to_vec())
+    });
+    assert!(stats["totals"].is_object(), "{stats}");
+    assert_eq!(soap_status, 200);
+    let parsed = kuatia_infrastructure::sifen_soap::messages::parse_cons_de(soap_status, &soap_body)
+        .expect("a SIFEN answer");
+    assert!(!parsed.is_found(), "{parsed:?}");
+    assert!(sigterm_and_wait(&mut child).success());
 }
