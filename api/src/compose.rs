@@ -152,6 +152,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
             crate::demo::banner(&demo, &format!("http://{addr}"), &invoice)
         );
     }
+    let jobs_vault = state.vault.clone();
     let router = crate::app(state);
     let shutdown = CancellationToken::new();
     let grace = Duration::from_secs(config.shutdown_grace_secs);
@@ -162,15 +163,35 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         runtime::RuntimeConfig::default(),
         shutdown.clone(),
     );
-    let workers = WorkerPool::new(
-        jobs,
-        WorkerConfig {
-            workers: config.workers,
-            shutdown_grace: grace,
-            ..WorkerConfig::default()
+    let pipeline = crate::pipeline::Pipeline::new(
+        store.clone(),
+        jobs_vault,
+        Arc::new(kuatia_infrastructure::artifacts::LocalArtifacts::new(
+            config.data_dir.join("artifacts"),
+        )),
+        kuatia_infrastructure::sifen_soap::client::SoapClientConfig {
+            connect_timeout_ms: config.sifen_connect_timeout_ms,
+            read_timeout_ms: config.sifen_read_timeout_ms,
+            ..Default::default()
         },
     )
-    .spawn(shutdown.clone());
+    .with_retry_scale(config.sifen_retry_scale);
+    let workers = pipeline
+        .handlers()
+        .into_iter()
+        .fold(
+            WorkerPool::new(
+                jobs,
+                WorkerConfig {
+                    workers: config.workers,
+                    shutdown_grace: grace,
+                    ..WorkerConfig::default()
+                },
+            )
+            .with_wake(store.position_hint()),
+            WorkerPool::with_handler,
+        )
+        .spawn(shutdown.clone());
 
     let flusher = limiter.spawn_flusher(Duration::from_secs(1), shutdown.clone());
     // Idempotency keys older than their 24 h window are removed hourly (claims check expiry

@@ -14,6 +14,7 @@ pub mod extract;
 pub mod metrics;
 pub mod middleware;
 pub mod openapi;
+pub mod pipeline;
 pub mod rate_limit;
 pub mod routes;
 pub mod state;
@@ -83,6 +84,7 @@ fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(routes::documents::get_document))
         .routes(routes!(routes::documents::document_status))
         .routes(routes!(routes::documents::document_timeline))
+        .routes(routes!(routes::documents::retry_document))
         .routes(routes!(routes::events::list_events))
         .split_for_parts()
 }

@@ -39,6 +39,7 @@ impl Scratch {
             .current_dir(&self.dir)
             .env_remove("DATABASE_URL")
             .env("KUATIA_LISTEN", "127.0.0.1:0")
+            .env("KUATIA_LOOKUP_LISTEN", "127.0.0.1:0")
             .env("RUST_LOG", "info");
         cmd
     }
@@ -231,8 +232,9 @@ fn migrate_then_projection_status_and_rebuild() {
     let unknown = scratch.run(&["projections", "rebuild", "no_such_thing"]);
     assert!(!unknown.status.success());
     assert!(
-        String::from_utf8_lossy(&unknown.stderr)
-            .contains("known: stream_index, access, configuration, documents, event_type_counts")
+        String::from_utf8_lossy(&unknown.stderr).contains(
+            "known: stream_index, access, configuration, documents, number_series, event_type_counts"
+        )
     );
 }
 
@@ -662,6 +664,18 @@ fn demo_mode_seeds_a_tenant_that_is_ready_to_issue_once_and_prints_a_working_cur
             .expect("json")
     });
     assert_eq!(issued["status"], "queued", "{issued}");
+    // The built-in simulator approves it: numbered, signed, sent and accepted in moments.
+    let doc_id = issued["id"].as_str().expect("id").to_owned();
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    let accepted = loop {
+        let status = get(&first.addr, &format!("/v1/documents/{doc_id}/status"));
+        if status["status"] == "accepted" {
+            break status;
+        }
+        assert!(std::time::Instant::now() < deadline, "not accepted: {status}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(accepted["number"], "001-001-0000001", "{accepted}");
     let certificates = get(&first.addr, "/v1/certificates");
     assert_eq!(certificates[0]["ruc"], "80069563-1");
     assert_eq!(certificates[0]["status"], "valid");

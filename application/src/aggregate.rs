@@ -34,6 +34,11 @@ impl<A> LoadedAggregate<A> {
     pub fn version(&self) -> u64 {
         self.version
     }
+
+    /// The folded aggregate.
+    pub fn aggregate(&self) -> &A {
+        &self.aggregate
+    }
 }
 
 impl<A: Aggregate> AggregateContext<A> for LoadedAggregate<A> {

@@ -2,15 +2,20 @@
 //! Each is a command on the document's stream (`domain::document::aggregate`).
 
 use chrono::{DateTime, Utc};
-use kuatia_domain::document::aggregate::{self, Document, DocumentCommand, DocumentError, DocumentStatus};
+use kuatia_domain::channel::ChannelKind;
+use kuatia_domain::document::aggregate::{
+    self, Document, DocumentCommand, DocumentError, DocumentEvent, DocumentStatus,
+};
 use kuatia_domain::document::canonical::CanonicalDocument;
 use kuatia_domain::document::issues::Issue;
 use kuatia_domain::document::routing::Routing;
 use kuatia_domain::tenancy::TenantId;
+use std::sync::Arc;
 use uuid::Uuid;
 
-use crate::aggregate::{CommandExecutor, ExecuteError};
-use crate::event_store::{EventMetadata, SharedStore, StoreError};
+use crate::aggregate::{CommandExecutor, ExecuteError, JobPolicy};
+use crate::event_store::{EventMetadata, SharedStore, StoreError, StreamRef};
+use crate::jobs::NewJob;
 
 /// Why a document command did not happen.
 #[derive(Debug, thiserror::Error)]
@@ -38,6 +43,70 @@ fn from_execute(err: ExecuteError<DocumentError>) -> DocumentsError {
     }
 }
 
+/// Job kind: number, build, sign and store a queued SIFEN document.
+pub const SIFEN_PREPARE: &str = "sifen.prepare";
+/// Job kind: send a signed SIFEN document (or reconcile and resend after a failure).
+pub const SIFEN_SUBMIT: &str = "sifen.submit";
+
+/// The document's outbox: the jobs its new events call for, committed with them.
+/// - queued for `sifen` → [`SIFEN_PREPARE`];
+/// - signed → [`SIFEN_SUBMIT`] now; a retry scheduled → [`SIFEN_SUBMIT`] at its time; a manual
+///   retry → [`SIFEN_SUBMIT`] now.
+///
+/// Job keys name the event that caused them, so a replayed command never queues a job twice.
+pub fn job_policy() -> Arc<JobPolicy<Document>> {
+    Arc::new(|stream: &StreamRef, events: &[DocumentEvent]| {
+        let Some(document_id) = stream.stream_id.rsplit(':').next() else {
+            return Vec::new();
+        };
+        let payload = serde_json::json!({ "document_id": document_id });
+        let job = |kind: &str, key: String, run_at: Option<DateTime<Utc>>| {
+            let mut job = NewJob::new(kind, key, stream.tenant_id, payload.clone());
+            job.run_at = run_at;
+            job.max_attempts = 1_000;
+            job
+        };
+        let sifen = events.iter().any(|e| {
+            matches!(e, DocumentEvent::DocumentReceived { routing, .. } if routing.channel == ChannelKind::Sifen)
+        });
+        let mut jobs = Vec::new();
+        for event in events {
+            match event {
+                DocumentEvent::DocumentQueued { .. } if sifen => {
+                    jobs.push(job(SIFEN_PREPARE, format!("{SIFEN_PREPARE}:{document_id}"), None));
+                }
+                DocumentEvent::DocumentSigned { .. } => {
+                    jobs.push(job(
+                        SIFEN_SUBMIT,
+                        format!("{SIFEN_SUBMIT}:{document_id}:signed"),
+                        None,
+                    ));
+                }
+                DocumentEvent::DocumentRetryScheduled { next_attempt_at, .. } => jobs.push(job(
+                    SIFEN_SUBMIT,
+                    format!(
+                        "{SIFEN_SUBMIT}:{document_id}:retry:{}",
+                        next_attempt_at.timestamp_micros()
+                    ),
+                    Some(*next_attempt_at),
+                )),
+                DocumentEvent::DocumentRetryRequested { at } => jobs.push(job(
+                    SIFEN_SUBMIT,
+                    format!("{SIFEN_SUBMIT}:{document_id}:manual:{}", at.timestamp_micros()),
+                    None,
+                )),
+                _ => {}
+            }
+        }
+        jobs
+    })
+}
+
+/// The executor every document command goes through (with the outbox policy).
+pub fn executor(store: &SharedStore) -> CommandExecutor<Document> {
+    CommandExecutor::<Document>::new(store.clone(), ()).with_jobs(job_policy())
+}
+
 /// Runs one command on a document.
 pub async fn command(
     store: &SharedStore,
@@ -46,7 +115,7 @@ pub async fn command(
     command: DocumentCommand,
     metadata: EventMetadata,
 ) -> Result<(), DocumentsError> {
-    CommandExecutor::<Document>::new(store.clone(), ())
+    executor(store)
         .execute(
             tenant,
             &aggregate::stream_id(tenant, document_id),
@@ -107,7 +176,7 @@ pub async fn receive(
         commands.push(DocumentCommand::Queue { at });
     }
     // One append: received, validated (or validation_failed) and queued commit together.
-    let received = CommandExecutor::<Document>::new(store.clone(), ())
+    let received = executor(store)
         .execute_new(
             tenant,
             &aggregate::stream_id(tenant, document_id),

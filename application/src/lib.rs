@@ -8,6 +8,7 @@
 
 pub mod access;
 pub mod aggregate;
+pub mod artifacts;
 pub mod configuration;
 pub mod documents;
 pub mod event_store;

@@ -70,6 +70,7 @@ pub struct WorkerPool {
     queue: Arc<dyn JobQueue>,
     handlers: HashMap<String, Arc<dyn JobHandler>>,
     config: WorkerConfig,
+    wake: Option<tokio::sync::watch::Receiver<i64>>,
 }
 
 impl WorkerPool {
@@ -79,7 +80,16 @@ impl WorkerPool {
             queue,
             handlers: HashMap::new(),
             config,
+            wake: None,
         }
+    }
+
+    /// Idle workers also wake when this moves (the store's position hint: a commit may have
+    /// queued a job), so a job queued with its events starts at once instead of at the next
+    /// poll.
+    pub fn with_wake(mut self, wake: tokio::sync::watch::Receiver<i64>) -> Self {
+        self.wake = Some(wake);
+        self
     }
 
     /// Registers the handler of one kind.
@@ -98,7 +108,8 @@ impl WorkerPool {
                 return;
             }
             let mut tasks = Vec::new();
-            for n in 0..shared.config.workers.max(1) {
+            // Zero workers: an instance that serves the API and leaves the jobs to others.
+            for n in 0..shared.config.workers {
                 let pool = shared.clone();
                 let kinds = kinds.clone();
                 let shutdown = shutdown.clone();
@@ -114,6 +125,11 @@ impl WorkerPool {
     }
 
     async fn work(&self, worker: String, kinds: Vec<String>, shutdown: CancellationToken) {
+        // This worker's own view of the hint: `changed` marks what it has seen.
+        let mut wake = self.wake.clone();
+        if let Some(w) = wake.as_mut() {
+            w.borrow_and_update();
+        }
         while !shutdown.is_cancelled() {
             let claimed = self.queue.claim(&worker, &kinds, 1, self.config.lease).await;
             match claimed {
@@ -123,9 +139,20 @@ impl WorkerPool {
                     }
                 }
                 Ok(_) => {
+                    let woken = async {
+                        match wake.as_mut() {
+                            Some(w) => {
+                                if w.changed().await.is_err() {
+                                    std::future::pending::<()>().await;
+                                }
+                            }
+                            None => std::future::pending().await,
+                        }
+                    };
                     tokio::select! {
                         _ = shutdown.cancelled() => {}
                         _ = tokio::time::sleep(self.config.poll_interval) => {}
+                        () = woken => {}
                     }
                 }
                 Err(err) => {

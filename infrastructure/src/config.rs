@@ -14,7 +14,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 /// A value that must never reach a log line.
-#[derive(Clone, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Deserialize, PartialEq)]
 #[serde(transparent)]
 pub struct Secret(String);
 
@@ -101,6 +101,14 @@ pub struct Config {
     /// `KUATIA_SIFEN_SIM_LISTEN`: where the built-in SIFEN simulator listens in demo mode (the
     /// demo `sifen` channel points there). Default `127.0.0.1:8082`.
     pub sifen_sim_listen: SocketAddr,
+    /// `KUATIA_SIFEN_CONNECT_TIMEOUT_MS`: connecting to SIFEN. Default 15 000.
+    pub sifen_connect_timeout_ms: u64,
+    /// `KUATIA_SIFEN_READ_TIMEOUT_MS`: waiting for SIFEN's answer once sent (past it the outcome
+    /// is unknown and the CDC is queried before any resend). Default 45 000.
+    pub sifen_read_timeout_ms: u64,
+    /// `KUATIA_SIFEN_RETRY_SCALE`: multiplies the retry schedule of DECISIONS §5 (30 s, 2 min,
+    /// …); 1 in production, smaller in tests and simulations. Default 1.
+    pub sifen_retry_scale: f64,
 }
 
 /// The database used when `DATABASE_URL` is not set.
@@ -126,6 +134,9 @@ impl Default for Config {
             master_key: None,
             demo: None,
             sifen_sim_listen: SocketAddr::from(([127, 0, 0, 1], 8082)),
+            sifen_connect_timeout_ms: 15_000,
+            sifen_read_timeout_ms: 45_000,
+            sifen_retry_scale: 1.0,
         }
     }
 }
@@ -153,6 +164,9 @@ impl std::fmt::Debug for Config {
             .field("master_key", &self.master_key)
             .field("demo", &self.demo)
             .field("sifen_sim_listen", &self.sifen_sim_listen)
+            .field("sifen_connect_timeout_ms", &self.sifen_connect_timeout_ms)
+            .field("sifen_read_timeout_ms", &self.sifen_read_timeout_ms)
+            .field("sifen_retry_scale", &self.sifen_retry_scale)
             .finish()
     }
 }

@@ -4,6 +4,7 @@
 //! Implements the ports of `kuatia-application`; knows nothing of HTTP. Start reading at
 //! [`store`] (the two backends behind one `Store` trait), then [`config`].
 
+pub mod artifacts;
 pub mod config;
 pub mod selfsigned;
 pub mod sifen;

@@ -8,6 +8,7 @@ pub mod access;
 pub mod configuration;
 pub mod documents;
 pub mod event_type_counts;
+pub mod number_series;
 pub mod registry;
 pub mod runtime;
 pub mod stream_index;

@@ -9,6 +9,7 @@ use crate::access::Access;
 use crate::configuration::Configuration;
 use crate::documents::Documents;
 use crate::event_type_counts::EventTypeCounts;
+use crate::number_series::NumberSeries;
 use crate::stream_index::StreamIndex;
 
 /// All projections.
@@ -18,6 +19,7 @@ pub fn all() -> Vec<Arc<dyn Projection>> {
         Arc::new(Access),
         Arc::new(Configuration),
         Arc::new(Documents),
+        Arc::new(NumberSeries),
         Arc::new(EventTypeCounts),
     ]
 }

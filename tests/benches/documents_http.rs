@@ -25,6 +25,14 @@
 //! Client and service share the machine (and one tokio runtime): on a small machine the figures
 //! are those of the whole loop, not of the service alone.
 //!
+//! # End to end (`KUATIA_BENCH_E2E=1`)
+//!
+//! The same load, but with 16 job workers and the channel pointing at an in-process SIFEN
+//! simulator (real HTTP and SOAP, signatures and QR checked): every document is numbered, signed,
+//! sent and accepted. After the clients stop, the bench waits until every document is final and
+//! reports, from the `documents` read model, each accepted document's posted → accepted time
+//! (p50/p90/p99) and `documents / (last acceptance − first post)`.
+//!
 //! # Backends
 //!
 //! - **SQLite**, always: a new file in a temporary folder, removed afterwards.
@@ -38,6 +46,7 @@
 //! ```text
 //! cargo bench -p kuatia-tests --bench documents_http
 //! KUATIA_BENCH_SECS=3 cargo bench -p kuatia-tests --bench documents_http
+//! KUATIA_BENCH_E2E=1 KUATIA_BENCH_SECS=10 cargo bench -p kuatia-tests --bench documents_http
 //! ```
 
 use anyhow::{Context, Result, bail};
@@ -66,6 +75,16 @@ const DEFAULT_POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres"
 /// The seller RUC of [`sample_invoice`].
 const RUC: &str = "80069563-1";
 const PASSWORD: &str = "bench pfx pass";
+/// Job workers in end-to-end mode.
+const E2E_WORKERS: usize = 16;
+/// How long end-to-end mode waits for the last document to be accepted.
+const E2E_SETTLE: Duration = Duration::from_secs(300);
+
+/// `KUATIA_BENCH_E2E=1`: measure posted → accepted through the SIFEN pipeline and the simulator.
+fn end_to_end() -> bool {
+    std::env::var("KUATIA_BENCH_E2E").is_ok_and(|v| v == "1")
+}
+
 /// Largest share of failed requests tolerated per backend.
 const MAX_FAILURE_RATE: f64 = 0.01;
 
@@ -95,7 +114,11 @@ fn main() -> Result<()> {
 
 /// Runs every reachable backend; returns those whose failure rate is too high.
 async fn run(window: Duration, cores: usize) -> Result<Vec<&'static str>> {
-    println!("kuatia POST /v1/documents benchmark");
+    if end_to_end() {
+        println!("kuatia end-to-end benchmark: POST /v1/documents → accepted by the SIFEN simulator");
+    } else {
+        println!("kuatia POST /v1/documents benchmark");
+    }
     let secs_env = std::env::var("KUATIA_BENCH_SECS")
         .map(|v| format!("KUATIA_BENCH_SECS={v} "))
         .unwrap_or_default();
@@ -189,17 +212,38 @@ async fn bench_backend(backend: &Backend, window: Duration) -> Result<Row> {
         Backend::Sqlite => println!("sqlite:   {}", db.url),
         Backend::Postgres(_) => println!("postgres: {}", redact_url(&db.url)),
     }
-    let app = TestApp::spawn_on(db, |config| config.rate_limit_per_key = 10_000_000)
-        .await
-        .context("starting the service")?;
-    let result = drive(backend.name(), &app, window).await;
+    // Intake only: no job workers, so the SIFEN pipeline does not share the two cores. End to
+    // end: workers on, the channel pointing at an in-process SIFEN simulator.
+    let sim = if end_to_end() {
+        Some(
+            kuatia_infrastructure::sifen_sim::start("127.0.0.1:0", Default::default())
+                .await
+                .context("starting the SIFEN simulator")?,
+        )
+    } else {
+        None
+    };
+    let app = TestApp::spawn_on(db, |config| {
+        config.rate_limit_per_key = 10_000_000;
+        config.workers = if sim.is_some() { E2E_WORKERS } else { 0 };
+    })
+    .await
+    .context("starting the service")?;
+    let endpoint = sim
+        .as_ref()
+        .map_or_else(|| "http://127.0.0.1:9".to_owned(), |s| s.base_url());
+    let result = drive(backend.name(), &app, window, &endpoint).await;
+    let result = match (result, &sim) {
+        (Ok(row), Some(_)) => settle(backend.name(), &app, row).await,
+        (result, _) => result,
+    };
     // The service stops before its database is dropped (removed folder, DROP DATABASE).
     app.stop().await;
     result
 }
 
-async fn drive(backend: &'static str, app: &TestApp, window: Duration) -> Result<Row> {
-    let setup = setup(app).await?;
+async fn drive(backend: &'static str, app: &TestApp, window: Duration, endpoint: &str) -> Result<Row> {
+    let setup = setup(app, endpoint).await?;
 
     // One shared client for the load, with a connection per task kept alive.
     let client = reqwest::Client::builder()
@@ -266,6 +310,66 @@ async fn drive(backend: &'static str, app: &TestApp, window: Duration) -> Result
     Ok(Row {
         backend,
         elapsed: last_end.saturating_duration_since(measure_from),
+        latencies,
+        errors,
+    })
+}
+
+/// End-to-end mode: waits until every stored document is final, then replaces the row's
+/// latencies with each document's posted → accepted time and its elapsed time with first post →
+/// last acceptance, as read from the `documents` read model.
+async fn settle(backend: &'static str, app: &TestApp, row: Row) -> Result<Row> {
+    use kuatia_application::projection::SqlValue;
+    let store = app.service().database.store();
+    let deadline = Instant::now() + E2E_SETTLE;
+    loop {
+        let open = store
+            .query(
+                "SELECT COUNT(*) FROM documents WHERE status NOT IN ('accepted', 'rejected', 'failed_terminal')",
+                &[],
+            )
+            .await?;
+        let open = open.first().and_then(|r| r[0].as_i64()).unwrap_or(0);
+        if open == 0 {
+            break;
+        }
+        if Instant::now() > deadline {
+            bail!("{open} documents not final after {E2E_SETTLE:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let rows = store
+        .query("SELECT status, created_at, updated_at FROM documents", &[])
+        .await?;
+    let (mut first, mut last) = (None, None);
+    let mut latencies = Vec::with_capacity(rows.len());
+    let mut errors = 0;
+    for r in &rows {
+        let (Some(created), Some(updated)) = (r[1].as_timestamp(), r[2].as_timestamp()) else {
+            continue;
+        };
+        if !matches!(&r[0], SqlValue::Text(s) if s == "accepted") {
+            errors += 1;
+            continue;
+        }
+        first = Some(first.map_or(created, |f: chrono::DateTime<chrono::Utc>| f.min(created)));
+        last = Some(last.map_or(updated, |l: chrono::DateTime<chrono::Utc>| l.max(updated)));
+        let micros = (updated - created).num_microseconds().unwrap_or(i64::MAX);
+        latencies.push(u32::try_from(micros).unwrap_or(u32::MAX));
+    }
+    latencies.sort_unstable();
+    let elapsed = match (first, last) {
+        (Some(f), Some(l)) => (l - f).to_std().unwrap_or_default(),
+        _ => Duration::ZERO,
+    };
+    println!(
+        "{backend:<9} end to end: {} documents accepted, {errors} not, posted → accepted (intake answered {} in the window)",
+        latencies.len(),
+        row.latencies.len()
+    );
+    Ok(Row {
+        backend,
+        elapsed,
         latencies,
         errors,
     })
@@ -397,7 +501,7 @@ fn is_queued(body: &[u8]) -> bool {
 
 /// A tenant with a company, branch 001, issuance point 001, a certificate for the company's
 /// RUC and a default `sifen` channel using it.
-async fn setup(app: &TestApp) -> Result<Setup> {
+async fn setup(app: &TestApp, endpoint: &str) -> Result<Setup> {
     let (tenant, key) = app.tenant("bench").await;
     let send = |method: Method, path: &str, body: Value| {
         let request = app.as_key(method, path, &key, &tenant).json(&body);
@@ -448,7 +552,7 @@ async fn setup(app: &TestApp) -> Result<Setup> {
             "company_id": company,
             "channel": "sifen",
             "is_default": true,
-            "credentials": {"endpoint": "http://127.0.0.1:9"},
+            "credentials": {"endpoint": endpoint},
             "sifen": {
                 "environment": "test",
                 "timbrado": "12345678",

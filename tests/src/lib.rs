@@ -480,3 +480,21 @@ impl TestApp {
         })
     }
 }
+
+/// A file or folder of the SIFEN reference material (`xsd/v150`, `vectors/generated/…`):
+/// `../shared/sifen/<path>` beside the repository when it is there, else the vendored copy in
+/// `vendor/sifen/<path>`.
+pub fn sifen_reference(path: &str) -> std::path::PathBuf {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let shared = repo.join("../shared/sifen").join(path);
+    if shared.exists() {
+        shared
+    } else {
+        repo.join("vendor/sifen").join(path)
+    }
+}
+
+/// The SIFEN v150 XSD folder: `SIFEN_XSD_DIR` when set, else [`sifen_reference`]`("xsd/v150")`.
+pub fn sifen_xsd_dir() -> std::path::PathBuf {
+    std::env::var_os("SIFEN_XSD_DIR").map_or_else(|| sifen_reference("xsd/v150"), std::path::PathBuf::from)
+}

@@ -786,6 +786,50 @@ pub async fn document_status(
     Ok(axum::Json(visible(&state, &caller, id).await?.into()))
 }
 
+/// Needed by `POST /v1/documents/{id}/retry`.
+pub const RETRY_DOCUMENT: Permission = Permission::IssueDocuments;
+
+/// Makes the next attempt of a document in `retrying` immediate (contract §3): 202 with its
+/// status; 409 in any other status.
+#[utoipa::path(
+    post,
+    path = "/v1/documents/{id}/retry",
+    tag = "documents",
+    security(("api_key" = []), ("session" = [])),
+    params(("id" = Uuid, Path, description = "The document"), ("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")),
+    responses(
+        (status = 202, description = "A resend job is queued (the CDC is queried first)", body = DocumentView),
+        (status = 403, description = "Role not allowed", body = ErrorBody),
+        (status = 404, description = "No such document", body = ErrorBody),
+        (status = 409, description = "The document is not in `retrying`", body = ErrorBody)
+    )
+)]
+pub async fn retry_document(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+) -> Result<Response, ApiError> {
+    caller.require(RETRY_DOCUMENT)?;
+    let row = visible(&state, &caller, id).await?;
+    let command = kuatia_domain::document::aggregate::DocumentCommand::RetryNow { at: Utc::now() };
+    match documents::command(&state.store, caller.tenant, id, command, caller.metadata()).await {
+        Ok(()) => {}
+        Err(DocumentsError::Refused(_) | DocumentsError::Conflict) => {
+            return Err(ApiError::new(
+                ErrorCode::ConflictError,
+                format!(
+                    "only a document in `retrying` can be retried; this one is `{}`",
+                    row.status
+                ),
+            ));
+        }
+        Err(DocumentsError::NotFound) => return Err(ApiError::not_found("no such document")),
+        Err(DocumentsError::Store(e)) => return Err(e.into()),
+    }
+    let view = visible(&state, &caller, id).await?;
+    Ok((StatusCode::ACCEPTED, axum::Json(DocumentView::from(view))).into_response())
+}
+
 /// One timeline entry.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct TimelineView {

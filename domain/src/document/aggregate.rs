@@ -553,6 +553,9 @@ pub enum DocumentCommand {
     },
     /// SIFEN: the document has its number, CDC and XML.
     RecordTransformed {
+        /// The number series it was drawn from (company, timbrado, establishment, point, type):
+        /// the number series projection refuses a number that is not the series' next.
+        series: String,
         /// The number drawn from the series.
         number: DocumentNumber,
         /// The CDC (44 characters).
@@ -817,6 +820,9 @@ pub enum DocumentEvent {
     },
     /// SIFEN: numbered, with CDC and XML (`signing`).
     DocumentTransformed {
+        /// The number series (company, timbrado, establishment, point, type).
+        #[serde(default)]
+        series: String,
         /// The number.
         number: DocumentNumber,
         /// The CDC.
@@ -1642,6 +1648,7 @@ impl Document {
                 _ => Err(refused),
             },
             DocumentCommand::RecordTransformed {
+                series,
                 number,
                 cdc,
                 security_code,
@@ -1653,6 +1660,7 @@ impl Document {
                     check_cdc(&cdc, s.doc_type(), &number, &security_code)?;
                     check_sha256("xml_sha256", &xml_sha256)?;
                     one(DocumentEvent::DocumentTransformed {
+                        series,
                         number,
                         cdc,
                         security_code,
@@ -2063,6 +2071,7 @@ mod tests {
 
     const REASON: &str = "Error en el precio unitario";
     const SECURITY_CODE: &str = "587326098";
+    const SERIES: &str = "company:12345678:001:001:1";
     const SIGNED_XML: Uuid = Uuid::from_u128(100);
     const PRINTABLE: Uuid = Uuid::from_u128(200);
     const KUDE: Uuid = Uuid::from_u128(300);
@@ -2143,6 +2152,7 @@ mod tests {
 
     fn transformed(doc_type: DocumentType) -> DocumentEvent {
         DocumentEvent::DocumentTransformed {
+            series: SERIES.into(),
             number: number(),
             cdc: cdc(doc_type),
             security_code: SECURITY_CODE.into(),
@@ -2473,6 +2483,7 @@ mod tests {
 
     fn record_transformed() -> DocumentCommand {
         DocumentCommand::RecordTransformed {
+            series: SERIES.into(),
             number: number(),
             cdc: cdc(DocumentType::Invoice),
             security_code: SECURITY_CODE.into(),
@@ -2892,6 +2903,7 @@ mod tests {
         );
         // Through the aggregate.
         let bad_cdc = DocumentCommand::RecordTransformed {
+            series: SERIES.into(),
             number: number(),
             cdc: wrong_dv,
             security_code: SECURITY_CODE.into(),
@@ -2903,6 +2915,7 @@ mod tests {
             Err(DocumentError::Malformed { field: "cdc", .. })
         ));
         let bad_hash = DocumentCommand::RecordTransformed {
+            series: SERIES.into(),
             number: number(),
             cdc: good,
             security_code: SECURITY_CODE.into(),

@@ -2504,12 +2504,17 @@ mod tests {
 
     /// A generated vector of `shared/sifen/vectors/generated`.
     fn vector(name: &str) -> String {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../shared/sifen/vectors/generated")
-            .join(name);
+        // `../shared` beside the repository, else the vendored copy (vendor/sifen/README.md).
+        let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let shared = repo.join("../shared/sifen/vectors/generated").join(name);
+        let path = if shared.exists() {
+            shared
+        } else {
+            repo.join("vendor/sifen/vectors/generated").join(name)
+        };
         std::fs::read_to_string(&path).unwrap_or_else(|e| {
             panic!(
-                "cannot read the vector {}: {e} (shared/ must be beside the repository)",
+                "cannot read the vector {}: {e} (shared/ beside the repository, or vendor/sifen)",
                 path.display()
             )
         })

@@ -17,13 +17,13 @@ const CSC: &str = "ABCD0000000000000000000000000000";
 /// An electronic invoice's CDC (the validation module's example).
 const INVOICE_CDC: &str = "01800695631001001000000122025011511234567899";
 
-async fn send(request: reqwest::RequestBuilder) -> (u16, Value) {
+pub(crate) async fn send(request: reqwest::RequestBuilder) -> (u16, Value) {
     let response = request.send().await.expect("send");
     let status = response.status().as_u16();
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
-fn id(value: &Value) -> String {
+pub(crate) fn id(value: &Value) -> String {
     value["id"]
         .as_str()
         .unwrap_or_else(|| panic!("no id in {value}"))
@@ -77,7 +77,7 @@ fn issue_at<'a>(issues: &'a Value, field: &str) -> &'a Value {
 }
 
 /// `now − hours`, in Paraguay's offset, RFC 3339.
-fn hours_ago(hours: i64) -> String {
+pub(crate) fn hours_ago(hours: i64) -> String {
     at(Utc::now() - Duration::hours(hours))
 }
 
@@ -88,15 +88,26 @@ fn at(t: DateTime<Utc>) -> String {
 
 /// A tenant ready to issue on SIFEN: a company (with its certificate), branch 001 with point 001
 /// and a default sifen channel with CSC.
-struct Ready {
-    tenant: String,
-    key: String,
-    company: String,
-    branch: String,
-    point: String,
+pub(crate) struct Ready {
+    pub(crate) tenant: String,
+    pub(crate) key: String,
+    pub(crate) company: String,
+    pub(crate) branch: String,
+    pub(crate) point: String,
 }
 
 async fn add_company(app: &TestApp, tenant: &str, key: &str, ruc: &str) -> (String, String, String) {
+    add_company_at(app, tenant, key, ruc, "http://127.0.0.1:8082").await
+}
+
+/// A company with branch, point, certificate and a sifen channel sending to `endpoint`.
+pub(crate) async fn add_company_at(
+    app: &TestApp,
+    tenant: &str,
+    key: &str,
+    ruc: &str,
+    endpoint: &str,
+) -> (String, String, String) {
     let req = |m: Method, p: &str| app.as_key(m, p, key, tenant);
     let (status, company) = send(req(Method::POST, "/v1/companies").json(&TestApp::company_body(ruc))).await;
     assert_eq!(status, 201, "{company}");
@@ -124,13 +135,26 @@ async fn add_company(app: &TestApp, tenant: &str, key: &str, ruc: &str) -> (Stri
         "company_id": company,
         "channel": "sifen",
         "is_default": true,
-        "credentials": {"endpoint": "http://127.0.0.1:8082", "client_id": "client-1", "client_secret": "s3cret-value"},
+        "credentials": {"endpoint": endpoint, "client_id": "client-1", "client_secret": "s3cret-value"},
         "sifen": {"environment": "test", "timbrado": "12345678", "timbrado_valid_from": "2024-01-01",
                   "csc_id": "0001", "csc": CSC, "certificate_id": id(&certificate)},
     })))
     .await;
     assert_eq!(status, 201, "{channel}");
     (company, id(&branch), id(&point))
+}
+
+/// A tenant whose company sends to `endpoint`.
+pub(crate) async fn ready_at(app: &TestApp, slug: &str, endpoint: &str) -> Ready {
+    let (tenant, key) = app.tenant(slug).await;
+    let (company, branch, point) = add_company_at(app, &tenant, &key, RUC, endpoint).await;
+    Ready {
+        tenant,
+        key,
+        company,
+        branch,
+        point,
+    }
 }
 
 async fn ready(app: &TestApp, slug: &str) -> Ready {
@@ -163,7 +187,12 @@ impl Fx {
     }
 
     async fn with(adjust: impl FnOnce(&mut kuatia_infrastructure::config::Config)) -> Self {
-        let app = TestApp::spawn_with(adjust).await;
+        // No job workers: these tests look at intake, and a document must stay `queued`.
+        let app = TestApp::spawn_with(|c| {
+            c.workers = 0;
+            adjust(c);
+        })
+        .await;
         let r = ready(&app, "acme").await;
         Self { app, r }
     }

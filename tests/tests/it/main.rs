@@ -15,6 +15,7 @@ mod jobs;
 mod ordering;
 mod projections;
 mod rate_limits;
+mod sifen_pipeline;
 mod sifen_soap;
 mod sifen_xml;
 mod store;

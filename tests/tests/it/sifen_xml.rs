@@ -6,7 +6,7 @@
 //! The XSD folder is `$SIFEN_XSD_DIR`, else `shared/sifen/xsd/v150` beside the repository.
 //! xmllint (Debian's `libxml2-utils`) is required: without it these tests fail, they do not skip.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -26,17 +26,14 @@ use serde_json::{Value, json};
 // XSD validation.
 
 fn xsd_dir() -> PathBuf {
-    match std::env::var_os("SIFEN_XSD_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/sifen/xsd/v150"),
-    }
+    kuatia_tests::sifen_xsd_dir()
 }
 
 fn schema() -> PathBuf {
     let schema = xsd_dir().join("siRecepDE_v150.xsd");
     assert!(
         schema.is_file(),
-        "the SIFEN XSD is not at {}: set SIFEN_XSD_DIR or put shared/ beside the repository",
+        "the SIFEN XSD is not at {}: set SIFEN_XSD_DIR, put shared/ beside the repository or restore vendor/sifen",
         schema.display()
     );
     let dsig = xsd_dir().join("xmldsig-core-schema.xsd");

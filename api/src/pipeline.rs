@@ -1,0 +1,740 @@
+//! The SIFEN pipeline: the two job handlers that take a queued document to a verdict
+//! (ARCHITECTURE "Side effects", DECISIONS §5, BRIEF §6.4).
+//!
+//! - [`Prepare`] (`sifen.prepare`): draws the next number of the document's series, builds the
+//!   DE, signs it (off the async runtime), appends the QR, stores the signed bytes as an artifact
+//!   and records transformed → artifact → signed in **one** append. Nothing is consumed unless
+//!   that append commits: the number series projection refuses a number someone else drew (the
+//!   job draws again), and a crash before the commit leaves at most an unreferenced artifact.
+//!   The commit queues `sifen.submit`.
+//! - [`Submit`] (`sifen.submit`): records the attempt **before** sending, then sends the stored
+//!   signed bytes unchanged. Before any attempt after the first it asks SIFEN for the CDC
+//!   (siConsDE): an earlier attempt may have been approved without us hearing the answer, and a
+//!   CDC is never sent again once approved. SIFEN's answer becomes an event (accepted, rejected,
+//!   or an operational failure with the next attempt's time, which queues the next job), and its
+//!   raw body a `channel_response` artifact.
+
+use async_trait::async_trait;
+use chrono::{DateTime, TimeDelta, Utc};
+use kuatia_application::artifacts::{ArtifactStore, sha256_hex};
+use kuatia_application::documents::{self, DocumentsError, SIFEN_PREPARE, SIFEN_SUBMIT};
+use kuatia_application::event_store::{EventMetadata, SharedStore, StoreError};
+use kuatia_application::jobs::{Backoff, Job};
+use kuatia_application::vault::Vault;
+use kuatia_application::worker::{JobFailure, JobHandler};
+use kuatia_domain::company::IssuancePoint;
+use kuatia_domain::document::aggregate::{
+    ArtifactKind, Document, DocumentCommand, DocumentNumber, DocumentState, DocumentStatus,
+};
+use kuatia_domain::ruc::Ruc;
+use kuatia_domain::sifen::de::{self, DeInput, Issuer, NoCityNames};
+use kuatia_domain::sifen::qr::{self, Csc, QrData};
+use kuatia_domain::tenancy::TenantId;
+use kuatia_projections::configuration as config;
+use kuatia_projections::number_series;
+use rand::Rng;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use uuid::Uuid;
+
+use kuatia_infrastructure::sifen::sign::{self, SigningKey};
+use kuatia_infrastructure::sifen_soap::Delivery;
+use kuatia_infrastructure::sifen_soap::client::{ClientIdentity, SifenClient, SoapClientConfig};
+use kuatia_infrastructure::sifen_soap::messages::DocumentStatus as SifenVerdict;
+
+/// The actor recorded on the pipeline's events.
+const ACTOR: &str = "system:sifen";
+
+/// Give up retrying this long after signing (DECISIONS §5).
+const HORIZON_HOURS: i64 = 60;
+
+/// Delay before the automatic attempt after the `failures`-th operational failure: 30 s, 2 min,
+/// 10 min, 30 min, 1 h, then every 2 h (DECISIONS §5).
+pub fn retry_delay(failures: u32) -> TimeDelta {
+    match failures {
+        0 | 1 => TimeDelta::seconds(30),
+        2 => TimeDelta::minutes(2),
+        3 => TimeDelta::minutes(10),
+        4 => TimeDelta::minutes(30),
+        5 => TimeDelta::hours(1),
+        _ => TimeDelta::hours(2),
+    }
+}
+
+/// The number series a document draws from: company, timbrado, establishment, point, type.
+pub fn series_key(
+    company_id: Uuid,
+    timbrado: &str,
+    establishment: &str,
+    point: &str,
+    doc_type: u8,
+) -> String {
+    format!("{company_id}:{timbrado}:{establishment}:{point}:{doc_type}")
+}
+
+/// What both handlers share.
+#[derive(Clone)]
+pub struct Pipeline {
+    store: SharedStore,
+    vault: Vault,
+    artifacts: Arc<dyn ArtifactStore>,
+    soap: SoapClientConfig,
+    /// SOAP clients by (endpoint, certificate): building one sets up TLS.
+    clients: Arc<Mutex<HashMap<(String, Uuid), SifenClient>>>,
+    /// Transforms of one series in this process take turns (other instances are kept honest by
+    /// the number series projection).
+    series_locks: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
+    retry_scale: f64,
+}
+
+impl std::fmt::Debug for Pipeline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pipeline").finish_non_exhaustive()
+    }
+}
+
+/// Why a step failed, as the worker should treat it.
+fn retry(message: impl std::fmt::Display) -> JobFailure {
+    JobFailure::Retry(message.to_string())
+}
+
+fn metadata() -> EventMetadata {
+    EventMetadata {
+        actor: Some(ACTOR.to_owned()),
+        ..EventMetadata::default()
+    }
+}
+
+fn document_id(job: &Job) -> Result<Uuid, JobFailure> {
+    job.payload["document_id"]
+        .as_str()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| JobFailure::Permanent(format!("job {} has no document_id", job.id)))
+}
+
+impl Pipeline {
+    /// A pipeline over the store, the vault (certificates, CSCs) and the artifact store.
+    pub fn new(
+        store: SharedStore,
+        vault: Vault,
+        artifacts: Arc<dyn ArtifactStore>,
+        soap: SoapClientConfig,
+    ) -> Self {
+        Self {
+            store,
+            vault,
+            artifacts,
+            soap,
+            clients: Arc::default(),
+            series_locks: Arc::default(),
+            retry_scale: 1.0,
+        }
+    }
+
+    /// Multiplies the retry schedule (tests and simulations shrink it).
+    pub fn with_retry_scale(mut self, scale: f64) -> Self {
+        self.retry_scale = if scale.is_finite() && scale > 0.0 {
+            scale
+        } else {
+            1.0
+        };
+        self
+    }
+
+    /// Both job handlers.
+    pub fn handlers(&self) -> Vec<Arc<dyn JobHandler>> {
+        vec![Arc::new(Prepare(self.clone())), Arc::new(Submit(self.clone()))]
+    }
+
+    async fn load(&self, tenant: TenantId, id: Uuid) -> Result<Option<DocumentState>, JobFailure> {
+        let store =
+            kuatia_application::aggregate::AggregateStore::<Document>::new(self.store.clone(), tenant);
+        let loaded = store
+            .load(&kuatia_domain::document::aggregate::stream_id(tenant, id))
+            .await
+            .map_err(retry)?;
+        Ok(loaded.aggregate().state().cloned())
+    }
+
+    async fn run(
+        &self,
+        tenant: TenantId,
+        id: Uuid,
+        commands: Vec<DocumentCommand>,
+    ) -> Result<(), DocumentsError> {
+        documents::executor(&self.store)
+            .execute_all(
+                tenant,
+                &kuatia_domain::document::aggregate::stream_id(tenant, id),
+                commands,
+                metadata(),
+            )
+            .await
+            .map(|_| ())
+            .map_err(|e| match e {
+                kuatia_application::aggregate::ExecuteError::Rejected(e) => DocumentsError::Refused(e),
+                kuatia_application::aggregate::ExecuteError::NotFound => DocumentsError::NotFound,
+                kuatia_application::aggregate::ExecuteError::Conflict(_) => DocumentsError::Conflict,
+                kuatia_application::aggregate::ExecuteError::Store(e) => DocumentsError::Store(e),
+            })
+    }
+
+    fn series_lock(&self, series: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = self
+            .series_locks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if locks.len() > 10_000 {
+            locks.retain(|_, l| Arc::strong_count(l) > 1);
+        }
+        locks.entry(series.to_owned()).or_default().clone()
+    }
+
+    /// The company's SIFEN setup for a document: issuer, channel settings, signing PEM, CSC.
+    async fn setup(&self, tenant: TenantId, state: &DocumentState) -> Result<Setup, JobFailure> {
+        let routing = &state.routing;
+        let permanent =
+            |what: &str| JobFailure::Permanent(format!("{what} of document {}", state.document_id));
+        let company = config::company(&self.store, tenant, routing.company_id)
+            .await
+            .map_err(retry)?
+            .ok_or_else(|| permanent("no company"))?;
+        let channel = config::channel(&self.store, tenant, routing.channel_id)
+            .await
+            .map_err(retry)?
+            .ok_or_else(|| permanent("no channel"))?
+            .channel;
+        let sifen = channel
+            .sifen
+            .clone()
+            .ok_or_else(|| permanent("no sifen settings"))?;
+        let branch = config::branch(&self.store, tenant, routing.branch_id)
+            .await
+            .map_err(retry)?
+            .ok_or_else(|| permanent("no branch"))?
+            .branch;
+        let point = config::issuance_point(&self.store, tenant, routing.issuance_point_id)
+            .await
+            .map_err(retry)?
+            .ok_or_else(|| permanent("no issuance point"))?;
+        let point = IssuancePoint {
+            point_id: point.id,
+            branch_id: point.branch_id,
+            code: point.code,
+            name: point.name,
+            is_default: point.is_default,
+        };
+        let ruc = Ruc::parse(&company.ruc).map_err(|_| permanent("an unreadable company RUC"))?;
+        let issuer = Issuer::from_config(&ruc, &company.profile, &branch, &point, &sifen);
+        let certificate = config::certificate(&self.store, tenant, sifen.certificate_id)
+            .await
+            .map_err(retry)?
+            .ok_or_else(|| permanent("no certificate"))?;
+        let pem = self
+            .vault
+            .get(tenant, certificate.record.secret_id)
+            .await
+            .map_err(retry)?;
+        let csc = self.vault.get(tenant, sifen.csc_secret_id).await.map_err(retry)?;
+        let csc = String::from_utf8(csc.to_vec()).map_err(|_| permanent("an unreadable CSC"))?;
+        Ok(Setup {
+            issuer,
+            endpoint: channel.endpoint.clone(),
+            certificate_id: sifen.certificate_id,
+            csc_id: sifen.csc_id.clone(),
+            csc,
+            environment: sifen.environment,
+            pem: pem.to_vec(),
+        })
+    }
+
+    fn client(&self, setup: &Setup) -> Result<SifenClient, JobFailure> {
+        let key = (setup.endpoint.clone(), setup.certificate_id);
+        if let Some(client) = self
+            .clients
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&key)
+        {
+            return Ok(client.clone());
+        }
+        let identity = ClientIdentity::from_pem(setup.pem.clone());
+        let client = SifenClient::new(&setup.endpoint, &self.soap, Some(&identity), None)
+            .map_err(|e| JobFailure::Retry(format!("the SIFEN client: {e}")))?;
+        self.clients
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(key, client.clone());
+        Ok(client)
+    }
+}
+
+/// What signing and sending need of the configuration.
+struct Setup {
+    issuer: Issuer,
+    endpoint: String,
+    certificate_id: Uuid,
+    csc_id: String,
+    csc: String,
+    environment: kuatia_domain::channel::SifenEnvironment,
+    pem: Vec<u8>,
+}
+
+/// A built and signed document, ready to record.
+struct Signed {
+    series: String,
+    number: DocumentNumber,
+    cdc: String,
+    security_code: String,
+    unsigned_sha256: String,
+    xml: String,
+    signed_at: DateTime<Utc>,
+}
+
+/// `sifen.prepare`.
+#[derive(Debug)]
+pub struct Prepare(Pipeline);
+
+/// `sifen.submit`.
+#[derive(Debug)]
+pub struct Submit(Pipeline);
+
+fn security_code() -> String {
+    let mut rng = rand::rng();
+    loop {
+        let code: u32 = rng.random_range(1..1_000_000_000);
+        let text = format!("{code:09}");
+        if text != "000000000" {
+            return text;
+        }
+    }
+}
+
+/// Builds and signs (CPU work: run off the runtime).
+fn build_and_sign(
+    state: &DocumentState,
+    setup: &Setup,
+    series: String,
+    number: u64,
+    now: DateTime<Utc>,
+) -> Result<Signed, JobFailure> {
+    let permanent = |what: String| JobFailure::Permanent(format!("document {}: {what}", state.document_id));
+    let mut code = security_code();
+    while code.parse::<u64>().ok() == Some(number) {
+        code = security_code();
+    }
+    let built = de::build_rde(&DeInput {
+        document: &state.document,
+        issuer: &setup.issuer,
+        number,
+        security_code: &code,
+        signed_at: kuatia_domain::local_time::paraguay(now),
+        cities: &NoCityNames,
+    })
+    .map_err(|e| permanent(format!("the DE cannot be built: {e}")))?;
+    let unsigned_sha256 = sha256_hex(built.xml.as_bytes());
+    let key = SigningKey::from_pem(&setup.pem).map_err(|e| permanent(format!("the signing key: {e}")))?;
+    let signed = sign::sign_de(&built.xml, &key).map_err(|e| permanent(format!("signing: {e}")))?;
+    let url = qr::qr_url(
+        &QrData {
+            environment: setup.environment,
+            cdc: built.cdc.as_str(),
+            emitted_at: &built.issued_at,
+            receiver: built.qr_receiver(),
+            total: &built.total,
+            total_iva: &built.total_iva,
+            items: built.item_count,
+            digest_value: &signed.digest_value,
+        },
+        &Csc {
+            id: &setup.csc_id,
+            secret: &setup.csc,
+        },
+    )
+    .map_err(|e| permanent(format!("the QR: {e}")))?;
+    let mut xml = signed.xml;
+    sign::append_qr(&mut xml, &url).map_err(|e| permanent(format!("the QR: {e}")))?;
+    Ok(Signed {
+        series,
+        number: DocumentNumber {
+            timbrado: setup.issuer.timbrado.clone(),
+            establishment: setup.issuer.establishment.clone(),
+            point: setup.issuer.point.clone(),
+            number: format!("{number:07}"),
+        },
+        cdc: built.cdc.as_str().to_owned(),
+        security_code: code,
+        unsigned_sha256,
+        xml,
+        signed_at: now,
+    })
+}
+
+#[async_trait]
+impl JobHandler for Prepare {
+    fn kind(&self) -> &'static str {
+        SIFEN_PREPARE
+    }
+
+    fn backoff(&self) -> Backoff {
+        Backoff {
+            base: std::time::Duration::from_millis(200),
+            ..Backoff::default()
+        }
+    }
+
+    async fn run(&self, job: &Job) -> Result<(), JobFailure> {
+        let p = &self.0;
+        let tenant = job.tenant_id;
+        let id = document_id(job)?;
+        let Some(state) = p.load(tenant, id).await? else {
+            return Err(JobFailure::Permanent(format!("no document {id}")));
+        };
+        if !matches!(
+            state.status,
+            DocumentStatus::Queued | DocumentStatus::Transforming
+        ) {
+            // Prepared already (a repeated job), or cancelled meanwhile.
+            return Ok(());
+        }
+        let setup = Arc::new(p.setup(tenant, &state).await?);
+        let doc_type = state
+            .document
+            .doc_type
+            .sifen_code()
+            .ok_or_else(|| JobFailure::Permanent(format!("document {id} is not a SIFEN type")))?;
+        let series = series_key(
+            state.routing.company_id,
+            &setup.issuer.timbrado,
+            &setup.issuer.establishment,
+            &setup.issuer.point,
+            doc_type,
+        );
+        let lock = p.series_lock(&series);
+        let _turn = lock.lock().await;
+        let number = number_series::next_number(&p.store, tenant, &series)
+            .await
+            .map_err(retry)?;
+        let now = Utc::now();
+        let signed = {
+            let (state, setup, series) = (Arc::new(state.clone()), setup.clone(), series.clone());
+            tokio::task::spawn_blocking(move || build_and_sign(&state, &setup, series, number, now))
+                .await
+                .map_err(|e| retry(format!("the signing task: {e}")))??
+        };
+        let sha = p.artifacts.put(signed.xml.as_bytes()).await.map_err(retry)?;
+        let artifact_id = Uuid::now_v7();
+        let mut commands = Vec::new();
+        if state.status == DocumentStatus::Queued {
+            commands.push(DocumentCommand::StartTransform { at: now });
+        }
+        commands.extend([
+            DocumentCommand::RecordTransformed {
+                series: signed.series,
+                number: signed.number,
+                cdc: signed.cdc,
+                security_code: signed.security_code,
+                xml_sha256: signed.unsigned_sha256,
+                at: now,
+            },
+            DocumentCommand::RecordArtifact {
+                artifact_id,
+                kind: ArtifactKind::SignedXml,
+                content_type: "application/xml".into(),
+                sha256: sha,
+                size: signed.xml.len() as u64,
+                version: state.next_artifact_version(ArtifactKind::SignedXml),
+                at: now,
+            },
+            DocumentCommand::RecordSigned {
+                signed_xml_artifact_id: artifact_id,
+                signed_at: signed.signed_at,
+                at: now,
+            },
+        ]);
+        match p.run(tenant, id, commands).await {
+            Ok(()) => Ok(()),
+            // Another instance drew this number first, or the document changed: start over.
+            Err(DocumentsError::Store(StoreError::Projection { message, .. }))
+                if message.contains(number_series::NOT_NEXT) =>
+            {
+                Err(retry(format!("number {number} was taken; drawing again")))
+            }
+            Err(DocumentsError::Conflict) => Err(retry("the document changed meanwhile")),
+            Err(e) => Err(retry(e)),
+        }
+    }
+}
+
+/// SIFEN's answer to one attempt, as the document records it.
+enum Outcome {
+    Accepted {
+        code: String,
+        message: String,
+        protocol: Option<String>,
+    },
+    Rejected {
+        code: String,
+        message: String,
+    },
+    Failed(String),
+}
+
+/// Operational SIFEN codes: try again later.
+fn operational(code: &str) -> bool {
+    matches!(code, "0161" | "0162")
+}
+
+#[async_trait]
+impl JobHandler for Submit {
+    fn kind(&self) -> &'static str {
+        SIFEN_SUBMIT
+    }
+
+    // Only for failures around SIFEN's answer (the store, a lost race): SIFEN's own failures
+    // are recorded and follow the retry schedule instead.
+    fn backoff(&self) -> Backoff {
+        Backoff {
+            base: std::time::Duration::from_millis(500),
+            ..Backoff::default()
+        }
+    }
+
+    async fn run(&self, job: &Job) -> Result<(), JobFailure> {
+        let p = &self.0;
+        let tenant = job.tenant_id;
+        let id = document_id(job)?;
+        let Some(mut state) = p.load(tenant, id).await? else {
+            return Err(JobFailure::Permanent(format!("no document {id}")));
+        };
+        let now = Utc::now();
+        match state.status {
+            DocumentStatus::Submitting => {}
+            DocumentStatus::Retrying => {
+                let due = state.retry_requested || state.next_attempt_at.is_none_or(|t| t <= now);
+                if !due {
+                    // An early job (a manual retry already ran the attempt); the scheduled one
+                    // comes at its time.
+                    return Ok(());
+                }
+                match p
+                    .run(tenant, id, vec![DocumentCommand::ResumeSubmission { at: now }])
+                    .await
+                {
+                    Ok(()) | Err(DocumentsError::Conflict) => {}
+                    Err(e) => return Err(retry(e)),
+                }
+                state = match p.load(tenant, id).await? {
+                    Some(s) if s.status == DocumentStatus::Submitting => s,
+                    _ => return Ok(()),
+                };
+            }
+            // Decided already, or not ours to send.
+            _ => return Ok(()),
+        }
+        let cdc = state
+            .cdc
+            .clone()
+            .ok_or_else(|| JobFailure::Permanent(format!("document {id} has no CDC")))?;
+        let setup = p.setup(tenant, &state).await?;
+        let client = p.client(&setup)?;
+        let d_id = u64::try_from(now.timestamp_millis()).unwrap_or(1);
+
+        // Any earlier attempt may have been approved unheard: ask before sending again.
+        if state.attempts > 0 {
+            match client.query_de(d_id, &cdc).await {
+                Ok(answer) if answer.result.is_found() => {
+                    let outcome = Outcome::Accepted {
+                        code: answer.result.code.clone(),
+                        message: answer.result.message.clone(),
+                        protocol: answer
+                            .result
+                            .container
+                            .as_ref()
+                            .and_then(|c| c.authorization.clone()),
+                    };
+                    return record(p, tenant, id, &state, outcome, Some(answer.raw)).await;
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    let outcome = Outcome::Failed(format!("querying the CDC before resending: {e}"));
+                    return record(p, tenant, id, &state, outcome, None).await;
+                }
+            }
+        }
+
+        let artifact_id = state
+            .signed_xml_artifact_id
+            .ok_or_else(|| JobFailure::Permanent(format!("document {id} has no signed XML")))?;
+        let artifact = state
+            .artifact(artifact_id)
+            .ok_or_else(|| JobFailure::Permanent(format!("document {id}: signed XML not recorded")))?;
+        let bytes = p
+            .artifacts
+            .get(&artifact.sha256)
+            .await
+            .map_err(retry)?
+            .ok_or_else(|| {
+                retry(format!(
+                    "the signed XML {} is not in the artifact store",
+                    artifact.sha256
+                ))
+            })?;
+        let xml = String::from_utf8(bytes)
+            .map_err(|_| JobFailure::Permanent("the signed XML is not UTF-8".into()))?;
+
+        // The attempt is on record before anything leaves.
+        let attempt = state.attempts + 1;
+        match p
+            .run(
+                tenant,
+                id,
+                vec![DocumentCommand::RecordSubmitted {
+                    attempt,
+                    lot_id: None,
+                    at: now,
+                }],
+            )
+            .await
+        {
+            Ok(()) => {}
+            Err(DocumentsError::Conflict) => return Err(retry("the document changed meanwhile")),
+            Err(e) => return Err(retry(e)),
+        }
+        state.attempts = attempt;
+
+        let (outcome, raw) = match client.send_de(d_id, &xml).await {
+            Ok(answer) => {
+                let code = answer.result.code().unwrap_or_default().to_owned();
+                let message = answer
+                    .result
+                    .results
+                    .first()
+                    .map(|r| r.message.clone())
+                    .unwrap_or_default();
+                let outcome = match answer.result.status {
+                    SifenVerdict::Approved | SifenVerdict::ApprovedWithObservation => Outcome::Accepted {
+                        code,
+                        message,
+                        protocol: answer.result.authorization.clone(),
+                    },
+                    _ if answer.result.is_duplicate() => {
+                        // Approved before (an answer we never heard): confirm and take its
+                        // authorisation.
+                        match client.query_de(d_id + 1, &cdc).await {
+                            Ok(found) if found.result.is_found() => Outcome::Accepted {
+                                code: found.result.code.clone(),
+                                message: found.result.message.clone(),
+                                protocol: found
+                                    .result
+                                    .container
+                                    .as_ref()
+                                    .and_then(|c| c.authorization.clone()),
+                            },
+                            Ok(_) => Outcome::Rejected { code, message },
+                            Err(e) => Outcome::Failed(format!("confirming a duplicate: {e}")),
+                        }
+                    }
+                    _ if operational(&code) => Outcome::Failed(format!("SIFEN {code}: {message}")),
+                    _ => Outcome::Rejected { code, message },
+                };
+                (outcome, Some(answer.raw))
+            }
+            Err(e) => {
+                let what = match e.delivery() {
+                    Delivery::NotSent => "not sent",
+                    Delivery::Unknown => "outcome unknown",
+                };
+                (Outcome::Failed(format!("{what}: {e}")), None)
+            }
+        };
+        record(p, tenant, id, &state, outcome, raw).await
+    }
+}
+
+/// Records an attempt's outcome (and SIFEN's raw answer as a `channel_response` artifact).
+async fn record(
+    p: &Pipeline,
+    tenant: TenantId,
+    id: Uuid,
+    state: &DocumentState,
+    outcome: Outcome,
+    raw: Option<String>,
+) -> Result<(), JobFailure> {
+    let now = Utc::now();
+    let mut commands = Vec::new();
+    if let Some(raw) = raw {
+        let sha = p.artifacts.put(raw.as_bytes()).await.map_err(retry)?;
+        commands.push(DocumentCommand::RecordArtifact {
+            artifact_id: Uuid::now_v7(),
+            kind: ArtifactKind::ChannelResponse,
+            content_type: "application/xml".into(),
+            sha256: sha,
+            size: raw.len() as u64,
+            version: state.next_artifact_version(ArtifactKind::ChannelResponse),
+            at: now,
+        });
+    }
+    commands.push(match outcome {
+        Outcome::Accepted {
+            code,
+            message,
+            protocol,
+        } => DocumentCommand::RecordAccepted {
+            code,
+            message,
+            protocol,
+            approved_at: now,
+            at: now,
+        },
+        Outcome::Rejected { code, message } => DocumentCommand::RecordRejected {
+            code,
+            message,
+            at: now,
+        },
+        Outcome::Failed(reason) => {
+            let horizon = state
+                .signed_at
+                .map_or(now, |s| s + TimeDelta::hours(HORIZON_HOURS));
+            if now >= horizon {
+                DocumentCommand::GiveUp { reason, at: now }
+            } else {
+                let delay = retry_delay(state.failures + 1);
+                let scaled =
+                    TimeDelta::milliseconds((delay.num_milliseconds() as f64 * p.retry_scale) as i64);
+                let next = (now + scaled).min(horizon);
+                DocumentCommand::RecordOperationalFailure {
+                    reason,
+                    next_attempt_at: next,
+                    at: now,
+                }
+            }
+        }
+    });
+    match p.run(tenant, id, commands).await {
+        Ok(()) => Ok(()),
+        Err(DocumentsError::Conflict) => Err(retry("the document changed meanwhile")),
+        Err(e) => Err(retry(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_retry_schedule_is_the_decided_one() {
+        let minutes: Vec<i64> = (1..=8).map(|n| retry_delay(n).num_seconds()).collect();
+        assert_eq!(minutes, vec![30, 120, 600, 1800, 3600, 7200, 7200, 7200]);
+    }
+
+    #[test]
+    fn security_codes_are_nine_digits_and_never_zero() {
+        for _ in 0..1000 {
+            let code = security_code();
+            assert_eq!(code.len(), 9);
+            assert!(code.bytes().all(|b| b.is_ascii_digit()));
+            assert_ne!(code, "000000000");
+        }
+    }
+}

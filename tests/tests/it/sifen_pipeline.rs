@@ -1,0 +1,384 @@
+//! The SIFEN pipeline end to end, black-box: documents posted over HTTP to a service whose sifen
+//! channel points at the SIFEN simulator (in-process, real HTTP and SOAP), on each backend.
+
+use crate::documents::{Ready, hours_ago, id, ready_at, send};
+use kuatia_domain::document::canonical::sample_invoice;
+use kuatia_domain::sifen::cdc::Cdc;
+use kuatia_infrastructure::sifen_sim::{self, RunningSimulator, SimConfig};
+use kuatia_tests::TestApp;
+use reqwest::Method;
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+struct Fx {
+    app: TestApp,
+    r: Ready,
+    sim: RunningSimulator,
+}
+
+impl Fx {
+    async fn new(sim: SimConfig, adjust: impl FnOnce(&mut kuatia_infrastructure::config::Config)) -> Self {
+        let sim = sifen_sim::start("127.0.0.1:0", sim).await.expect("simulator");
+        let app = TestApp::spawn_with(|c| {
+            // The tests poll statuses; the per-key limit is not what they test.
+            c.rate_limit_per_key = 100_000;
+            adjust(c);
+        })
+        .await;
+        let r = ready_at(&app, "pipeline", &sim.base_url()).await;
+        Self { app, r, sim }
+    }
+
+    fn req(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
+        self.app.as_key(method, path, &self.r.key, &self.r.tenant)
+    }
+
+    fn invoice(&self, external_id: &str) -> Value {
+        let mut doc = sample_invoice();
+        doc["company_id"] = json!(self.r.company);
+        doc["external_id"] = json!(external_id);
+        doc["issue_datetime"] = json!(hours_ago(1));
+        doc
+    }
+
+    async fn post(&self, doc: &Value) -> String {
+        let (status, body) = send(
+            self.req(Method::POST, "/v1/documents")
+                .header("Idempotency-Key", uuid::Uuid::now_v7().to_string())
+                .json(doc),
+        )
+        .await;
+        assert_eq!(status, 201, "{body}");
+        assert_eq!(body["status"], "queued", "{body}");
+        id(&body)
+    }
+
+    async fn status(&self, doc: &str) -> Value {
+        let (status, body) = send(self.req(Method::GET, &format!("/v1/documents/{doc}/status"))).await;
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
+    /// Waits until every document is final; returns their status bodies.
+    async fn settle(&self, docs: &[String], within: Duration) -> Vec<Value> {
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            let mut all = Vec::new();
+            for doc in docs {
+                all.push(self.status(doc).await);
+            }
+            let open: Vec<&Value> = all
+                .iter()
+                .filter(|s| {
+                    !matches!(
+                        s["status"].as_str(),
+                        Some("accepted" | "rejected" | "failed_terminal")
+                    )
+                })
+                .collect();
+            if open.is_empty() {
+                return all;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{} documents not final after {within:?}, e.g. {}",
+                open.len(),
+                open[0]
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    async fn timeline(&self, doc: &str) -> Vec<Value> {
+        let (status, body) = send(self.req(Method::GET, &format!("/v1/documents/{doc}/timeline"))).await;
+        assert_eq!(status, 200, "{body}");
+        body.as_array().cloned().unwrap_or_default()
+    }
+
+    async fn stats(&self) -> Value {
+        reqwest::get(format!("{}/sim/stats", self.sim.base_url()))
+            .await
+            .expect("stats")
+            .json()
+            .await
+            .expect("json")
+    }
+
+    /// The signed XML the pipeline stored (from the artifact store, by the hash the timeline
+    /// recorded).
+    fn signed_xml(&self, timeline: &[Value]) -> String {
+        let sha = timeline
+            .iter()
+            .find(|e| {
+                e["type"] == "ArtifactRecorded" && e["data"]["ArtifactRecorded"]["kind"] == "signed_xml"
+            })
+            .and_then(|e| e["data"]["ArtifactRecorded"]["sha256"].as_str())
+            .expect("a signed_xml artifact")
+            .to_owned();
+        let path = self
+            .app
+            .db
+            .config()
+            .data_dir
+            .join("artifacts")
+            .join(&sha[..2])
+            .join(&sha);
+        std::fs::read_to_string(path).expect("the stored signed XML")
+    }
+}
+
+fn tool(name: &str, args: &[&str]) -> (bool, String) {
+    let out = std::process::Command::new(name)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("`{name}` is needed (Debian: libxml2-utils / xmlsec1): {e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+#[tokio::test]
+async fn an_invoice_is_numbered_signed_sent_and_accepted_and_its_xml_verifies() {
+    let f = Fx::new(
+        SimConfig {
+            require_signature: true,
+            ..SimConfig::default()
+        },
+        |_| {},
+    )
+    .await;
+    let doc = f.post(&f.invoice("PIPE-1")).await;
+    let status = f
+        .settle(std::slice::from_ref(&doc), Duration::from_secs(20))
+        .await;
+    assert_eq!(status[0]["status"], "accepted", "{}", status[0]);
+    assert_eq!(status[0]["number"], "001-001-0000001", "{}", status[0]);
+    let cdc = status[0]["cdc"].as_str().expect("cdc").to_owned();
+    Cdc::parse(&cdc).expect("a CDC with a right check digit");
+
+    let timeline = f.timeline(&doc).await;
+    let types: Vec<&str> = timeline.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(
+        types,
+        vec![
+            "DocumentReceived",
+            "DocumentValidated",
+            "DocumentQueued",
+            "DocumentTransformStarted",
+            "DocumentTransformed",
+            "ArtifactRecorded",
+            "DocumentSigned",
+            "DocumentSubmitted",
+            "ArtifactRecorded",
+            "DocumentAccepted",
+        ]
+    );
+    let accepted = &timeline.last().expect("accepted")["data"]["DocumentAccepted"];
+    assert_eq!(accepted["code"], "0260", "{accepted}");
+    assert_eq!(timeline.last().expect("last")["actor"], "system:sifen");
+
+    // The stored bytes: the XSD accepts them, xmlsec1 verifies the signature, a tampered copy
+    // fails, and the QR carries the CDC.
+    let xml = f.signed_xml(&timeline);
+    assert!(xml.contains(&format!("<DE Id=\"{cdc}\">")));
+    assert!(xml.contains(&format!("Id={cdc}&amp;")), "the QR names the CDC");
+    let dir = std::env::temp_dir().join(format!("kuatia-pipeline-{}", uuid::Uuid::now_v7()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = dir.join("signed.xml");
+    std::fs::write(&file, &xml).expect("write");
+    let schema = kuatia_tests::sifen_xsd_dir().join("siRecepDE_v150.xsd");
+    let (valid, out) = tool(
+        "xmllint",
+        &[
+            "--noout",
+            "--nonet",
+            "--schema",
+            schema.to_str().expect("path"),
+            file.to_str().expect("path"),
+        ],
+    );
+    assert!(valid, "{out}");
+    let (verified, out) = tool(
+        "xmlsec1",
+        &[
+            "--verify",
+            "--insecure",
+            "--id-attr:Id",
+            "DE",
+            file.to_str().expect("path"),
+        ],
+    );
+    assert!(verified, "{out}");
+    let tampered = dir.join("tampered.xml");
+    std::fs::write(&tampered, xml.replacen("<dTotGralOpe>", "<dTotGralOpe>1", 1)).expect("write");
+    let (verified, _) = tool(
+        "xmlsec1",
+        &[
+            "--verify",
+            "--insecure",
+            "--id-attr:Id",
+            "DE",
+            tampered.to_str().expect("path"),
+        ],
+    );
+    assert!(!verified, "a tampered document must not verify");
+    let _ = std::fs::remove_dir_all(dir);
+
+    let stats = f.stats().await;
+    assert_eq!(stats["approvals"][&cdc], 1, "{stats}");
+    f.app.stop().await;
+}
+
+#[tokio::test]
+async fn concurrent_documents_get_consecutive_numbers_without_gaps_or_repeats() {
+    let f = Fx::new(SimConfig::default(), |c| c.workers = 4).await;
+    // Posted at once, as concurrent clients would.
+    let mut posts = tokio::task::JoinSet::new();
+    for n in 0..30 {
+        let request = f
+            .req(Method::POST, "/v1/documents")
+            .header("Idempotency-Key", format!("seq-{n}"))
+            .json(&f.invoice(&format!("SEQ-{n}")));
+        posts.spawn(send(request));
+    }
+    let mut docs = Vec::new();
+    while let Some(joined) = posts.join_next().await {
+        let (status, body) = joined.expect("post");
+        assert_eq!(status, 201, "{body}");
+        docs.push(id(&body));
+    }
+    let status = f.settle(&docs, Duration::from_secs(60)).await;
+    let numbers: BTreeSet<String> = status
+        .iter()
+        .map(|s| {
+            assert_eq!(s["status"], "accepted", "{s}");
+            s["number"].as_str().expect("number").to_owned()
+        })
+        .collect();
+    let expected: BTreeSet<String> = (1..=30).map(|n| format!("001-001-{n:07}")).collect();
+    assert_eq!(numbers, expected);
+    let stats = f.stats().await;
+    let approvals = stats["approvals"].as_object().expect("approvals");
+    assert_eq!(approvals.len(), 30, "{stats}");
+    assert!(
+        approvals.values().all(|n| n == 1),
+        "each CDC approved once: {stats}"
+    );
+    f.app.stop().await;
+}
+
+#[tokio::test]
+async fn with_answers_dropped_and_servers_failing_every_document_is_accepted_once() {
+    // 30 % of answers withheld (processed, never answered) and 20 % HTML 500s: the pipeline
+    // retries, asks SIFEN for the CDC before resending, and never gets a CDC approved twice.
+    let f = Fx::new(
+        SimConfig {
+            drop_rate: 0.3,
+            error_rate: 0.2,
+            hang_ms: 5_000,
+            seed: Some(7),
+            ..SimConfig::default()
+        },
+        |c| {
+            c.sifen_read_timeout_ms = 300;
+            c.sifen_retry_scale = 0.0003;
+        },
+    )
+    .await;
+    let mut docs = Vec::new();
+    for n in 0..40 {
+        docs.push(f.post(&f.invoice(&format!("FAULT-{n}"))).await);
+    }
+    let status = f.settle(&docs, Duration::from_secs(120)).await;
+    for s in &status {
+        assert_eq!(s["status"], "accepted", "{s}");
+    }
+    let stats = f.stats().await;
+    let approvals = stats["approvals"].as_object().expect("approvals");
+    assert_eq!(approvals.len(), 40, "{stats}");
+    assert!(
+        approvals.values().all(|n| n == 1),
+        "each CDC approved once: {stats}"
+    );
+    assert!(
+        stats["totals"]["withheld"].as_u64().unwrap_or(0) > 0,
+        "answers were dropped: {stats}"
+    );
+    // A document whose answer was dropped shows the retry in its timeline.
+    let mut retried = 0;
+    for doc in &docs {
+        let timeline = f.timeline(doc).await;
+        if timeline.iter().any(|e| e["type"] == "DocumentRetryScheduled") {
+            retried += 1;
+        }
+    }
+    assert!(retried > 0, "some documents went through retrying");
+    f.app.stop().await;
+}
+
+#[tokio::test]
+async fn a_manual_retry_makes_the_next_attempt_immediate_and_is_refused_outside_retrying() {
+    // SIFEN answers 0161 (unavailable) until the faults are cleared; the automatic retry would
+    // wait 30 s.
+    let f = Fx::new(SimConfig::default(), |_| {}).await;
+    let client = reqwest::Client::new();
+    let injected = client
+        .post(format!("{}/sim/faults", f.sim.base_url()))
+        .json(&json!({"fault": "0161", "times": 1000, "service": "siRecepDE"}))
+        .send()
+        .await
+        .expect("inject");
+    assert!(injected.status().is_success());
+    let doc = f.post(&f.invoice("RETRY-1")).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let status = f.status(&doc).await;
+        if status["status"] == "retrying" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "not retrying: {status}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let timeline = f.timeline(&doc).await;
+    let scheduled = &timeline.last().expect("last")["data"]["DocumentRetryScheduled"];
+    assert!(
+        scheduled["reason"].as_str().unwrap_or_default().contains("0161"),
+        "{scheduled}"
+    );
+
+    let cleared = client
+        .delete(format!("{}/sim/faults", f.sim.base_url()))
+        .send()
+        .await
+        .expect("clear");
+    assert!(cleared.status().is_success());
+    let (status, body) = send(f.req(Method::POST, &format!("/v1/documents/{doc}/retry"))).await;
+    assert_eq!(status, 202, "{body}");
+    let settled = f
+        .settle(std::slice::from_ref(&doc), Duration::from_secs(10))
+        .await;
+    assert_eq!(settled[0]["status"], "accepted", "{}", settled[0]);
+    let types: Vec<String> = f
+        .timeline(&doc)
+        .await
+        .iter()
+        .filter_map(|e| e["type"].as_str().map(str::to_owned))
+        .collect();
+    assert!(types.contains(&"DocumentRetryRequested".to_owned()), "{types:?}");
+
+    // Accepted now: a retry is a conflict.
+    let (status, body) = send(f.req(Method::POST, &format!("/v1/documents/{doc}/retry"))).await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["code"], "conflict_error", "{body}");
+    let (status, _) = send(f.req(
+        Method::POST,
+        &format!("/v1/documents/{}/retry", uuid::Uuid::now_v7()),
+    ))
+    .await;
+    assert_eq!(status, 404);
+    f.app.stop().await;
+}
