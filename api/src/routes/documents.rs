@@ -916,6 +916,64 @@ pub struct DocumentDetail {
     pub artifacts: Vec<ArtifactView>,
     /// The timeline; null for roles without audit access (viewer, issuer).
     pub timeline: Option<Vec<TimelineView>>,
+    /// SIFEN's last answer (or the last failure to get one), explained; null before the first.
+    pub sifen: Option<SifenAnswerView>,
+}
+
+/// SIFEN's last word on a document, in SIFEN's terms and in plain ones.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SifenAnswerView {
+    /// SIFEN's code (`0260`, `0160`, …); null when the last attempt got no answer.
+    pub code: Option<String>,
+    /// SIFEN's message, or what went wrong reaching it.
+    pub message: String,
+    /// `dProtAut`, when approved.
+    pub protocol: Option<String>,
+    /// What the code usually means.
+    pub meaning: Option<String>,
+    /// What to do about it.
+    pub action: Option<String>,
+}
+
+/// The SIFEN block of the detail, from the document's own state.
+async fn sifen_answer(
+    state: &AppState,
+    caller: &Caller,
+    id: Uuid,
+) -> Result<Option<SifenAnswerView>, ApiError> {
+    use kuatia_domain::document::aggregate::{self as agg, Document};
+    let loaded =
+        kuatia_application::aggregate::AggregateStore::<Document>::new(state.store.clone(), caller.tenant)
+            .load(&agg::stream_id(caller.tenant, id))
+            .await?;
+    let Some(doc) = loaded.aggregate().state() else {
+        return Ok(None);
+    };
+    let (code, message, protocol) = match (&doc.answer, &doc.last_failure) {
+        (Some(answer), _) => (
+            Some(answer.code.clone()),
+            answer.message.clone(),
+            answer.protocol.clone(),
+        ),
+        (None, Some(failure)) => {
+            // "SIFEN 0161: …" when SIFEN answered with an operational code.
+            let code = failure
+                .strip_prefix("SIFEN ")
+                .and_then(|rest| rest.get(..4))
+                .filter(|c| c.bytes().all(|b| b.is_ascii_digit()))
+                .map(str::to_owned);
+            (code, failure.clone(), None)
+        }
+        (None, None) => return Ok(None),
+    };
+    let explained = code.as_deref().and_then(kuatia_domain::sifen::codes::explain);
+    Ok(Some(SifenAnswerView {
+        code,
+        message,
+        protocol,
+        meaning: explained.map(|e| e.meaning.to_owned()),
+        action: explained.map(|e| e.action.to_owned()),
+    }))
 }
 
 /// A document's detail.
@@ -952,9 +1010,11 @@ pub async fn get_document(
     } else {
         None
     };
+    let sifen = sifen_answer(&state, &caller, id).await?;
     Ok(axum::Json(DocumentDetail {
         summary: row.into(),
         artifacts,
         timeline,
+        sifen,
     }))
 }

@@ -6,5 +6,6 @@
 //! code, the signing time and the sequence number come in as arguments.
 
 pub mod cdc;
+pub mod codes;
 pub mod de;
 pub mod qr;

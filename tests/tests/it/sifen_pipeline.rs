@@ -230,6 +230,19 @@ async fn an_invoice_is_numbered_signed_sent_and_accepted_and_its_xml_verifies() 
 
     let stats = f.stats().await;
     assert_eq!(stats["approvals"][&cdc], 1, "{stats}");
+
+    // The detail explains SIFEN's answer in plain words.
+    let (status, detail) = send(f.req(Method::GET, &format!("/v1/documents/{doc}"))).await;
+    assert_eq!(status, 200, "{detail}");
+    assert_eq!(detail["sifen"]["code"], "0260", "{detail}");
+    assert!(detail["sifen"]["protocol"].is_string(), "{detail}");
+    assert!(
+        detail["sifen"]["meaning"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("approved"),
+        "{detail}"
+    );
     f.app.stop().await;
 }
 
@@ -348,6 +361,15 @@ async fn a_manual_retry_makes_the_next_attempt_immediate_and_is_refused_outside_
     assert!(
         scheduled["reason"].as_str().unwrap_or_default().contains("0161"),
         "{scheduled}"
+    );
+    let (_, detail) = send(f.req(Method::GET, &format!("/v1/documents/{doc}"))).await;
+    assert_eq!(detail["sifen"]["code"], "0161", "{detail}");
+    assert!(
+        detail["sifen"]["action"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("retries"),
+        "{detail}"
     );
 
     let cleared = client
