@@ -247,6 +247,39 @@ async fn an_invoice_is_numbered_signed_sent_and_accepted_and_its_xml_verifies() 
 }
 
 #[tokio::test]
+async fn a_credit_note_referencing_an_accepted_invoice_is_accepted_in_its_own_series() {
+    let f = Fx::new(SimConfig::default(), |_| {}).await;
+    let invoice = f.post(&f.invoice("NC-BASE")).await;
+    let settled = f
+        .settle(std::slice::from_ref(&invoice), Duration::from_secs(20))
+        .await;
+    assert_eq!(settled[0]["status"], "accepted", "{}", settled[0]);
+    let invoice_cdc = settled[0]["cdc"].as_str().expect("cdc").to_owned();
+
+    let mut note = f.invoice("NC-1");
+    note["type"] = json!("credit_note");
+    note["reason"] = json!(2);
+    note["associated_document"] = json!({"cdc": invoice_cdc});
+    let note = f.post(&note).await;
+    let settled = f
+        .settle(std::slice::from_ref(&note), Duration::from_secs(20))
+        .await;
+    assert_eq!(settled[0]["status"], "accepted", "{}", settled[0]);
+    // Its own series (type 5): number 1 again, and a CDC of type 05.
+    assert_eq!(settled[0]["number"], "001-001-0000001", "{}", settled[0]);
+    let cdc = settled[0]["cdc"].as_str().expect("cdc");
+    assert!(cdc.starts_with("05"), "{cdc}");
+    let timeline = f.timeline(&note).await;
+    let xml = f.signed_xml(&timeline);
+    assert!(xml.contains("<iTiDE>5</iTiDE>"), "a credit note");
+    assert!(
+        xml.contains(&format!("<dCdCDERef>{invoice_cdc}</dCdCDERef>")),
+        "it names the invoice"
+    );
+    f.app.stop().await;
+}
+
+#[tokio::test]
 async fn concurrent_documents_get_consecutive_numbers_without_gaps_or_repeats() {
     let f = Fx::new(SimConfig::default(), |c| c.workers = 4).await;
     // Posted at once, as concurrent clients would.
