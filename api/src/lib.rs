@@ -85,6 +85,8 @@ fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(routes::documents::document_status))
         .routes(routes!(routes::documents::document_timeline))
         .routes(routes!(routes::documents::retry_document))
+        .routes(routes!(routes::documents::cancel_document))
+        .routes(routes!(routes::documents::inutilize_document))
         .routes(routes!(routes::events::list_events))
         .split_for_parts()
 }

@@ -13,21 +13,30 @@
 //!   CDC is never sent again once approved. SIFEN's answer becomes an event (accepted, rejected,
 //!   or an operational failure with the next attempt's time, which queues the next job), and its
 //!   raw body a `channel_response` artifact.
+//! - [`SifenEvent`] (`sifen.event`): sends the cancelación or inutilización the document has
+//!   pending (`DocumentState::pending`, requested by `POST /cancel` or `/inutilize`), signed off
+//!   the runtime, through siRecepEvento, and records SIFEN's verdict (`RecordCancelled` /
+//!   `RecordCancellationRefused`, `RecordInutilized` / `RecordInutilizationRefused`) with the raw
+//!   answer as a `channel_response` artifact. A transport failure or SIFEN 0161/0162 retries the
+//!   job. An event sent again after an unheard answer meets SIFEN's "already registered" (4003 for
+//!   a cancelación, 4066 for an inutilización of that very number): the document is in the state
+//!   asked for, so that is recorded as registered, with SIFEN's code.
 
 use async_trait::async_trait;
 use chrono::{DateTime, TimeDelta, Utc};
 use kuatia_application::artifacts::{ArtifactStore, sha256_hex};
-use kuatia_application::documents::{self, DocumentsError, SIFEN_PREPARE, SIFEN_SUBMIT};
+use kuatia_application::documents::{self, DocumentsError, SIFEN_EVENT, SIFEN_PREPARE, SIFEN_SUBMIT};
 use kuatia_application::event_store::{EventMetadata, SharedStore, StoreError};
 use kuatia_application::jobs::{Backoff, Job};
 use kuatia_application::vault::Vault;
 use kuatia_application::worker::{JobFailure, JobHandler};
 use kuatia_domain::company::IssuancePoint;
 use kuatia_domain::document::aggregate::{
-    ArtifactKind, Document, DocumentCommand, DocumentNumber, DocumentState, DocumentStatus,
+    ArtifactKind, Document, DocumentCommand, DocumentNumber, DocumentState, DocumentStatus, FiscalEventKind,
 };
 use kuatia_domain::ruc::Ruc;
 use kuatia_domain::sifen::de::{self, DeInput, Issuer, NoCityNames};
+use kuatia_domain::sifen::event::{self as sifen_event, EventInput, EventKind};
 use kuatia_domain::sifen::qr::{self, Csc, QrData};
 use kuatia_domain::tenancy::TenantId;
 use kuatia_projections::configuration as config;
@@ -141,9 +150,13 @@ impl Pipeline {
         self
     }
 
-    /// Both job handlers.
+    /// The job handlers: prepare, submit, events.
     pub fn handlers(&self) -> Vec<Arc<dyn JobHandler>> {
-        vec![Arc::new(Prepare(self.clone())), Arc::new(Submit(self.clone()))]
+        vec![
+            Arc::new(Prepare(self.clone())),
+            Arc::new(Submit(self.clone())),
+            Arc::new(SifenEvent(self.clone())),
+        ]
     }
 
     async fn load(&self, tenant: TenantId, id: Uuid) -> Result<Option<DocumentState>, JobFailure> {
@@ -715,6 +728,172 @@ async fn record(
         Ok(()) => Ok(()),
         Err(DocumentsError::Conflict) => Err(retry("the document changed meanwhile")),
         Err(e) => Err(retry(e)),
+    }
+}
+
+/// `sifen.event`.
+#[derive(Debug)]
+pub struct SifenEvent(Pipeline);
+
+/// Builds and signs the pending event of a document (CPU work: run off the runtime).
+fn build_and_sign_event(
+    state: &DocumentState,
+    kind: FiscalEventKind,
+    reason: &str,
+    pem: &[u8],
+    event_id: u64,
+    now: DateTime<Utc>,
+) -> Result<String, JobFailure> {
+    let permanent = |what: String| JobFailure::Permanent(format!("document {}: {what}", state.document_id));
+    let event_kind = match kind {
+        FiscalEventKind::Cancellation => EventKind::Cancellation {
+            cdc: state
+                .cdc
+                .as_deref()
+                .ok_or_else(|| permanent("a cancelación needs a CDC".into()))?,
+        },
+        FiscalEventKind::Inutilization => {
+            let number = state
+                .number
+                .as_ref()
+                .ok_or_else(|| permanent("an inutilización needs a number".into()))?;
+            let n: u32 = number
+                .number
+                .parse()
+                .map_err(|_| permanent(format!("the number {:?} is not numeric", number.number)))?;
+            EventKind::Inutilization {
+                timbrado: &number.timbrado,
+                establishment: &number.establishment,
+                point: &number.point,
+                from: n,
+                to: n,
+                doc_type: state
+                    .doc_type()
+                    .sifen_code()
+                    .ok_or_else(|| permanent("not a SIFEN document type".into()))?,
+            }
+        }
+    };
+    let unsigned = sifen_event::build_event(&EventInput {
+        id: event_id,
+        signed_at: kuatia_domain::local_time::paraguay(now),
+        reason,
+        kind: event_kind,
+    })
+    .map_err(|e| permanent(format!("the event cannot be built: {e}")))?;
+    let key = SigningKey::from_pem(pem).map_err(|e| permanent(format!("the signing key: {e}")))?;
+    sign::sign_event(&unsigned, &key).map_err(|e| permanent(format!("signing the event: {e}")))
+}
+
+/// SIFEN's "this event is registered already" for a kind: the state asked for holds.
+fn already_registered(kind: FiscalEventKind, code: &str) -> bool {
+    match kind {
+        FiscalEventKind::Cancellation => code == "4003",
+        FiscalEventKind::Inutilization => code == "4066",
+    }
+}
+
+#[async_trait]
+impl JobHandler for SifenEvent {
+    fn kind(&self) -> &'static str {
+        SIFEN_EVENT
+    }
+
+    fn backoff(&self) -> Backoff {
+        Backoff {
+            base: std::time::Duration::from_millis(500),
+            ..Backoff::default()
+        }
+    }
+
+    async fn run(&self, job: &Job) -> Result<(), JobFailure> {
+        let p = &self.0;
+        let tenant = job.tenant_id;
+        let id = document_id(job)?;
+        let Some(state) = p.load(tenant, id).await? else {
+            return Err(JobFailure::Permanent(format!("no document {id}")));
+        };
+        // Answered already (a repeated job), or nothing asked.
+        let Some(pending) = state.pending.clone() else {
+            return Ok(());
+        };
+        let setup = p.setup(tenant, &state).await?;
+        let client = p.client(&setup)?;
+        let now = Utc::now();
+        let d_id = u64::try_from(now.timestamp_millis()).unwrap_or(1);
+        let event_id = u64::try_from(now.timestamp())
+            .unwrap_or(1)
+            .clamp(1, sifen_event::MAX_EVENT_ID);
+        let signed = {
+            let (state, pem, reason) = (state.clone(), setup.pem.clone(), pending.reason.clone());
+            tokio::task::spawn_blocking(move || {
+                build_and_sign_event(&state, pending.kind, &reason, &pem, event_id, now)
+            })
+            .await
+            .map_err(|e| retry(format!("the signing task: {e}")))??
+        };
+        let answer = client
+            .send_events(d_id, &[signed.as_str()])
+            .await
+            .map_err(|e| retry(format!("sending the {}: {e}", pending.kind)))?;
+        let Some(outcome) = answer.result.events.first() else {
+            return Err(retry(format!(
+                "SIFEN answered the {} with no event result",
+                pending.kind
+            )));
+        };
+        let (code, message) = outcome
+            .results
+            .first()
+            .map(|r| (r.code.clone(), r.message.clone()))
+            .unwrap_or_default();
+        if operational(&code) {
+            return Err(retry(format!("SIFEN {code}: {message}")));
+        }
+        let registered = matches!(
+            outcome.status,
+            SifenVerdict::Approved | SifenVerdict::ApprovedWithObservation
+        ) || code == "0600"
+            || already_registered(pending.kind, &code);
+        let at = Utc::now();
+        let verdict = match (pending.kind, registered) {
+            (FiscalEventKind::Cancellation, true) => DocumentCommand::RecordCancelled {
+                code,
+                message,
+                protocol: outcome.authorization.clone(),
+                at,
+            },
+            (FiscalEventKind::Cancellation, false) => {
+                DocumentCommand::RecordCancellationRefused { code, message, at }
+            }
+            (FiscalEventKind::Inutilization, true) => DocumentCommand::RecordInutilized {
+                code,
+                message,
+                protocol: outcome.authorization.clone(),
+                at,
+            },
+            (FiscalEventKind::Inutilization, false) => {
+                DocumentCommand::RecordInutilizationRefused { code, message, at }
+            }
+        };
+        let sha = p.artifacts.put(answer.raw.as_bytes()).await.map_err(retry)?;
+        let commands = vec![
+            DocumentCommand::RecordArtifact {
+                artifact_id: Uuid::now_v7(),
+                kind: ArtifactKind::ChannelResponse,
+                content_type: "application/xml".into(),
+                sha256: sha,
+                size: answer.raw.len() as u64,
+                version: state.next_artifact_version(ArtifactKind::ChannelResponse),
+                at,
+            },
+            verdict,
+        ];
+        match p.run(tenant, id, commands).await {
+            Ok(()) => Ok(()),
+            Err(DocumentsError::Conflict) => Err(retry("the document changed meanwhile")),
+            Err(e) => Err(retry(e)),
+        }
     }
 }
 

@@ -47,11 +47,15 @@ fn from_execute(err: ExecuteError<DocumentError>) -> DocumentsError {
 pub const SIFEN_PREPARE: &str = "sifen.prepare";
 /// Job kind: send a signed SIFEN document (or reconcile and resend after a failure).
 pub const SIFEN_SUBMIT: &str = "sifen.submit";
+/// Job kind: send a requested SIFEN event (cancelación, inutilización) and record SIFEN's answer.
+pub const SIFEN_EVENT: &str = "sifen.event";
 
 /// The document's outbox: the jobs its new events call for, committed with them.
 /// - queued for `sifen` → [`SIFEN_PREPARE`];
 /// - signed → [`SIFEN_SUBMIT`] now; a retry scheduled → [`SIFEN_SUBMIT`] at its time; a manual
-///   retry → [`SIFEN_SUBMIT`] now.
+///   retry → [`SIFEN_SUBMIT`] now;
+/// - a cancelación or inutilización requested → [`SIFEN_EVENT`] now (the aggregate requests
+///   these only for `sifen` documents).
 ///
 /// Job keys name the event that caused them, so a replayed command never queues a job twice.
 pub fn job_policy() -> Arc<JobPolicy<Document>> {
@@ -93,6 +97,22 @@ pub fn job_policy() -> Arc<JobPolicy<Document>> {
                 DocumentEvent::DocumentRetryRequested { at } => jobs.push(job(
                     SIFEN_SUBMIT,
                     format!("{SIFEN_SUBMIT}:{document_id}:manual:{}", at.timestamp_micros()),
+                    None,
+                )),
+                DocumentEvent::DocumentCancellationRequested { at, .. } => jobs.push(job(
+                    SIFEN_EVENT,
+                    format!(
+                        "{SIFEN_EVENT}:{document_id}:cancellation:{}",
+                        at.timestamp_micros()
+                    ),
+                    None,
+                )),
+                DocumentEvent::DocumentInutilizationRequested { at, .. } => jobs.push(job(
+                    SIFEN_EVENT,
+                    format!(
+                        "{SIFEN_EVENT}:{document_id}:inutilization:{}",
+                        at.timestamp_micros()
+                    ),
                     None,
                 )),
                 _ => {}

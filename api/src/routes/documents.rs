@@ -830,6 +830,232 @@ pub async fn retry_document(
     Ok((StatusCode::ACCEPTED, axum::Json(DocumentView::from(view))).into_response())
 }
 
+/// Needed by `POST /v1/documents/{id}/cancel` and `/inutilize`.
+pub const VOID_DOCUMENT: Permission = Permission::IssueDocuments;
+
+/// How long `POST /cancel` and `/inutilize` wait for SIFEN's answer before answering 202.
+const FISCAL_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The fiscal reason body (contract §2.15).
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct FiscalReason {
+    /// Why. SIFEN's `mOtEve` takes 5 to 500 characters once trimmed; a shorter or longer
+    /// reason is refused with 400 `validation_error`.
+    pub reason: String,
+}
+
+fn parse_reason(body: &[u8]) -> Result<String, ApiError> {
+    let parsed: FiscalReason = serde_json::from_slice(body)
+        .map_err(|e| ApiError::validation(format!("the body is `{{\"reason\": string}}`: {e}")))?;
+    if parsed.reason.trim().is_empty() {
+        return Err(ApiError::validation("`reason` must not be empty"));
+    }
+    Ok(parsed.reason)
+}
+
+async fn aggregate_state(
+    state: &AppState,
+    caller: &Caller,
+    id: Uuid,
+) -> Result<Option<kuatia_domain::document::aggregate::DocumentState>, ApiError> {
+    let store =
+        kuatia_application::aggregate::AggregateStore::<kuatia_domain::document::aggregate::Document>::new(
+            state.store.clone(),
+            caller.tenant,
+        );
+    let loaded = store
+        .load(&kuatia_domain::document::aggregate::stream_id(caller.tenant, id))
+        .await?;
+    Ok(loaded.aggregate().state().cloned())
+}
+
+/// Records a cancel or inutilize request, then waits for its outcome (see [`cancel_document`]).
+async fn void_document(
+    state: &AppState,
+    caller: &Caller,
+    id: Uuid,
+    body: &[u8],
+    kind: kuatia_domain::document::aggregate::FiscalEventKind,
+) -> Result<Response, ApiError> {
+    use kuatia_domain::document::aggregate::{DocumentCommand, DocumentError, FiscalEventKind};
+    caller.require(VOID_DOCUMENT)?;
+    let row = visible(state, caller, id).await?;
+    let reason = parse_reason(body)?;
+    let (command, done, verb) = match kind {
+        FiscalEventKind::Cancellation => (
+            DocumentCommand::Cancel {
+                reason,
+                at: Utc::now(),
+            },
+            DocumentStatus::Cancelled,
+            "cancelled",
+        ),
+        FiscalEventKind::Inutilization => (
+            DocumentCommand::Inutilize {
+                reason,
+                at: Utc::now(),
+            },
+            DocumentStatus::Invalidated,
+            "inutilised",
+        ),
+    };
+    let conflict = |message: String| ApiError::new(ErrorCode::ConflictError, message);
+    match documents::command(&state.store, caller.tenant, id, command, caller.metadata()).await {
+        Ok(()) => {}
+        Err(DocumentsError::Refused(DocumentError::ReasonLength { chars })) => {
+            return Err(ApiError::validation(format!(
+                "`reason` must have 5 to 500 characters once trimmed (SIFEN `mOtEve`); it has {chars}"
+            ))
+            .with_details(json!({"field": "reason"})));
+        }
+        Err(DocumentsError::Refused(DocumentError::CancellationWindowClosed { deadline })) => {
+            return Err(conflict(format!(
+                "the cancellation window closed at {deadline} (DECISIONS §5: 48 h for invoices and \
+                 autofacturas, 168 h for other documents, from SIFEN's approval); SIFEN was not \
+                 contacted"
+            ))
+            .with_details(json!({"deadline": deadline})));
+        }
+        Err(DocumentsError::Refused(DocumentError::FiscalEventPending(other))) => {
+            return Err(conflict(format!(
+                "a SIFEN {other} of this document is still waiting for its answer"
+            )));
+        }
+        Err(DocumentsError::Refused(_)) => {
+            return Err(conflict(format!(
+                "a document in `{}` cannot be {verb}",
+                row.status
+            )));
+        }
+        Err(DocumentsError::Conflict) => {
+            return Err(conflict(
+                "the document changed meanwhile; read it and try again".into(),
+            ));
+        }
+        Err(DocumentsError::NotFound) => return Err(ApiError::not_found("no such document")),
+        Err(DocumentsError::Store(e)) => return Err(e.into()),
+    }
+    // Wait for the outcome: at once for a local cancellation or an autoimpresor void, after
+    // SIFEN's answer for an event.
+    let deadline = std::time::Instant::now() + FISCAL_WAIT;
+    let mut pause = std::time::Duration::from_millis(25);
+    loop {
+        let Some(doc) = aggregate_state(state, caller, id).await? else {
+            return Err(ApiError::not_found("no such document"));
+        };
+        if doc.status == done {
+            let view = visible(state, caller, id).await?;
+            return Ok((StatusCode::OK, axum::Json(DocumentView::from(view))).into_response());
+        }
+        if doc.pending.is_none() {
+            // Answered, and not as asked: SIFEN's refusal.
+            let refusal = doc.last_refusal.filter(|r| r.kind == kind);
+            let (code, message) = refusal.map(|r| (r.code, r.message)).unwrap_or_default();
+            return Err(conflict(format!("SIFEN refused the {kind}: {code} {message}"))
+                .with_details(json!({"sifen_code": code, "sifen_message": message})));
+        }
+        if std::time::Instant::now() >= deadline {
+            let view = visible(state, caller, id).await?;
+            return Ok((StatusCode::ACCEPTED, axum::Json(DocumentView::from(view))).into_response());
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(std::time::Duration::from_millis(250));
+    }
+}
+
+/// Cancels a document (contract §3, DECISIONS §5).
+///
+/// A document not yet submitted to SIFEN (`received` … `signing`, or an autoimpresor one in
+/// `rendering`) is cancelled locally at once, with no fiscal effect. An `accepted` SIFEN document
+/// is cancelled through SIFEN's cancelación event, inside the window (48 h for invoices and
+/// autofacturas, 168 h for the rest, from SIFEN's approval), checked here first: outside it the
+/// answer is 409 and SIFEN is not contacted.
+///
+/// The answer is synchronous within a bound: the request is recorded (the document's timeline
+/// shows `DocumentCancellationRequested`), a job sends the event, and the call waits up to 10 s
+/// for SIFEN's answer. **200** with the document in `cancelled`; **409** `conflict_error` when
+/// SIFEN refused, with SIFEN's code and message in `details` (`sifen_code`, `sifen_message`; the
+/// document stays `accepted`); **202** with the document still `accepted` when SIFEN has not
+/// answered within the wait — the job keeps trying, and the document's status or timeline tells
+/// the outcome (calling again is harmless: it waits for the same request). Cancelling a cancelled
+/// document answers 200 again.
+#[utoipa::path(
+    post,
+    path = "/v1/documents/{id}/cancel",
+    tag = "documents",
+    security(("api_key" = []), ("session" = [])),
+    params(("id" = Uuid, Path, description = "The document"), ("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")),
+    request_body = FiscalReason,
+    responses(
+        (status = 200, description = "Cancelled (status `cancelled`)", body = DocumentView),
+        (status = 202, description = "Requested; SIFEN's answer is still pending after the wait", body = DocumentView),
+        (status = 400, description = "No reason, or one outside 5 to 500 characters", body = ErrorBody),
+        (status = 403, description = "Role not allowed", body = ErrorBody),
+        (status = 404, description = "No such document", body = ErrorBody),
+        (status = 409, description = "Not cancellable in its status, outside the window, another SIFEN event pending, or refused by SIFEN (`details.sifen_code`)", body = ErrorBody)
+    )
+)]
+pub async fn cancel_document(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+    JsonBytes(body): JsonBytes,
+) -> Result<Response, ApiError> {
+    void_document(
+        &state,
+        &caller,
+        id,
+        &body,
+        kuatia_domain::document::aggregate::FiscalEventKind::Cancellation,
+    )
+    .await
+}
+
+/// Inutilises a document's number (contract §3, DECISIONS §5).
+///
+/// Allowed for a SIFEN document in `accepted`, `rejected` or `failed_terminal` (a SIFEN number
+/// that never became a valid document is what the inutilización event is for; SIFEN itself
+/// refuses an approved number, 4065), and for an accepted autoimpresor document, whose printed
+/// number is voided at once.
+///
+/// Synchronous within a bound, like `POST /cancel`: the request is recorded
+/// (`DocumentInutilizationRequested`), a job sends SIFEN's inutilización for that one number
+/// (timbrado, establishment, point, type), and the call waits up to 10 s. **200** with the
+/// document in `invalidated`; **409** `conflict_error` when SIFEN refused, with `details`
+/// `sifen_code` and `sifen_message` (the status does not change); **202** with the unchanged
+/// document when SIFEN has not answered within the wait.
+#[utoipa::path(
+    post,
+    path = "/v1/documents/{id}/inutilize",
+    tag = "documents",
+    security(("api_key" = []), ("session" = [])),
+    params(("id" = Uuid, Path, description = "The document"), ("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")),
+    request_body = FiscalReason,
+    responses(
+        (status = 200, description = "Inutilised (status `invalidated`)", body = DocumentView),
+        (status = 202, description = "Requested; SIFEN's answer is still pending after the wait", body = DocumentView),
+        (status = 400, description = "No reason, or one outside 5 to 500 characters", body = ErrorBody),
+        (status = 403, description = "Role not allowed", body = ErrorBody),
+        (status = 404, description = "No such document", body = ErrorBody),
+        (status = 409, description = "Not in accepted, rejected or failed_terminal, another SIFEN event pending, or refused by SIFEN (`details.sifen_code`)", body = ErrorBody)
+    )
+)]
+pub async fn inutilize_document(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+    JsonBytes(body): JsonBytes,
+) -> Result<Response, ApiError> {
+    void_document(
+        &state,
+        &caller,
+        id,
+        &body,
+        kuatia_domain::document::aggregate::FiscalEventKind::Inutilization,
+    )
+    .await
+}
+
 /// One timeline entry.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct TimelineView {

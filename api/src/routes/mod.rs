@@ -58,5 +58,7 @@ pub const PERMISSIONS: &[(&str, &str, Permission)] = &[
     ("get", "/v1/documents/{id}/status", documents::READ_DOCUMENTS),
     ("get", "/v1/documents/{id}/timeline", documents::READ_TIMELINE),
     ("post", "/v1/documents/{id}/retry", documents::RETRY_DOCUMENT),
+    ("post", "/v1/documents/{id}/cancel", documents::VOID_DOCUMENT),
+    ("post", "/v1/documents/{id}/inutilize", documents::VOID_DOCUMENT),
     ("get", "/v1/events", events::READ_EVENTS),
 ];

@@ -1,11 +1,13 @@
 //! SIFEN v150 documents: the pure rules of their fields, identifiers and printed QR.
 //!
 //! [`cdc`] is the document's key (`DE@Id`), [`de`] writes the unsigned `rDE` XML from a
-//! canonical document and the issuer's configuration, and [`qr`] builds the `dCarQR` URL from the
-//! values the XML holds. Nothing here does IO, reads a clock or draws randomness: the security
-//! code, the signing time and the sequence number come in as arguments.
+//! canonical document and the issuer's configuration, [`qr`] builds the `dCarQR` URL from the
+//! values the XML holds, and [`event`] writes the unsigned cancelación and inutilización events.
+//! Nothing here does IO, reads a clock or draws randomness: the security code, the signing time,
+//! the event id and the sequence number come in as arguments.
 
 pub mod cdc;
 pub mod codes;
 pub mod de;
+pub mod event;
 pub mod qr;

@@ -437,3 +437,310 @@ async fn a_manual_retry_makes_the_next_attempt_immediate_and_is_refused_outside_
     assert_eq!(status, 404);
     f.app.stop().await;
 }
+
+impl Fx {
+    /// `POST /v1/documents/{doc}/{action}` with a reason.
+    async fn void(&self, doc: &str, action: &str, reason: &str) -> (u16, Value) {
+        send(
+            self.req(Method::POST, &format!("/v1/documents/{doc}/{action}"))
+                .json(&json!({ "reason": reason })),
+        )
+        .await
+    }
+
+    async fn event_requests(&self) -> u64 {
+        self.stats().await["totals"]["requests"]["siRecepEvento"]
+            .as_u64()
+            .unwrap_or(0)
+    }
+}
+
+fn types(timeline: &[Value]) -> Vec<String> {
+    timeline
+        .iter()
+        .filter_map(|e| e["type"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test]
+async fn an_accepted_invoice_is_cancelled_through_sifen_inside_the_window() {
+    let f = Fx::new(
+        SimConfig {
+            require_signature: true,
+            ..SimConfig::default()
+        },
+        |_| {},
+    )
+    .await;
+    let doc = f.post(&f.invoice("CANCEL-1")).await;
+    let settled = f
+        .settle(std::slice::from_ref(&doc), Duration::from_secs(20))
+        .await;
+    assert_eq!(settled[0]["status"], "accepted", "{}", settled[0]);
+
+    // SIFEN refuses to inutilise an approved number (4065): 409 with SIFEN's code, and the
+    // document stays accepted, with the refusal in its timeline.
+    let (status, body) = f.void(&doc, "inutilize", "Numero no utilizado").await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["code"], "conflict_error", "{body}");
+    assert_eq!(body["details"]["sifen_code"], "4065", "{body}");
+    assert_eq!(f.status(&doc).await["status"], "accepted");
+    assert!(types(&f.timeline(&doc).await).contains(&"DocumentInutilizationRefused".to_owned()));
+    assert_eq!(f.stats().await["totals"]["events_rejected"], 1);
+
+    // A reason SIFEN would refuse (mOtEve has 5 to 500 characters) never leaves.
+    let (status, body) = f.void(&doc, "cancel", "err").await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["code"], "validation_error", "{body}");
+    let (status, body) = send(
+        f.req(Method::POST, &format!("/v1/documents/{doc}/cancel"))
+            .json(&json!({})),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+
+    let (status, body) = f.void(&doc, "cancel", "Error en la emision del documento").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"], "cancelled", "{body}");
+    assert_eq!(f.status(&doc).await["status"], "cancelled");
+
+    let timeline = f.timeline(&doc).await;
+    let names = types(&timeline);
+    let requested = names
+        .iter()
+        .position(|t| t == "DocumentCancellationRequested")
+        .unwrap_or_else(|| panic!("{names:?}"));
+    assert_eq!(
+        names.last().map(String::as_str),
+        Some("DocumentCancelled"),
+        "{names:?}"
+    );
+    assert!(requested < names.len() - 1);
+    let cancelled = &timeline.last().expect("last")["data"]["DocumentCancelled"];
+    assert_eq!(cancelled["fiscal"], true, "{cancelled}");
+    assert_eq!(cancelled["code"], "0600", "{cancelled}");
+    assert!(cancelled["protocol"].is_string(), "{cancelled}");
+    assert_eq!(cancelled["reason"], "Error en la emision del documento");
+    assert_eq!(timeline.last().expect("last")["actor"], "system:sifen");
+    // SIFEN's answer is stored as a channel_response artifact next to the verdict.
+    assert_eq!(names[names.len() - 2], "ArtifactRecorded", "{names:?}");
+
+    let stats = f.stats().await;
+    assert_eq!(stats["totals"]["events_registered"], 1, "{stats}");
+    assert_eq!(f.event_requests().await, 2, "{stats}");
+
+    // Again: the effect holds already, nothing is sent (STYLE: repeating is harmless).
+    let (status, body) = f.void(&doc, "cancel", "Error en la emision del documento").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"], "cancelled", "{body}");
+    assert_eq!(f.event_requests().await, 2);
+    // A cancelled document is not inutilised: a conflict, and SIFEN is not asked.
+    let (status, body) = f.void(&doc, "inutilize", "Numero no utilizado").await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["code"], "conflict_error", "{body}");
+    assert_eq!(f.event_requests().await, 2);
+    let (status, _) = f
+        .void(&uuid::Uuid::now_v7().to_string(), "cancel", "Error de emision")
+        .await;
+    assert_eq!(status, 404);
+    f.app.stop().await;
+}
+
+#[tokio::test]
+async fn a_cancellation_outside_the_window_is_refused_without_asking_sifen() {
+    // The service's clock cannot be moved, so the document's approval is made old: SIFEN
+    // answers 0161 until the document is `retrying`, and the test then records, through the
+    // document's own commands, an approval 49 hours ago (what a reconciliation by CDC would
+    // record for a document SIFEN approved long ago).
+    let f = Fx::new(SimConfig::default(), |_| {}).await;
+    let client = reqwest::Client::new();
+    let injected = client
+        .post(format!("{}/sim/faults", f.sim.base_url()))
+        .json(&json!({"fault": "0161", "times": 1000, "service": "siRecepDE"}))
+        .send()
+        .await
+        .expect("inject");
+    assert!(injected.status().is_success());
+    let doc = f.post(&f.invoice("LATE-1")).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while f.status(&doc).await["status"] != "retrying" {
+        assert!(std::time::Instant::now() < deadline, "not retrying");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // A document still with SIFEN is neither cancelled locally nor through SIFEN.
+    let (status, body) = f.void(&doc, "cancel", "Error en la emision").await;
+    assert_eq!(status, 409, "{body}");
+
+    use kuatia_domain::document::aggregate::DocumentCommand;
+    let store = f.app.service().database.store();
+    let tenant = kuatia_domain::tenancy::TenantId::from_uuid(f.r.tenant.parse().expect("tenant"));
+    let id: uuid::Uuid = doc.parse().expect("id");
+    let now = chrono::Utc::now();
+    let approved_at = now - chrono::Duration::hours(49);
+    for command in [
+        DocumentCommand::ResumeSubmission { at: now },
+        DocumentCommand::RecordAccepted {
+            code: "0422".into(),
+            message: "CDC encontrado".into(),
+            protocol: Some("1234567890".into()),
+            approved_at,
+            at: now,
+        },
+    ] {
+        kuatia_application::documents::command(
+            &store,
+            tenant,
+            id,
+            command,
+            kuatia_application::event_store::EventMetadata::default(),
+        )
+        .await
+        .expect("record");
+    }
+    assert_eq!(f.status(&doc).await["status"], "accepted");
+
+    let (status, body) = f.void(&doc, "cancel", "Error en la emision").await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["code"], "conflict_error", "{body}");
+    assert!(
+        body["message"].as_str().unwrap_or_default().contains("window"),
+        "{body}"
+    );
+    let closed: chrono::DateTime<chrono::Utc> =
+        serde_json::from_value(body["details"]["deadline"].clone()).expect("deadline");
+    assert_eq!(closed, approved_at + chrono::Duration::hours(48));
+    assert_eq!(f.event_requests().await, 0, "SIFEN was not contacted");
+    assert!(!types(&f.timeline(&doc).await).contains(&"DocumentCancellationRequested".to_owned()));
+    assert_eq!(f.status(&doc).await["status"], "accepted");
+    f.app.stop().await;
+}
+
+#[tokio::test]
+async fn a_rejected_document_is_inutilised_through_sifen() {
+    // A simulator whose synchronous service is disabled for the issuer rejects every DE with
+    // 1264 (BRIEF §6.4 item 8): a definitive rejection, whose number never became a document.
+    let f = Fx::new(
+        SimConfig {
+            sync_enabled: false,
+            require_signature: true,
+            ..SimConfig::default()
+        },
+        |_| {},
+    )
+    .await;
+    let doc = f.post(&f.invoice("INU-1")).await;
+    let settled = f
+        .settle(std::slice::from_ref(&doc), Duration::from_secs(20))
+        .await;
+    assert_eq!(settled[0]["status"], "rejected", "{}", settled[0]);
+    assert_eq!(settled[0]["number"], "001-001-0000001", "{}", settled[0]);
+
+    // A rejected document has nothing to cancel.
+    let (status, body) = f.void(&doc, "cancel", "Error en la emision").await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(f.event_requests().await, 0);
+
+    let (status, body) = f.void(&doc, "inutilize", "Documento rechazado por SIFEN").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["status"], "invalidated", "{body}");
+    let timeline = f.timeline(&doc).await;
+    let names = types(&timeline);
+    assert!(
+        names.contains(&"DocumentInutilizationRequested".to_owned()),
+        "{names:?}"
+    );
+    assert_eq!(
+        names.last().map(String::as_str),
+        Some("DocumentInvalidated"),
+        "{names:?}"
+    );
+    let invalidated = &timeline.last().expect("last")["data"]["DocumentInvalidated"];
+    assert_eq!(invalidated["fiscal"], true, "{invalidated}");
+    assert_eq!(invalidated["code"], "0600", "{invalidated}");
+    let stats = f.stats().await;
+    assert_eq!(stats["totals"]["events_registered"], 1, "{stats}");
+
+    f.app.stop().await;
+}
+
+#[test]
+fn the_event_xml_validates_against_the_xsd_and_its_signature_verifies() {
+    // The bytes the `sifen.event` job sends: `domain::sifen::event::build_event` signed by
+    // `sign_event` (the simulator with `require_signature` verified the real ones above).
+    use kuatia_domain::sifen::event::{EventInput, EventKind, build_event};
+    use kuatia_infrastructure::selfsigned::SelfSigned;
+    use kuatia_infrastructure::sifen::sign::{SigningKey, sign_event};
+    let (key, cert) = SelfSigned::for_ruc("DEMO S.A.", "80069563-1", 30)
+        .generate()
+        .expect("certificate");
+    let key = SigningKey::new(key, &cert).expect("signing key");
+    let signed_at = kuatia_domain::local_time::paraguay(chrono::Utc::now());
+    let events = [
+        EventInput {
+            id: 1_763_900_000,
+            signed_at,
+            reason: "Error en la emision & <precio>",
+            kind: EventKind::Cancellation {
+                cdc: "01800695631001001000000122025011511234567899",
+            },
+        },
+        EventInput {
+            id: 2,
+            signed_at,
+            reason: "Documento rechazado por SIFEN",
+            kind: EventKind::Inutilization {
+                timbrado: "12558946",
+                establishment: "001",
+                point: "001",
+                from: 7,
+                to: 7,
+                doc_type: 1,
+            },
+        },
+    ];
+    let dir = std::env::temp_dir().join(format!("kuatia-events-{}", uuid::Uuid::now_v7()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let schema = kuatia_tests::sifen_xsd_dir().join("siRecepEvento_v150.xsd");
+    for (n, input) in events.iter().enumerate() {
+        let signed = sign_event(&build_event(input).expect("build"), &key).expect("sign");
+        let file = dir.join(format!("event-{n}.xml"));
+        std::fs::write(&file, &signed).expect("write");
+        let (valid, out) = tool(
+            "xmllint",
+            &[
+                "--noout",
+                "--nonet",
+                "--schema",
+                schema.to_str().expect("path"),
+                file.to_str().expect("path"),
+            ],
+        );
+        assert!(valid, "{out}\n{signed}");
+        let (verified, out) = tool(
+            "xmlsec1",
+            &[
+                "--verify",
+                "--insecure",
+                "--id-attr:Id",
+                "rEve",
+                file.to_str().expect("path"),
+            ],
+        );
+        assert!(verified, "{out}\n{signed}");
+        let tampered = dir.join(format!("tampered-{n}.xml"));
+        std::fs::write(&tampered, signed.replacen("<mOtEve>", "<mOtEve>X", 1)).expect("write");
+        let (verified, _) = tool(
+            "xmlsec1",
+            &[
+                "--verify",
+                "--insecure",
+                "--id-attr:Id",
+                "rEve",
+                tampered.to_str().expect("path"),
+            ],
+        );
+        assert!(!verified, "a tampered event must not verify");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
