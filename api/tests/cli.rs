@@ -775,3 +775,254 @@ fn sifen_sim_serves_sifen_soap_and_stops_cleanly_on_sigterm() {
     assert!(!parsed.is_found(), "{parsed:?}");
     assert!(sigterm_and_wait(&mut child).success());
 }
+
+/// `kill -KILL`, and waits for the process to be gone.
+fn sigkill(child: &mut std::process::Child) {
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-KILL", &pid])
+            .status()
+            .expect("kill")
+            .success()
+    );
+    let _ = child.wait();
+}
+
+#[test]
+fn documents_flowing_through_sigkills_all_end_accepted_once_with_gap_free_numbers() {
+    use base64::Engine;
+    use rand::Rng;
+    use serde_json::{Value, json};
+
+    const DOCS: usize = 150;
+    const KILLS: usize = 3;
+    let scratch = Scratch::new();
+
+    // SIFEN's stand-in runs apart and outlives every kill of the service.
+    let mut sim = scratch
+        .kuatia_with_defaults(&["sifen-sim", "--listen", "127.0.0.1:0", "--require-signature"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn the simulator");
+    let sim_url = BufReader::new(sim.stdout.take().expect("stdout"))
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|l| {
+            l.strip_prefix("SIFEN simulator on ")
+                .and_then(|rest| rest.split_whitespace().next())
+                .map(str::to_owned)
+        })
+        .expect("the simulator's address");
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let base = format!("http://127.0.0.1:{port}");
+    let data = scratch.dir.join("data");
+    let serve = || {
+        let mut cmd = scratch.kuatia(&[]);
+        cmd.env("KUATIA_LISTEN", format!("127.0.0.1:{port}"))
+            .env("KUATIA_DATA_DIR", &data)
+            .env("KUATIA_RATE_LIMIT_PER_KEY", "1000000")
+            .env("KUATIA_WORKERS", "8")
+            .env("KUATIA_SIFEN_READ_TIMEOUT_MS", "2000")
+            .env("KUATIA_SIFEN_RETRY_SCALE", "0.001");
+        start(cmd)
+    };
+    let mut service = serve();
+
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let http = reqwest::Client::new();
+    let (tenant, key, company) = rt.block_on(async {
+        let created: Value = http
+            .post(format!("{base}/v1/tenants"))
+            .json(&json!({"slug": "crash", "name": "Crash S.A."}))
+            .send()
+            .await
+            .expect("tenant")
+            .json()
+            .await
+            .expect("json");
+        let tenant = created["id"].as_str().expect("id").to_owned();
+        let key = created["bootstrap_api_key"].as_str().expect("key").to_owned();
+        let post = |path: &str, body: Value| {
+            let request = http
+                .post(format!("{base}{path}"))
+                .bearer_auth(&key)
+                .header("X-Tenant-Id", &tenant)
+                .json(&body);
+            async move {
+                let response = request.send().await.expect("request");
+                let status = response.status().as_u16();
+                let body: Value = response.json().await.expect("json");
+                assert_eq!(status, 201, "{body}");
+                body["id"].as_str().expect("id").to_owned()
+            }
+        };
+        let company = post(
+            "/v1/companies",
+            json!({
+                "ruc": "80069563-1", "legal_name": "DE GENERACION ELECTRONICA S.A.",
+                "taxpayer_type": "legal_entity", "tax_regime_code": 8, "address": "Avda. Mcal. López",
+                "house_number": "1234", "department_code": 1, "department_name": "CAPITAL", "city_code": 1,
+                "city_name": "ASUNCION (DISTRITO)", "phone": "021 000 000", "email": "facturas@example.com.py",
+                "economic_activities": [{"code": "62010", "description": "Programación informática"}]
+            }),
+        )
+        .await;
+        let branch = post(
+            "/v1/branches",
+            json!({"company_id": company, "code": "001", "name": "Casa central"}),
+        )
+        .await;
+        post("/v1/issuance-points", json!({"branch_id": branch, "code": "001"})).await;
+        let pfx = kuatia_infrastructure::selfsigned::SelfSigned::for_ruc(
+            "DE GENERACION ELECTRONICA S.A.",
+            "80069563-1",
+            365,
+        )
+        .pfx("crash pfx")
+        .expect("pfx");
+        let certificate = post(
+            "/v1/certificates",
+            json!({
+                "company_id": company,
+                "pfx_base64": base64::engine::general_purpose::STANDARD.encode(pfx),
+                "password": "crash pfx",
+            }),
+        )
+        .await;
+        post(
+            "/v1/emission-channels",
+            json!({
+                "company_id": company, "channel": "sifen", "is_default": true,
+                "credentials": {"endpoint": sim_url},
+                "sifen": {"environment": "test", "timbrado": "12345678", "timbrado_valid_from": "2024-01-01",
+                          "csc_id": "0001", "csc": "ABCD0000000000000000000000000000",
+                          "certificate_id": certificate},
+            }),
+        )
+        .await;
+        (tenant, key, company)
+    });
+
+    // The clients: every document is posted until it is answered 201, with the same key across
+    // the service's deaths (so a retry replays or takes over, never duplicates).
+    let poster = {
+        let (http, base, tenant, key) = (http.clone(), base.clone(), tenant.clone(), key.clone());
+        let company = company.clone();
+        rt.spawn(async move {
+            let paraguay = chrono::FixedOffset::west_opt(3 * 3600).expect("offset");
+            let issued = (chrono::Utc::now().with_timezone(&paraguay) - chrono::Duration::minutes(5))
+                .format("%Y-%m-%dT%H:%M:%S%:z")
+                .to_string();
+            let mut ids = Vec::new();
+            for n in 0..DOCS {
+                let mut doc = kuatia_domain::document::canonical::sample_invoice();
+                doc["external_id"] = json!(format!("CRASH-{n}"));
+                doc["company_id"] = json!(company);
+                doc["issue_datetime"] = json!(issued);
+                loop {
+                    let answer = http
+                        .post(format!("{base}/v1/documents"))
+                        .bearer_auth(&key)
+                        .header("X-Tenant-Id", &tenant)
+                        .header("Idempotency-Key", format!("crash-{n}"))
+                        .json(&doc)
+                        .send()
+                        .await;
+                    if let Ok(response) = answer {
+                        let status = response.status().as_u16();
+                        let body = response.json::<Value>().await.unwrap_or(Value::Null);
+                        if status == 201 {
+                            ids.push(body["id"].as_str().expect("id").to_owned());
+                            break;
+                        }
+                        // 409 while a dead instance's claim is still held; nothing else.
+                        assert!(matches!(status, 409 | 503), "document {n}: HTTP {status}: {body}");
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+            ids
+        })
+    };
+
+    // Killed at random moments while documents flow, and started again.
+    let mut rng = rand::rng();
+    for _ in 0..KILLS {
+        std::thread::sleep(Duration::from_millis(rng.random_range(300..1500)));
+        sigkill(&mut service.child);
+        service = serve();
+    }
+    let ids = rt.block_on(poster).expect("the poster");
+    assert_eq!(ids.len(), DOCS);
+
+    // Every document ends accepted, numbered 1..=DOCS without a gap or a repeat.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let statuses: Vec<Value> = loop {
+        let statuses: Vec<Value> = rt.block_on(async {
+            let mut all = Vec::new();
+            for id in &ids {
+                let status: Value = http
+                    .get(format!("{base}/v1/documents/{id}/status"))
+                    .bearer_auth(&key)
+                    .header("X-Tenant-Id", &tenant)
+                    .send()
+                    .await
+                    .expect("status")
+                    .json()
+                    .await
+                    .expect("json");
+                all.push(status);
+            }
+            all
+        });
+        let open = statuses.iter().filter(|s| s["status"] != "accepted").count();
+        if open == 0 {
+            break statuses;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{open} documents not accepted: {:?}",
+            statuses.iter().find(|s| s["status"] != "accepted")
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    let numbers: std::collections::BTreeSet<String> = statuses
+        .iter()
+        .map(|s| s["number"].as_str().expect("number").to_owned())
+        .collect();
+    let expected: std::collections::BTreeSet<String> =
+        (1..=DOCS).map(|n| format!("001-001-{n:07}")).collect();
+    assert_eq!(
+        numbers, expected,
+        "numbers are gap-free and unique across the crashes"
+    );
+
+    // SIFEN approved each CDC exactly once and never saw one again after approving it.
+    let stats: Value = rt.block_on(async {
+        reqwest::get(format!("{sim_url}/sim/stats"))
+            .await
+            .expect("stats")
+            .json()
+            .await
+            .expect("json")
+    });
+    let approvals = stats["approvals"].as_object().expect("approvals");
+    assert_eq!(approvals.len(), DOCS, "{stats}");
+    assert!(approvals.values().all(|n| n == 1), "{stats}");
+    assert_eq!(
+        stats["totals"]["duplicates"], 0,
+        "no CDC resent after its approval: {stats}"
+    );
+
+    assert!(sigterm_and_wait(&mut service.child).success());
+    // The hash chains are intact after the kills.
+    let verify = scratch.run(&["events", "verify"]);
+    assert!(verify.status.success(), "{verify:?}");
+    assert!(sigterm_and_wait(&mut sim).success());
+}
