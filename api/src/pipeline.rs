@@ -114,6 +114,14 @@ fn metadata() -> EventMetadata {
     }
 }
 
+/// The worker's backoff for failures around SIFEN (the store, a lost race), starting at `ms`.
+fn backoff_from_ms(ms: u64) -> Backoff {
+    Backoff {
+        base: std::time::Duration::from_millis(ms),
+        ..Backoff::default()
+    }
+}
+
 fn document_id(job: &Job) -> Result<Uuid, JobFailure> {
     job.payload["document_id"]
         .as_str()
@@ -157,6 +165,15 @@ impl Pipeline {
             Arc::new(Submit(self.clone())),
             Arc::new(SifenEvent(self.clone())),
         ]
+    }
+
+    /// The job's tenant, document id and document state.
+    async fn document(&self, job: &Job) -> Result<(TenantId, Uuid, DocumentState), JobFailure> {
+        let id = document_id(job)?;
+        match self.load(job.tenant_id, id).await? {
+            Some(state) => Ok((job.tenant_id, id, state)),
+            None => Err(JobFailure::Permanent(format!("no document {id}"))),
+        }
     }
 
     async fn load(&self, tenant: TenantId, id: Uuid) -> Result<Option<DocumentState>, JobFailure> {
@@ -390,19 +407,12 @@ impl JobHandler for Prepare {
     }
 
     fn backoff(&self) -> Backoff {
-        Backoff {
-            base: std::time::Duration::from_millis(200),
-            ..Backoff::default()
-        }
+        backoff_from_ms(200)
     }
 
     async fn run(&self, job: &Job) -> Result<(), JobFailure> {
         let p = &self.0;
-        let tenant = job.tenant_id;
-        let id = document_id(job)?;
-        let Some(state) = p.load(tenant, id).await? else {
-            return Err(JobFailure::Permanent(format!("no document {id}")));
-        };
+        let (tenant, id, state) = p.document(job).await?;
         if !matches!(
             state.status,
             DocumentStatus::Queued | DocumentStatus::Transforming
@@ -507,19 +517,12 @@ impl JobHandler for Submit {
     // Only for failures around SIFEN's answer (the store, a lost race): SIFEN's own failures
     // are recorded and follow the retry schedule instead.
     fn backoff(&self) -> Backoff {
-        Backoff {
-            base: std::time::Duration::from_millis(500),
-            ..Backoff::default()
-        }
+        backoff_from_ms(500)
     }
 
     async fn run(&self, job: &Job) -> Result<(), JobFailure> {
         let p = &self.0;
-        let tenant = job.tenant_id;
-        let id = document_id(job)?;
-        let Some(mut state) = p.load(tenant, id).await? else {
-            return Err(JobFailure::Permanent(format!("no document {id}")));
-        };
+        let (tenant, id, mut state) = p.document(job).await?;
         let now = Utc::now();
         match state.status {
             DocumentStatus::Submitting => {}
@@ -800,19 +803,12 @@ impl JobHandler for SifenEvent {
     }
 
     fn backoff(&self) -> Backoff {
-        Backoff {
-            base: std::time::Duration::from_millis(500),
-            ..Backoff::default()
-        }
+        backoff_from_ms(500)
     }
 
     async fn run(&self, job: &Job) -> Result<(), JobFailure> {
         let p = &self.0;
-        let tenant = job.tenant_id;
-        let id = document_id(job)?;
-        let Some(state) = p.load(tenant, id).await? else {
-            return Err(JobFailure::Permanent(format!("no document {id}")));
-        };
+        let (tenant, id, state) = p.document(job).await?;
         // Answered already (a repeated job), or nothing asked.
         let Some(pending) = state.pending.clone() else {
             return Ok(());
