@@ -36,6 +36,10 @@ pub enum Command {
     /// Run the SIFEN simulator (DECISIONS §9): SIFEN's SOAP services, checks and codes, with
     /// fault injection, for development and tests.
     SifenSim(SifenSimArgs),
+    /// The taxpayer (RUC) lookup service: import the registry, generate test registries,
+    /// manage its API keys.
+    #[command(subcommand)]
+    Lookup(crate::lookup::cli::LookupCommand),
 }
 
 /// `kuatia sifen-sim …`
@@ -143,6 +147,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Projections(cmd) => projections(&config, cmd).await,
         Command::Events(cmd) => events(&config, cmd).await,
         Command::SifenSim(args) => sifen_sim(args).await,
+        Command::Lookup(cmd) => crate::lookup::cli::run(&config, cmd).await,
     };
     match result {
         Ok(code) => code,

@@ -68,6 +68,8 @@ pub struct Service {
     pub addr: SocketAddr,
     /// The database it runs on.
     pub database: Database,
+    /// Where the taxpayer lookup API listens, when enabled.
+    pub lookup_addr: Option<SocketAddr>,
     shutdown: CancellationToken,
     task: JoinHandle<anyhow::Result<()>>,
     /// The in-process SIFEN simulator (demo mode); it stops when the service is dropped.
@@ -103,6 +105,10 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         .with_context(|| format!("binding {}", config.listen))?;
     let addr = listener.local_addr()?;
     tracing::info!(%addr, database = ?database, "kuatia listening");
+    // The taxpayer lookup service (issue 9) on its own listener, when enabled; stopped below,
+    // before the database closes.
+    let lookup = crate::lookup::start(&config, &database).await?;
+    let lookup_addr = lookup.as_ref().map(|l| l.addr);
 
     let sealer = sealer(&config)?;
     let vault = kuatia_application::vault::Vault::new(store.clone(), Arc::new(sealer));
@@ -239,12 +245,16 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         let _ = workers.await;
         let _ = flusher.await;
         let _ = purger.await;
+        if let Some(lookup) = lookup {
+            let _ = lookup.stop().await;
+        }
         db.close().await;
         tracing::info!("kuatia stopped");
         served
     });
     Ok(Service {
         addr,
+        lookup_addr,
         database,
         shutdown,
         task,

@@ -11,6 +11,7 @@ pub mod compose;
 pub mod demo;
 pub mod error;
 pub mod extract;
+pub mod lookup;
 pub mod metrics;
 pub mod middleware;
 pub mod openapi;

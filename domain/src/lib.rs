@@ -18,6 +18,7 @@ pub mod defaults;
 pub mod document;
 pub mod event;
 pub mod local_time;
+pub mod lookup;
 pub mod print_settings;
 pub mod ruc;
 pub mod sifen;

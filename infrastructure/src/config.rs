@@ -62,6 +62,30 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// `KUATIA_LISTEN`: the invoicing API. Default `127.0.0.1:8080`.
     pub listen: SocketAddr,
+    // --- Taxpayer lookup service (issue 9, DECISIONS §10; docs/lookup.md) ---
+    /// `KUATIA_LOOKUP_ENABLED`: whether `serve` also runs the lookup service. Default true.
+    #[serde(deserialize_with = "flag")]
+    pub lookup_enabled: bool,
+    /// `KUATIA_LOOKUP_LISTEN`: the lookup API. Default `127.0.0.1:8081`.
+    pub lookup_listen: SocketAddr,
+    /// `KUATIA_LOOKUP_QUOTA_ANONYMOUS`: requests per month per client IP without a key. Default 300.
+    pub lookup_quota_anonymous: u64,
+    /// `KUATIA_LOOKUP_QUOTA_DEV`: requests per month of a `dev` key. Default 1 000.
+    pub lookup_quota_dev: u64,
+    /// `KUATIA_LOOKUP_QUOTA_STARTER`: requests per month of a `starter` key. Default 20 000.
+    pub lookup_quota_starter: u64,
+    /// `KUATIA_LOOKUP_QUOTA_BUSINESS`: requests per month of a `business` key. Default 250 000.
+    pub lookup_quota_business: u64,
+    /// `KUATIA_LOOKUP_REFRESH_SECS`: how often an instance checks for a newly imported registry.
+    /// Default 5.
+    pub lookup_refresh_secs: u64,
+    /// `KUATIA_LOOKUP_KEY_CACHE_SECS`: how long an instance remembers a lookup key (a revocation
+    /// takes effect within it). Default 10.
+    pub lookup_key_cache_secs: u64,
+    /// `KUATIA_LOOKUP_CACHE_ENTRIES`: recent name-search answers an instance keeps (per half of
+    /// its two-part cache; about 250 bytes each); 0 turns the cache off. Default 20 000.
+    pub lookup_cache_entries: usize,
+    // --- end of the lookup settings ---
     /// `METRICS_BEARER_TOKEN`: enables `/metrics` behind this bearer token; unset answers 404.
     pub metrics_bearer_token: Option<Secret>,
     /// `KUATIA_MAX_BODY_BYTES`: largest request body. Default 1 MiB.
@@ -120,6 +144,15 @@ impl Default for Config {
             database_url: Secret::new(DEFAULT_DATABASE_URL),
             data_dir: PathBuf::from("./data"),
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            lookup_enabled: true,
+            lookup_listen: SocketAddr::from(([127, 0, 0, 1], 8081)),
+            lookup_quota_anonymous: 300,
+            lookup_quota_dev: 1_000,
+            lookup_quota_starter: 20_000,
+            lookup_quota_business: 250_000,
+            lookup_refresh_secs: 5,
+            lookup_key_cache_secs: 10,
+            lookup_cache_entries: 20_000,
             metrics_bearer_token: None,
             max_body_bytes: 1024 * 1024,
             db_role: "kuatia_app".to_owned(),
@@ -150,6 +183,15 @@ impl std::fmt::Debug for Config {
             )
             .field("data_dir", &self.data_dir)
             .field("listen", &self.listen)
+            .field("lookup_enabled", &self.lookup_enabled)
+            .field("lookup_listen", &self.lookup_listen)
+            .field("lookup_quota_anonymous", &self.lookup_quota_anonymous)
+            .field("lookup_quota_dev", &self.lookup_quota_dev)
+            .field("lookup_quota_starter", &self.lookup_quota_starter)
+            .field("lookup_quota_business", &self.lookup_quota_business)
+            .field("lookup_refresh_secs", &self.lookup_refresh_secs)
+            .field("lookup_key_cache_secs", &self.lookup_key_cache_secs)
+            .field("lookup_cache_entries", &self.lookup_cache_entries)
             .field("metrics_bearer_token", &self.metrics_bearer_token)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("db_role", &self.db_role)

@@ -6,6 +6,7 @@
 
 pub mod artifacts;
 pub mod config;
+pub mod lookup;
 pub mod selfsigned;
 pub mod sifen;
 pub mod sifen_sim;

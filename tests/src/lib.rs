@@ -114,6 +114,8 @@ impl TestDb {
             log_format: LogFormat::Json,
             shutdown_grace_secs: 5,
             master_key: Some(Secret::new(TEST_MASTER_KEY)),
+            // The lookup service binds its own port; the tests that need it turn it on.
+            lookup_enabled: false,
             ..Config::default()
         }
     }

@@ -12,6 +12,7 @@ mod executor;
 mod first_hour;
 mod identity;
 mod jobs;
+mod lookup;
 mod ordering;
 mod projections;
 mod rate_limits;
