@@ -255,6 +255,16 @@ pub async fn prepare(state: &AppState, caller: &Caller, body: &[u8]) -> Result<P
             .find(|c| c.certificate_id == s.certificate_id)
             .map(|c| c.facts.validate(&ruc, now).expires_in_days)
     });
+    // The buyer's RUC against the taxpayer registry (a warning, never a refusal).
+    let buyer_registry = match document
+        .buyer
+        .as_ref()
+        .and_then(|b| b.ruc.as_deref())
+        .and_then(|r| Ruc::parse(r).ok())
+    {
+        Some(buyer) => kuatia_infrastructure::lookup::registry_answer(state.store.as_ref(), &buyer).await,
+        None => RegistryAnswer::NotLoaded,
+    };
     let validation = validation::validate(
         &document,
         &ValidationContext {
@@ -263,7 +273,7 @@ pub async fn prepare(state: &AppState, caller: &Caller, body: &[u8]) -> Result<P
             environment: channel.sifen.as_ref().map(|s| s.environment),
             now,
             certificate_expires_in_days,
-            buyer_registry: RegistryAnswer::NotLoaded,
+            buyer_registry,
         },
     );
     Ok(Prepared {

@@ -1118,3 +1118,56 @@ async fn the_lookup_commands_generate_import_report_and_manage_keys() {
         "already revoked"
     );
 }
+
+#[tokio::test]
+async fn intake_warns_about_a_buyer_the_registry_lists_as_not_active_or_does_not_list() {
+    // The sample invoice's buyer is 80013884-8.
+    let app = TestApp::spawn_with(|c| c.workers = 0).await;
+    let ready = crate::documents::ready_at(&app, "registry", "http://127.0.0.1:9").await;
+    let validate = |doc: &Value| {
+        app.as_key(
+            reqwest::Method::POST,
+            "/v1/documents/validate",
+            &ready.key,
+            &ready.tenant,
+        )
+        .json(doc)
+    };
+    let mut doc = kuatia_domain::document::canonical::sample_invoice();
+    doc["company_id"] = serde_json::json!(ready.company);
+    doc["issue_datetime"] = serde_json::json!(crate::documents::hours_ago(1));
+    let warnings = |body: &Value| -> Vec<String> {
+        body["warnings"]
+            .as_array()
+            .map(|w| {
+                w.iter()
+                    .filter_map(|i| i["code"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+
+    // No registry imported yet: no warning.
+    let (status, body) = crate::documents::send(validate(&doc)).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(warnings(&body).is_empty(), "{body}");
+
+    let scratch = ScratchDir::new();
+    fixture_files(&scratch.0, &[("80013884", "CLIENTE S.A.", "CANCELADO")]);
+    import_dir(&app.service().database, &scratch.0, 1).await;
+    let (status, body) = crate::documents::send(validate(&doc)).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["valid"], true, "a warning does not block: {body}");
+    assert_eq!(warnings(&body), vec!["buyer_ruc_not_active".to_owned()], "{body}");
+
+    // A registry that does not list the buyer.
+    let other = ScratchDir::new();
+    fixture_files(
+        &other.0,
+        &[("80069563", "DE GENERACION ELECTRONICA S.A.", "ACTIVO")],
+    );
+    import_dir(&app.service().database, &other.0, 2).await;
+    let (_, body) = crate::documents::send(validate(&doc)).await;
+    assert_eq!(warnings(&body), vec!["buyer_ruc_not_found".to_owned()], "{body}");
+    app.stop().await;
+}
