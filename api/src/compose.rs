@@ -113,6 +113,11 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     let sealer = sealer(&config)?;
     let vault = kuatia_application::vault::Vault::new(store.clone(), Arc::new(sealer));
     let limiter = Arc::new(kuatia_application::rate_limit::RateLimiter::new(store.clone()));
+    let artifacts: Arc<dyn kuatia_application::artifacts::ArtifactStore> = Arc::new(
+        kuatia_infrastructure::artifacts::LocalArtifacts::new(config.data_dir.join("artifacts")),
+    );
+    let printer: Arc<dyn kuatia_application::printables::Printer> =
+        Arc::new(kuatia_infrastructure::printing::TypstPrinter::new());
     let state = AppState {
         store: store.clone(),
         jobs: jobs.clone(),
@@ -127,6 +132,8 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         vault,
         pfx_reader: Arc::new(kuatia_infrastructure::vault::P12Reader),
         snapshots: Arc::default(),
+        artifacts: artifacts.clone(),
+        printer: printer.clone(),
     };
     // Demo mode runs the SIFEN simulator in-process; the demo channel points at it.
     let sifen_sim = if config.demo_mode() {
@@ -172,9 +179,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     let pipeline = crate::pipeline::Pipeline::new(
         store.clone(),
         jobs_vault,
-        Arc::new(kuatia_infrastructure::artifacts::LocalArtifacts::new(
-            config.data_dir.join("artifacts"),
-        )),
+        artifacts.clone(),
         kuatia_infrastructure::sifen_soap::client::SoapClientConfig {
             connect_timeout_ms: config.sifen_connect_timeout_ms,
             read_timeout_ms: config.sifen_read_timeout_ms,

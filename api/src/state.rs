@@ -35,4 +35,8 @@ pub struct AppState {
     pub pfx_reader: Arc<dyn kuatia_application::vault::PfxReader>,
     /// Companies' configuration as intake last read it.
     pub snapshots: Arc<kuatia_projections::configuration::SnapshotCache>,
+    /// Where documents' files are stored.
+    pub artifacts: Arc<dyn kuatia_application::artifacts::ArtifactStore>,
+    /// Renders KuDE and autoimpresor PDFs.
+    pub printer: Arc<dyn kuatia_application::printables::Printer>,
 }

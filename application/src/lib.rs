@@ -16,6 +16,7 @@ pub mod hash;
 pub mod idempotency;
 pub mod identity;
 pub mod jobs;
+pub mod printables;
 pub mod projection;
 pub mod rate_limit;
 pub mod upcast;

@@ -7,6 +7,7 @@
 pub mod artifacts;
 pub mod config;
 pub mod lookup;
+pub mod printing;
 pub mod selfsigned;
 pub mod sifen;
 pub mod sifen_sim;
