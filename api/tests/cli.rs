@@ -795,7 +795,7 @@ fn documents_flowing_through_sigkills_all_end_accepted_once_with_gap_free_number
     use rand::Rng;
     use serde_json::{Value, json};
 
-    const DOCS: usize = 150;
+    const DOCS: usize = 300;
     const KILLS: usize = 3;
     let scratch = Scratch::new();
 

@@ -336,16 +336,16 @@ async fn with_answers_dropped_and_servers_failing_every_document_is_accepted_onc
     )
     .await;
     let mut docs = Vec::new();
-    for n in 0..40 {
+    for n in 0..500 {
         docs.push(f.post(&f.invoice(&format!("FAULT-{n}"))).await);
     }
-    let status = f.settle(&docs, Duration::from_secs(120)).await;
+    let status = f.settle(&docs, Duration::from_secs(300)).await;
     for s in &status {
         assert_eq!(s["status"], "accepted", "{s}");
     }
     let stats = f.stats().await;
     let approvals = stats["approvals"].as_object().expect("approvals");
-    assert_eq!(approvals.len(), 40, "{stats}");
+    assert_eq!(approvals.len(), 500, "{stats}");
     assert!(
         approvals.values().all(|n| n == 1),
         "each CDC approved once: {stats}"
