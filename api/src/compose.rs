@@ -62,6 +62,31 @@ fn sealer(config: &Config) -> anyhow::Result<AesGcmSealer> {
     }
 }
 
+/// The key that signs artifact download URLs: `KUATIA_ARTIFACT_URL_KEY`, or derived from the
+/// master key (`KUATIA_MASTER_KEY`, or demo mode's `<data_dir>/master.key`, which `sealer` has
+/// created by now).
+fn artifact_url_key(config: &Config) -> anyhow::Result<Vec<u8>> {
+    use base64::Engine;
+    if let Some(key) = config
+        .artifact_url_key
+        .as_ref()
+        .filter(|k| !k.expose().is_empty())
+    {
+        return Ok(key.expose().as_bytes().to_vec());
+    }
+    let master = match &config.master_key {
+        Some(key) => key.expose().to_owned(),
+        None => std::fs::read_to_string(config.data_dir.join("master.key"))
+            .context("reading the master key to derive the artifact URL key")?,
+    };
+    let master = zeroize::Zeroizing::new(
+        base64::engine::general_purpose::STANDARD
+            .decode(master.trim())
+            .context("the master key is not base64")?,
+    );
+    Ok(crate::routes::artifacts::derive_url_key(&master))
+}
+
 /// A running service.
 pub struct Service {
     /// Where the invoicing API listens.
@@ -113,9 +138,15 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     let sealer = sealer(&config)?;
     let vault = kuatia_application::vault::Vault::new(store.clone(), Arc::new(sealer));
     let limiter = Arc::new(kuatia_application::rate_limit::RateLimiter::new(store.clone()));
+    let artifact_location = config.artifact_location()?;
     let artifacts: Arc<dyn kuatia_application::artifacts::ArtifactStore> = Arc::new(
-        kuatia_infrastructure::artifacts::LocalArtifacts::new(config.data_dir.join("artifacts")),
+        kuatia_infrastructure::artifacts::ObjectArtifacts::open(&artifact_location)
+            .with_context(|| format!("opening the artifact store {artifact_location:?}"))?,
     );
+    let artifact_urls = Arc::new(crate::routes::artifacts::UrlSigner::new(
+        artifact_url_key(&config)?,
+        config.artifact_url_ttl_secs,
+    ));
     let printer: Arc<dyn kuatia_application::printables::Printer> =
         Arc::new(kuatia_infrastructure::printing::TypstPrinter::new());
     let state = AppState {
@@ -134,6 +165,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         snapshots: Arc::default(),
         artifacts: artifacts.clone(),
         printer: printer.clone(),
+        artifact_urls,
     };
     // Demo mode runs the SIFEN simulator in-process; the demo channel points at it.
     let sifen_sim = if config.demo_mode() {
@@ -166,6 +198,13 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         );
     }
     let jobs_vault = state.vault.clone();
+    let webhooks_vault = state.vault.clone();
+    let autoimpresor = crate::autoimpresor::Autoimpresor::new(
+        store.clone(),
+        state.vault.clone(),
+        artifacts.clone(),
+        printer.clone(),
+    );
     let router = crate::app(state);
     let shutdown = CancellationToken::new();
     let grace = Duration::from_secs(config.shutdown_grace_secs);
@@ -187,9 +226,19 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         },
     )
     .with_retry_scale(config.sifen_retry_scale);
+    let webhooks = crate::webhooks::Webhooks::new(store.clone(), jobs.clone(), webhooks_vault)
+        .with_retry_scale(config.delivery_retry_scale);
+    let scan_jobs = jobs.clone();
+    let deliveries =
+        crate::delivery::Deliveries::new(store.clone(), jobs.clone(), artifacts.clone(), &config);
+    let printing = crate::printing::Printing::new(store.clone(), artifacts.clone(), printer.clone());
     let workers = pipeline
         .handlers()
         .into_iter()
+        .chain(printing.handlers())
+        .chain(autoimpresor.handlers())
+        .chain(webhooks.handlers())
+        .chain(deliveries.handlers())
         .fold(
             WorkerPool::new(
                 jobs,
@@ -205,6 +254,28 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         .spawn(shutdown.clone());
 
     let flusher = limiter.spawn_flusher(Duration::from_secs(1), shutdown.clone());
+    // The certificate.expiring scan: every instance's timer queues the same job per period (its key
+    // names the period), so the scan runs once per period however many instances there are.
+    let certificate_timer = {
+        let (shutdown, every) = (
+            shutdown.clone(),
+            Duration::from_secs(config.certificate_scan_secs.max(1)),
+        );
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            loop {
+                tokio::select! {
+                    () = shutdown.cancelled() => break,
+                    _ = tick.tick() => {
+                        let job = crate::webhooks::certificate_scan_job(chrono::Utc::now(), every);
+                        if let Err(e) = scan_jobs.enqueue(&job).await {
+                            tracing::warn!(error = %e, "queuing the certificate scan failed");
+                        }
+                    }
+                }
+            }
+        })
+    };
     // Idempotency keys older than their 24 h window are removed hourly (claims check expiry
     // themselves, so this only keeps the table small).
     let purger = {
@@ -250,6 +321,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         let _ = workers.await;
         let _ = flusher.await;
         let _ = purger.await;
+        let _ = certificate_timer.await;
         if let Some(lookup) = lookup {
             let _ = lookup.stop().await;
         }

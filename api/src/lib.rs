@@ -6,8 +6,10 @@
 //! application, and map the result: no SQL here.
 
 pub mod auth;
+pub mod autoimpresor;
 pub mod cli;
 pub mod compose;
+pub mod delivery;
 pub mod demo;
 pub mod error;
 pub mod extract;
@@ -16,9 +18,11 @@ pub mod metrics;
 pub mod middleware;
 pub mod openapi;
 pub mod pipeline;
+pub mod printing;
 pub mod rate_limit;
 pub mod routes;
 pub mod state;
+pub mod webhooks;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -85,10 +89,26 @@ fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(routes::documents::get_document))
         .routes(routes!(routes::documents::document_status))
         .routes(routes!(routes::documents::document_timeline))
+        .routes(routes!(routes::artifacts::list_artifacts))
+        .routes(routes!(routes::artifacts::download_artifact))
         .routes(routes!(routes::documents::retry_document))
         .routes(routes!(routes::documents::cancel_document))
         .routes(routes!(routes::documents::inutilize_document))
+        .routes(routes!(routes::printing::regenerate_pdf))
         .routes(routes!(routes::events::list_events))
+        .routes(routes!(
+            routes::webhooks::list_webhooks,
+            routes::webhooks::create_webhook
+        ))
+        .routes(routes!(
+            routes::webhooks::update_webhook,
+            routes::webhooks::delete_webhook
+        ))
+        .routes(routes!(routes::webhooks::deactivate_webhook))
+        .routes(routes!(routes::webhooks::rotate_webhook_secret))
+        .routes(routes!(routes::webhooks::test_webhook))
+        .routes(routes!(routes::webhooks::list_deliveries))
+        .routes(routes!(routes::webhooks::replay_delivery))
         .split_for_parts()
 }
 

@@ -23,6 +23,12 @@ pub fn handle() -> PrometheusHandle {
                     Matcher::Full("http_request_duration_seconds".into()),
                     &LATENCY_BUCKETS,
                 )
+                .and_then(|b| {
+                    b.set_buckets_for_metric(
+                        Matcher::Full("kuatia_webhook_delivery_seconds".into()),
+                        &LATENCY_BUCKETS,
+                    )
+                })
                 .unwrap_or_else(|_| PrometheusBuilder::new());
             let recorder = builder.build_recorder();
             let handle = recorder.handle();
@@ -48,6 +54,27 @@ fn describe() {
         "Time to serve an HTTP request, by method and route template."
     );
     metrics::describe_gauge!("kuatia_jobs", "Jobs in the queue, by kind and state.");
+    metrics::describe_gauge!(
+        "kuatia_webhook_deliveries",
+        "Webhook deliveries, by status (pending, delivering, delivered, retrying, failed)."
+    );
+    metrics::describe_counter!(
+        "kuatia_webhook_deliveries_total",
+        "Webhook delivery outcomes recorded by this instance, by outcome (delivered, retrying, failed)."
+    );
+    metrics::describe_counter!(
+        "kuatia_webhook_attempts_total",
+        "Webhook POST attempts made by this instance."
+    );
+    metrics::describe_histogram!(
+        "kuatia_webhook_delivery_seconds",
+        metrics::Unit::Seconds,
+        "Time from sending a webhook to the receiver's answer."
+    );
+    metrics::describe_counter!(
+        "kuatia_document_deliveries_total",
+        "Customer and issuer deliveries (email, WhatsApp, Telegram), by channel and outcome (sent, failed)."
+    );
     metrics::describe_gauge!(
         "kuatia_events_head_position",
         "Highest committed global position of the event store."

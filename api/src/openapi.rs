@@ -26,8 +26,9 @@ use crate::error::{ErrorBody, ErrorCode};
         (name = "health", description = "Liveness, readiness and metrics"),
         (name = "tenancy", description = "Tenants, API keys, users, sessions and memberships"),
         (name = "configuration", description = "Companies, branches, issuance points, channels, certificates"),
-        (name = "documents", description = "Document intake, validation, status, list and timeline (issue codes: docs/issue-codes.md)"),
-        (name = "audit", description = "The event log, in commit order")
+        (name = "documents", description = "Document intake, validation, status, list and timeline (issue codes: docs/issue-codes.md); artifacts with presigned downloads (docs/artifacts.md); the autoimpresor channel (docs/autoimpresor.md)"),
+        (name = "audit", description = "The event log, in commit order"),
+        (name = "webhooks", description = "Webhook endpoints, signed deliveries, retries and replay (docs/webhooks.md)")
     ),
     modifiers(&SecuritySchemes)
 )]

@@ -39,4 +39,6 @@ pub struct AppState {
     pub artifacts: Arc<dyn kuatia_application::artifacts::ArtifactStore>,
     /// Renders KuDE and autoimpresor PDFs.
     pub printer: Arc<dyn kuatia_application::printables::Printer>,
+    /// Signs and checks artifact download URLs.
+    pub artifact_urls: Arc<crate::routes::artifacts::UrlSigner>,
 }

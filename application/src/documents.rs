@@ -16,6 +16,7 @@ use uuid::Uuid;
 use crate::aggregate::{CommandExecutor, ExecuteError, JobPolicy};
 use crate::event_store::{EventMetadata, SharedStore, StoreError, StreamRef};
 use crate::jobs::NewJob;
+use crate::webhooks::{DELIVERY_PLAN, WEBHOOK_FANOUT};
 
 /// Why a document command did not happen.
 #[derive(Debug, thiserror::Error)]
@@ -49,13 +50,29 @@ pub const SIFEN_PREPARE: &str = "sifen.prepare";
 pub const SIFEN_SUBMIT: &str = "sifen.submit";
 /// Job kind: send a requested SIFEN event (cancelación, inutilización) and record SIFEN's answer.
 pub const SIFEN_EVENT: &str = "sifen.event";
+/// Job kind: number a queued autoimpresor document from its channel's range (or refuse it), then
+/// render and store its printable.
+pub const AUTOIMPRESOR_ISSUE: &str = "autoimpresor.issue";
+/// Job kind: report an issued or voided autoimpresor number to the channel's endpoint.
+pub const AUTOIMPRESOR_REPORT: &str = "autoimpresor.report";
+/// Job kind: render and record the KuDE of an accepted SIFEN document.
+pub const KUDE_RENDER: &str = "printing.kude";
+/// Job kind: render a new version of a document's printable (`POST /regenerate-pdf`).
+pub const PRINTABLE_REGENERATE: &str = "printing.regenerate";
 
 /// The document's outbox: the jobs its new events call for, committed with them.
 /// - queued for `sifen` → [`SIFEN_PREPARE`];
 /// - signed → [`SIFEN_SUBMIT`] now; a retry scheduled → [`SIFEN_SUBMIT`] at its time; a manual
 ///   retry → [`SIFEN_SUBMIT`] now;
 /// - a cancelación or inutilización requested → [`SIFEN_EVENT`] now (the aggregate requests
-///   these only for `sifen` documents).
+///   these only for `sifen` documents);
+/// - queued for `autoimpresor` → [`AUTOIMPRESOR_ISSUE`]; rendered (accepted) or voided
+///   (`DocumentInvalidated` without fiscal effect, which only an autoimpresor void is) →
+///   [`AUTOIMPRESOR_REPORT`] with `report` `issued` or `voided`.
+/// - accepted (only `sifen` documents are accepted by SIFEN's answer) → [`KUDE_RENDER`];
+/// - a new printable requested → [`PRINTABLE_REGENERATE`].
+/// - a webhook-raising event (`kuatia_domain::webhook::webhook_event_type`) → [`WEBHOOK_FANOUT`];
+///   accepted (either channel) → [`DELIVERY_PLAN`] (customer and issuer delivery).
 ///
 /// Job keys name the event that caused them, so a replayed command never queues a job twice.
 pub fn job_policy() -> Arc<JobPolicy<Document>> {
@@ -73,12 +90,34 @@ pub fn job_policy() -> Arc<JobPolicy<Document>> {
         let sifen = events.iter().any(|e| {
             matches!(e, DocumentEvent::DocumentReceived { routing, .. } if routing.channel == ChannelKind::Sifen)
         });
+        let autoimpresor = events.iter().any(|e| {
+            matches!(e, DocumentEvent::DocumentReceived { routing, .. } if routing.channel == ChannelKind::Autoimpresor)
+        });
+        let report = |what: &str| {
+            let mut job = NewJob::new(
+                AUTOIMPRESOR_REPORT,
+                format!("{AUTOIMPRESOR_REPORT}:{document_id}:{what}"),
+                stream.tenant_id,
+                serde_json::json!({ "document_id": document_id, "report": what }),
+            );
+            job.max_attempts = 1_000;
+            job
+        };
         let mut jobs = Vec::new();
         for event in events {
             match event {
                 DocumentEvent::DocumentQueued { .. } if sifen => {
                     jobs.push(job(SIFEN_PREPARE, format!("{SIFEN_PREPARE}:{document_id}"), None));
                 }
+                DocumentEvent::DocumentQueued { .. } if autoimpresor => {
+                    jobs.push(job(
+                        AUTOIMPRESOR_ISSUE,
+                        format!("{AUTOIMPRESOR_ISSUE}:{document_id}"),
+                        None,
+                    ));
+                }
+                DocumentEvent::DocumentRendered { .. } => jobs.push(report("issued")),
+                DocumentEvent::DocumentInvalidated { fiscal: false, .. } => jobs.push(report("voided")),
                 DocumentEvent::DocumentSigned { .. } => {
                     jobs.push(job(
                         SIFEN_SUBMIT,
@@ -115,7 +154,39 @@ pub fn job_policy() -> Arc<JobPolicy<Document>> {
                     ),
                     None,
                 )),
+                DocumentEvent::DocumentAccepted { .. } => jobs.push(job(
+                    KUDE_RENDER,
+                    format!("{KUDE_RENDER}:{document_id}:accepted"),
+                    None,
+                )),
+                DocumentEvent::PdfRegenerationRequested { at, .. } => jobs.push(job(
+                    PRINTABLE_REGENERATE,
+                    format!("{PRINTABLE_REGENERATE}:{document_id}:{}", at.timestamp_micros()),
+                    None,
+                )),
                 _ => {}
+            }
+            // Webhooks (DECISIONS §7): a fan-out per webhook-raising event, keyed by the event
+            // (type and time; a delivery's id and attempt too), so a replay never queues twice.
+            if let Some(kind) = kuatia_domain::webhook::webhook_event_type(event) {
+                let mut key = format!(
+                    "{WEBHOOK_FANOUT}:{document_id}:{kind}:{}",
+                    event.at().timestamp_micros()
+                );
+                if let DocumentEvent::DeliveryRecorded {
+                    delivery_id, attempt, ..
+                } = event
+                {
+                    key.push_str(&format!(":{delivery_id}:{attempt}"));
+                }
+                jobs.push(job(WEBHOOK_FANOUT, key, None));
+            }
+            // Customer and issuer delivery (contract §2.6) once the document is accepted.
+            if matches!(
+                event,
+                DocumentEvent::DocumentAccepted { .. } | DocumentEvent::DocumentRendered { .. }
+            ) {
+                jobs.push(job(DELIVERY_PLAN, format!("{DELIVERY_PLAN}:{document_id}"), None));
             }
         }
         jobs

@@ -21,4 +21,5 @@ pub mod projection;
 pub mod rate_limit;
 pub mod upcast;
 pub mod vault;
+pub mod webhooks;
 pub mod worker;

@@ -24,3 +24,4 @@ pub mod ruc;
 pub mod sifen;
 pub mod tenancy;
 pub mod tenant;
+pub mod webhook;

@@ -133,6 +133,57 @@ pub struct Config {
     /// `KUATIA_SIFEN_RETRY_SCALE`: multiplies the retry schedule of DECISIONS §5 (30 s, 2 min,
     /// …); 1 in production, smaller in tests and simulations. Default 1.
     pub sifen_retry_scale: f64,
+    /// `KUATIA_ARTIFACTS_URL`: where artifacts are stored: unset → `<data_dir>/artifacts`; a
+    /// directory (or `file:///dir`); `s3://bucket[/prefix]` for S3-compatible storage.
+    pub artifacts_url: Option<String>,
+    /// `KUATIA_ARTIFACTS_S3_ENDPOINT`: endpoint of an S3-compatible server; unset for AWS.
+    pub artifacts_s3_endpoint: Option<String>,
+    /// `KUATIA_ARTIFACTS_S3_REGION`: the bucket's region. Default `us-east-1`.
+    pub artifacts_s3_region: String,
+    /// `KUATIA_ARTIFACTS_S3_ACCESS_KEY_ID`: access key id; unset: the AWS environment's.
+    pub artifacts_s3_access_key_id: Option<String>,
+    /// `KUATIA_ARTIFACTS_S3_SECRET_ACCESS_KEY`: the secret access key.
+    pub artifacts_s3_secret_access_key: Option<Secret>,
+    /// `KUATIA_ARTIFACTS_S3_ALLOW_HTTP`: allow a plain `http://` endpoint. Default false.
+    #[serde(deserialize_with = "flag")]
+    pub artifacts_s3_allow_http: bool,
+    /// `KUATIA_ARTIFACT_URL_KEY`: the key that signs artifact download URLs (HMAC-SHA256); unset:
+    /// derived from the master key. Every instance behind one address needs the same.
+    pub artifact_url_key: Option<Secret>,
+    /// `KUATIA_ARTIFACT_URL_TTL_SECS`: how long a download URL is valid. Default 900 (the
+    /// contract's 15 minutes).
+    pub artifact_url_ttl_secs: u64,
+    // --- Webhooks and delivery to customers and issuers (issue 7; docs/webhooks.md) ---
+    /// `KUATIA_DELIVERY_RETRY_SCALE`: multiplies the retry schedule of webhook deliveries and
+    /// customer/issuer deliveries (1 min, 5 min, 30 min, 2 h, 6 h, 12 h, 24 h); 1 in production,
+    /// smaller in tests. Default 1.
+    pub delivery_retry_scale: f64,
+    /// `KUATIA_SMTP_URL`: the mail server for customer and issuer email, as
+    /// `smtps://user:pass@host:465` (TLS), `smtp://user:pass@host:587?tls=required` (STARTTLS)
+    /// or `smtp://host:25` (no TLS; a local relay or a test server). Unset: email deliveries
+    /// fail with a configuration message.
+    pub smtp_url: Option<Secret>,
+    /// `KUATIA_SMTP_FROM`: the sender address. Default `kuatia <no-reply@localhost>`.
+    pub smtp_from: String,
+    /// `KUATIA_WHATSAPP_BASE_URL`: the WhatsApp Cloud API. Default `https://graph.facebook.com/v21.0`.
+    pub whatsapp_base_url: String,
+    /// `KUATIA_WHATSAPP_TOKEN`: its access token. Unset: WhatsApp deliveries fail with a
+    /// configuration message.
+    pub whatsapp_token: Option<Secret>,
+    /// `KUATIA_WHATSAPP_PHONE_NUMBER_ID`: the sending business phone number's id.
+    pub whatsapp_phone_number_id: Option<String>,
+    /// `KUATIA_TELEGRAM_BASE_URL`: the Telegram Bot API. Default `https://api.telegram.org`.
+    pub telegram_base_url: String,
+    /// `KUATIA_TELEGRAM_BOT_TOKEN`: the bot's token. Unset: Telegram deliveries fail with a
+    /// configuration message.
+    pub telegram_bot_token: Option<Secret>,
+    /// `KUATIA_PRINTABLE_WAIT_SECS`: how long a customer delivery waits for the KuDE or printable
+    /// to be rendered before it sends what exists (and says so in the timeline). Default 300.
+    pub printable_wait_secs: u64,
+    /// `KUATIA_CERTIFICATE_SCAN_SECS`: how often certificates are checked for the
+    /// `certificate.expiring` webhook (30, 7 and 1 days before their end). Default 3600.
+    pub certificate_scan_secs: u64,
+    // --- end of the delivery settings ---
 }
 
 /// The database used when `DATABASE_URL` is not set.
@@ -170,6 +221,24 @@ impl Default for Config {
             sifen_connect_timeout_ms: 15_000,
             sifen_read_timeout_ms: 45_000,
             sifen_retry_scale: 1.0,
+            artifacts_url: None,
+            artifacts_s3_endpoint: None,
+            artifacts_s3_region: "us-east-1".to_owned(),
+            artifacts_s3_access_key_id: None,
+            artifacts_s3_secret_access_key: None,
+            artifacts_s3_allow_http: false,
+            artifact_url_key: None,
+            artifact_url_ttl_secs: 900,
+            delivery_retry_scale: 1.0,
+            smtp_url: None,
+            smtp_from: "kuatia <no-reply@localhost>".into(),
+            whatsapp_base_url: "https://graph.facebook.com/v21.0".into(),
+            whatsapp_token: None,
+            whatsapp_phone_number_id: None,
+            telegram_base_url: "https://api.telegram.org".into(),
+            telegram_bot_token: None,
+            printable_wait_secs: 300,
+            certificate_scan_secs: 3600,
         }
     }
 }
@@ -209,6 +278,27 @@ impl std::fmt::Debug for Config {
             .field("sifen_connect_timeout_ms", &self.sifen_connect_timeout_ms)
             .field("sifen_read_timeout_ms", &self.sifen_read_timeout_ms)
             .field("sifen_retry_scale", &self.sifen_retry_scale)
+            .field("artifacts_url", &self.artifacts_url)
+            .field("artifacts_s3_endpoint", &self.artifacts_s3_endpoint)
+            .field("artifacts_s3_region", &self.artifacts_s3_region)
+            .field("artifacts_s3_access_key_id", &self.artifacts_s3_access_key_id)
+            .field(
+                "artifacts_s3_secret_access_key",
+                &self.artifacts_s3_secret_access_key,
+            )
+            .field("artifacts_s3_allow_http", &self.artifacts_s3_allow_http)
+            .field("artifact_url_key", &self.artifact_url_key)
+            .field("artifact_url_ttl_secs", &self.artifact_url_ttl_secs)
+            .field("delivery_retry_scale", &self.delivery_retry_scale)
+            .field("smtp_url", &self.smtp_url)
+            .field("smtp_from", &self.smtp_from)
+            .field("whatsapp_base_url", &self.whatsapp_base_url)
+            .field("whatsapp_token", &self.whatsapp_token)
+            .field("whatsapp_phone_number_id", &self.whatsapp_phone_number_id)
+            .field("telegram_base_url", &self.telegram_base_url)
+            .field("telegram_bot_token", &self.telegram_bot_token)
+            .field("printable_wait_secs", &self.printable_wait_secs)
+            .field("certificate_scan_secs", &self.certificate_scan_secs)
             .finish()
     }
 }
@@ -243,6 +333,32 @@ fn optional_flag<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Op
 }
 
 impl Config {
+    /// Where artifacts are stored (`KUATIA_ARTIFACTS_URL` and the `KUATIA_ARTIFACTS_S3_*`
+    /// settings).
+    pub fn artifact_location(&self) -> Result<crate::artifacts::ArtifactLocation, ConfigError> {
+        let s3 = crate::artifacts::S3Settings {
+            bucket: String::new(),
+            prefix: String::new(),
+            endpoint: self
+                .artifacts_s3_endpoint
+                .clone()
+                .filter(|e| !e.trim().is_empty()),
+            region: self.artifacts_s3_region.clone(),
+            access_key_id: self.artifacts_s3_access_key_id.clone(),
+            secret_access_key: self
+                .artifacts_s3_secret_access_key
+                .as_ref()
+                .map(|s| s.expose().to_owned()),
+            allow_http: self.artifacts_s3_allow_http,
+        };
+        crate::artifacts::ArtifactLocation::parse(
+            self.artifacts_url.as_deref(),
+            self.data_dir.join("artifacts"),
+            s3,
+        )
+        .map_err(ConfigError)
+    }
+
     /// Whether demo mode is on: `KUATIA_DEMO` if set, else whether the database is the embedded
     /// default (DECISIONS §1).
     pub fn demo_mode(&self) -> bool {

@@ -6,6 +6,7 @@
 
 pub mod artifacts;
 pub mod config;
+pub mod delivery;
 pub mod lookup;
 pub mod printing;
 pub mod selfsigned;
@@ -15,3 +16,4 @@ pub mod sifen_soap;
 pub mod store;
 pub mod telemetry;
 pub mod vault;
+pub mod webhooks;

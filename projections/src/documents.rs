@@ -115,6 +115,17 @@ impl Projection for Documents {
                 )
                 .await?;
             }
+            DocumentEvent::DocumentIssuanceRefused { code, message, .. } => {
+                // A queued document has no errors yet: the refusal is its one error.
+                tx.execute(
+                    "UPDATE documents SET errors = $2 WHERE id = $1",
+                    &[
+                        SqlValue::Uuid(document_id),
+                        SqlValue::Json(json(&[Issue::new("autoimpresor", code, message.clone())])?),
+                    ],
+                )
+                .await?;
+            }
             DocumentEvent::DocumentRenderingStarted { number, .. } => {
                 tx.execute(
                     "UPDATE documents SET number = $2 WHERE id = $1",

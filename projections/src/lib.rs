@@ -5,6 +5,7 @@
 //! [`registry`] (every projection of the service), then [`runtime`] (catch-up loops, rebuild).
 
 pub mod access;
+pub mod artifacts;
 pub mod configuration;
 pub mod documents;
 pub mod event_type_counts;
@@ -12,3 +13,4 @@ pub mod number_series;
 pub mod registry;
 pub mod runtime;
 pub mod stream_index;
+pub mod webhooks;

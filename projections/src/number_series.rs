@@ -1,5 +1,6 @@
-//! `number_series` (inline): the next number of each SIFEN number series (company, timbrado,
-//! establishment, point, document type), from `DocumentTransformed`.
+//! `number_series` (inline): the next number of each number series, from `DocumentTransformed`
+//! (SIFEN: company, timbrado, establishment, point, document type) and `DocumentRenderingStarted`
+//! (autoimpresor: the channel's authorised range, `api/src/autoimpresor.rs`).
 //!
 //! The transform job reads the series' next number, builds the document with it and appends
 //! `DocumentTransformed`. This projection runs in that append's transaction and moves the series
@@ -42,16 +43,25 @@ impl Projection for NumberSeries {
     }
 
     async fn apply(&self, tx: &mut dyn SqlTx, event: &RecordedEvent) -> Result<(), StoreError> {
-        if event.stream_type != "document" || event.event_type != "DocumentTransformed" {
+        if event.stream_type != "document"
+            || !matches!(
+                event.event_type.as_str(),
+                "DocumentTransformed" | "DocumentRenderingStarted"
+            )
+        {
             return Ok(());
         }
-        let Ok(DocumentEvent::DocumentTransformed { series, number, .. }) =
-            serde_json::from_value::<DocumentEvent>(event.payload.clone())
-        else {
-            return Err(StoreError::Corrupt(format!(
-                "document event {} does not decode",
-                event.event_id
-            )));
+        let (series, number) = match serde_json::from_value::<DocumentEvent>(event.payload.clone()) {
+            Ok(
+                DocumentEvent::DocumentTransformed { series, number, .. }
+                | DocumentEvent::DocumentRenderingStarted { series, number, .. },
+            ) => (series, number),
+            _ => {
+                return Err(StoreError::Corrupt(format!(
+                    "document event {} does not decode",
+                    event.event_id
+                )));
+            }
         };
         if series.is_empty() {
             // Recorded before series were named: nothing to keep.
@@ -85,6 +95,16 @@ impl Projection for NumberSeries {
 
 /// The next number of a series (1 for a series never used).
 pub async fn next_number(store: &SharedStore, tenant: TenantId, series: &str) -> Result<u64, StoreError> {
+    Ok(next_number_opt(store, tenant, series).await?.unwrap_or(1))
+}
+
+/// The next number of a series, `None` for a series never used (an autoimpresor series opens at
+/// its channel's configured `next_number`).
+pub async fn next_number_opt(
+    store: &SharedStore,
+    tenant: TenantId,
+    series: &str,
+) -> Result<Option<u64>, StoreError> {
     let rows = store
         .query(
             "SELECT next_number FROM number_series WHERE tenant_id = $1 AND series = $2",
@@ -97,5 +117,5 @@ pub async fn next_number(store: &SharedStore, tenant: TenantId, series: &str) ->
     Ok(rows
         .first()
         .and_then(|r| r[0].as_i64())
-        .map_or(1, |n| u64::try_from(n).unwrap_or(1)))
+        .map(|n| u64::try_from(n).unwrap_or(1)))
 }

@@ -1122,7 +1122,8 @@ pub async fn document_timeline(
     Ok(axum::Json(timeline_of(&state, &caller, id).await?))
 }
 
-/// An artifact (without its download URL until the artifact store lands).
+/// An artifact with a presigned download URL (DECISIONS §8; built by
+/// `routes::artifacts::views` for both the artifact list and the detail).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ArtifactView {
     /// Id.
@@ -1140,6 +1141,11 @@ pub struct ArtifactView {
     pub size: i64,
     /// Recorded.
     pub created_at: chrono::DateTime<Utc>,
+    /// Where to download the bytes without a bearer: `…/artifacts/{id}/download?expires=&signature=`,
+    /// valid until `expires_at`.
+    pub download_url: String,
+    /// When `download_url` stops working (15 minutes after the listing).
+    pub expires_at: chrono::DateTime<Utc>,
 }
 
 /// The diagnostic detail: summary, the canonical document as received, artifacts, and (for roles
@@ -1224,23 +1230,12 @@ async fn sifen_answer(
 pub async fn get_document(
     State(state): State<AppState>,
     caller: Caller,
+    headers: HeaderMap,
     Path(id): Path<Uuid>,
 ) -> Result<axum::Json<DocumentDetail>, ApiError> {
     caller.require(READ_DOCUMENTS)?;
     let row = visible(&state, &caller, id).await?;
-    let artifacts = read_docs::artifacts(&state.store, caller.tenant, id)
-        .await?
-        .into_iter()
-        .map(|a| ArtifactView {
-            id: a.id,
-            kind: a.kind,
-            version: a.version,
-            content_type: a.content_type,
-            sha256: a.sha256,
-            size: a.size,
-            created_at: a.created_at,
-        })
-        .collect();
+    let artifacts = crate::routes::artifacts::views(&state, &headers, &caller, id).await?;
     let timeline = if caller.role.allows(READ_TIMELINE) {
         Some(timeline_of(&state, &caller, id).await?)
     } else {

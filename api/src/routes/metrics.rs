@@ -71,6 +71,15 @@ pub async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Resul
                 .set(n as f64);
         }
     }
+    // Webhook deliveries by status (DECISIONS §7), every status so a drained one reads 0.
+    let deliveries = kuatia_application::webhooks::counts(&state.store).await?;
+    for status in kuatia_application::webhooks::DeliveryStatus::ALL {
+        let n = deliveries
+            .iter()
+            .find(|(s, _)| *s == status)
+            .map_or(0, |(_, n)| *n);
+        metrics::gauge!("kuatia_webhook_deliveries", "status" => status.as_str()).set(n as f64);
+    }
 
     let body = state.prometheus.render();
     Ok((

@@ -1,6 +1,7 @@
 //! Handlers, one module per area of the contract.
 
 pub mod api_keys;
+pub mod artifacts;
 pub mod branches;
 pub mod certificates;
 pub mod companies;
@@ -11,7 +12,9 @@ pub mod health;
 pub mod identity;
 pub mod metrics;
 pub mod print_settings;
+pub mod printing;
 pub mod tenants;
+pub mod webhooks;
 
 use kuatia_domain::access::Permission;
 
@@ -57,8 +60,27 @@ pub const PERMISSIONS: &[(&str, &str, Permission)] = &[
     ("get", "/v1/documents/{id}", documents::READ_DOCUMENTS),
     ("get", "/v1/documents/{id}/status", documents::READ_DOCUMENTS),
     ("get", "/v1/documents/{id}/timeline", documents::READ_TIMELINE),
+    ("get", "/v1/documents/{id}/artifacts", documents::READ_DOCUMENTS),
     ("post", "/v1/documents/{id}/retry", documents::RETRY_DOCUMENT),
     ("post", "/v1/documents/{id}/cancel", documents::VOID_DOCUMENT),
     ("post", "/v1/documents/{id}/inutilize", documents::VOID_DOCUMENT),
+    (
+        "post",
+        "/v1/documents/{id}/regenerate-pdf",
+        printing::REGENERATE_PDF,
+    ),
     ("get", "/v1/events", events::READ_EVENTS),
+    ("get", "/v1/webhooks", webhooks::READ_WEBHOOKS),
+    ("post", "/v1/webhooks", webhooks::MANAGE_WEBHOOKS),
+    ("patch", "/v1/webhooks/{id}", webhooks::MANAGE_WEBHOOKS),
+    ("delete", "/v1/webhooks/{id}", webhooks::MANAGE_WEBHOOKS),
+    ("post", "/v1/webhooks/{id}/deactivate", webhooks::MANAGE_WEBHOOKS),
+    (
+        "post",
+        "/v1/webhooks/{id}/rotate-secret",
+        webhooks::MANAGE_WEBHOOKS,
+    ),
+    ("post", "/v1/webhooks/{id}/test", webhooks::MANAGE_WEBHOOKS),
+    ("get", "/v1/webhooks/{id}/deliveries", webhooks::READ_WEBHOOKS),
+    ("post", "/v1/webhooks/{id}/replay", webhooks::MANAGE_WEBHOOKS),
 ];

@@ -30,6 +30,9 @@
 //! | retrying, 60 h after signing | `GiveUp` | failed_terminal | `DocumentFailedTerminally` |
 //! | queued (autoimpresor) | `StartRendering` | rendering | `DocumentRenderingStarted` |
 //! | rendering | `RecordRendered` | accepted | `DocumentRendered` |
+//! | queued (autoimpresor) | `RefuseIssuance` | failed_terminal | `DocumentIssuanceRefused` |
+//! | numbered (autoimpresor) | `WarnNumberingRange` | unchanged | `NumberingRangeNearlyExhausted` |
+//! | accepted or invalidated (autoimpresor) | `RecordNumberReported` | unchanged | `NumberReported` |
 //! | received, validated, queued, transforming, signing, rendering | `Cancel` | cancelled | `DocumentCancelled` (`fiscal: false`) |
 //! | accepted (sifen), inside the window | `Cancel` | accepted, cancellation pending | `DocumentCancellationRequested` |
 //! | accepted, cancellation pending | `RecordCancelled` | cancelled | `DocumentCancelled` (`fiscal: true`) |
@@ -519,6 +522,26 @@ pub struct Voiding {
     pub at: DateTime<Utc>,
 }
 
+/// What the autoimpresor channel reports about a printed number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NumberReport {
+    /// The number was printed (the document was accepted).
+    Issued,
+    /// The printed number was voided (the document was invalidated).
+    Voided,
+}
+
+impl NumberReport {
+    /// The name in reports and job keys.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Issued => "issued",
+            Self::Voided => "voided",
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Commands
 // ---------------------------------------------------------------------------------------------
@@ -636,8 +659,42 @@ pub enum DocumentCommand {
     },
     /// Autoimpresor: the document has its printed number; the printable is rendered next.
     StartRendering {
+        /// The number series it was drawn from (the channel's authorised range): the number
+        /// series projection refuses a number that is not the series' next.
+        series: String,
         /// The number drawn from the authorised range.
         number: DocumentNumber,
+        /// When.
+        at: DateTime<Utc>,
+    },
+    /// Autoimpresor: the document cannot be issued on its channel's authorization (outside the
+    /// validity dates, or the range is exhausted); it ends `failed_terminal` without a number.
+    RefuseIssuance {
+        /// The error code (`configuration_error`).
+        code: String,
+        /// What is wrong, for the timeline and the detail.
+        message: String,
+        /// When.
+        at: DateTime<Utc>,
+    },
+    /// Autoimpresor: the number just drawn used up 90 % of the authorised range (recorded once
+    /// per range, by the document that crosses the mark).
+    WarnNumberingRange {
+        /// The number series.
+        series: String,
+        /// Numbers used, this one included.
+        used: u64,
+        /// Numbers in the range.
+        size: u64,
+        /// When.
+        at: DateTime<Utc>,
+    },
+    /// Autoimpresor: the channel's reporting endpoint acknowledged the report of this number.
+    RecordNumberReported {
+        /// What was reported.
+        report: NumberReport,
+        /// The endpoint's HTTP status.
+        http_status: u16,
         /// When.
         at: DateTime<Utc>,
     },
@@ -760,6 +817,9 @@ impl DocumentCommand {
             Self::ResumeSubmission { .. } => "resume_submission",
             Self::GiveUp { .. } => "give_up",
             Self::StartRendering { .. } => "start_rendering",
+            Self::RefuseIssuance { .. } => "refuse_issuance",
+            Self::WarnNumberingRange { .. } => "warn_numbering_range",
+            Self::RecordNumberReported { .. } => "record_number_reported",
             Self::RecordRendered { .. } => "record_rendered",
             Self::Cancel { .. } => "cancel",
             Self::RecordCancelled { .. } => "record_cancelled",
@@ -905,6 +965,9 @@ pub enum DocumentEvent {
     },
     /// Autoimpresor: numbered, the printable is rendered next (`rendering`).
     DocumentRenderingStarted {
+        /// The number series (the channel's authorised range).
+        #[serde(default)]
+        series: String,
         /// The printed number.
         number: DocumentNumber,
         /// When.
@@ -1016,6 +1079,37 @@ pub enum DocumentEvent {
         /// When.
         at: DateTime<Utc>,
     },
+    /// Autoimpresor: the document cannot be issued on its channel's authorization
+    /// (`failed_terminal`, no number drawn).
+    DocumentIssuanceRefused {
+        /// The error code (`configuration_error`).
+        code: String,
+        /// What is wrong.
+        message: String,
+        /// When.
+        at: DateTime<Utc>,
+    },
+    /// Autoimpresor: 90 % of the authorised range is used (status unchanged).
+    NumberingRangeNearlyExhausted {
+        /// The number series.
+        series: String,
+        /// Numbers used.
+        used: u64,
+        /// Numbers in the range.
+        size: u64,
+        /// When.
+        at: DateTime<Utc>,
+    },
+    /// Autoimpresor: the number's issue or void was reported to the channel's endpoint (status
+    /// unchanged).
+    NumberReported {
+        /// What was reported.
+        report: NumberReport,
+        /// The endpoint's HTTP status.
+        http_status: u16,
+        /// When.
+        at: DateTime<Utc>,
+    },
     /// A new version of the printable is requested.
     PdfRegenerationRequested {
         /// The printable to render again (`kude` or `printable_pdf`).
@@ -1053,6 +1147,9 @@ impl DocumentEvent {
             | Self::DocumentInvalidated { at, .. }
             | Self::ArtifactRecorded { at, .. }
             | Self::DeliveryRecorded { at, .. }
+            | Self::DocumentIssuanceRefused { at, .. }
+            | Self::NumberingRangeNearlyExhausted { at, .. }
+            | Self::NumberReported { at, .. }
             | Self::PdfRegenerationRequested { at, .. } => *at,
         }
     }
@@ -1072,7 +1169,9 @@ impl DocumentEvent {
             Self::DocumentAccepted { .. } | Self::DocumentRendered { .. } => Some(S::Accepted),
             Self::DocumentRejected { .. } => Some(S::Rejected),
             Self::DocumentRetryScheduled { .. } => Some(S::Retrying),
-            Self::DocumentFailedTerminally { .. } => Some(S::FailedTerminal),
+            Self::DocumentFailedTerminally { .. } | Self::DocumentIssuanceRefused { .. } => {
+                Some(S::FailedTerminal)
+            }
             Self::DocumentRenderingStarted { .. } => Some(S::Rendering),
             Self::DocumentCancelled { .. } => Some(S::Cancelled),
             Self::DocumentInvalidated { .. } => Some(S::Invalidated),
@@ -1084,6 +1183,8 @@ impl DocumentEvent {
             | Self::DocumentInutilizationRefused { .. }
             | Self::ArtifactRecorded { .. }
             | Self::DeliveryRecorded { .. }
+            | Self::NumberingRangeNearlyExhausted { .. }
+            | Self::NumberReported { .. }
             | Self::PdfRegenerationRequested { .. } => None,
         }
     }
@@ -1117,6 +1218,9 @@ impl DomainEvent for DocumentEvent {
             Self::ArtifactRecorded { .. } => "ArtifactRecorded",
             Self::DeliveryRecorded { .. } => "DeliveryRecorded",
             Self::PdfRegenerationRequested { .. } => "PdfRegenerationRequested",
+            Self::DocumentIssuanceRefused { .. } => "DocumentIssuanceRefused",
+            Self::NumberingRangeNearlyExhausted { .. } => "NumberingRangeNearlyExhausted",
+            Self::NumberReported { .. } => "NumberReported",
         }
         .to_owned()
     }
@@ -1279,6 +1383,12 @@ pub struct DocumentState {
     pub pdf_regeneration_pending: bool,
     /// Deliveries by id, each at its last recorded attempt.
     pub deliveries: BTreeMap<Uuid, DeliveryState>,
+    /// Autoimpresor: why the document could not be issued (`failed_terminal`).
+    #[serde(default)]
+    pub issuance_refusal: Option<String>,
+    /// Autoimpresor: the reports the channel's endpoint acknowledged.
+    #[serde(default)]
+    pub reported: Vec<NumberReport>,
 }
 
 impl DocumentState {
@@ -1449,6 +1559,17 @@ impl DocumentState {
             DocumentEvent::DocumentRenderingStarted { number, .. } => {
                 self.status = S::Rendering;
                 self.number = Some(number);
+            }
+            DocumentEvent::DocumentIssuanceRefused { code, message, .. } => {
+                self.status = S::FailedTerminal;
+                self.failure_reason = Some(message.clone());
+                self.issuance_refusal = Some(format!("{code}: {message}"));
+            }
+            DocumentEvent::NumberingRangeNearlyExhausted { .. } => {}
+            DocumentEvent::NumberReported { report, .. } => {
+                if !self.reported.contains(&report) {
+                    self.reported.push(report);
+                }
             }
             DocumentEvent::DocumentRendered {
                 printable_artifact_id,
@@ -1778,14 +1899,56 @@ impl Document {
                 S::FailedTerminal => nothing(),
                 _ => Err(refused),
             },
-            DocumentCommand::StartRendering { number, at } => match s.status {
+            DocumentCommand::StartRendering { series, number, at } => match s.status {
                 S::Queued if !sifen => {
                     number.check()?;
-                    one(DocumentEvent::DocumentRenderingStarted { number, at })
+                    one(DocumentEvent::DocumentRenderingStarted { series, number, at })
                 }
                 S::Rendering if s.number.as_ref() == Some(&number) => nothing(),
                 _ => Err(refused),
             },
+            DocumentCommand::RefuseIssuance { code, message, at } => match s.status {
+                S::Queued if !sifen => one(DocumentEvent::DocumentIssuanceRefused { code, message, at }),
+                S::FailedTerminal if s.issuance_refusal.is_some() => nothing(),
+                _ => Err(refused),
+            },
+            DocumentCommand::WarnNumberingRange {
+                series,
+                used,
+                size,
+                at,
+            } => {
+                if sifen || s.number.is_none() {
+                    return Err(refused);
+                }
+                one(DocumentEvent::NumberingRangeNearlyExhausted {
+                    series,
+                    used,
+                    size,
+                    at,
+                })
+            }
+            DocumentCommand::RecordNumberReported {
+                report,
+                http_status,
+                at,
+            } => {
+                let due = match report {
+                    NumberReport::Issued => s.rendered_artifact_id.is_some(),
+                    NumberReport::Voided => s.status == S::Invalidated,
+                };
+                if sifen || !due {
+                    return Err(refused);
+                }
+                if s.reported.contains(&report) {
+                    return nothing();
+                }
+                one(DocumentEvent::NumberReported {
+                    report,
+                    http_status,
+                    at,
+                })
+            }
             DocumentCommand::RecordRendered { artifact_id, at } => match s.status {
                 S::Rendering => {
                     let artifact = s
@@ -1867,6 +2030,9 @@ impl Document {
                         reason: check_reason(&reason)?,
                         at,
                     }),
+                    // An autoimpresor document refused before it was numbered has no number to
+                    // void.
+                    None if s.number.is_none() => Err(refused),
                     None => one(DocumentEvent::DocumentInvalidated {
                         reason: check_reason(&reason)?,
                         fiscal: false,
@@ -2040,6 +2206,8 @@ impl Aggregate for Document {
                 artifacts: Vec::new(),
                 pdf_regeneration_pending: false,
                 deliveries: BTreeMap::new(),
+                issuance_refusal: None,
+                reported: Vec::new(),
             });
         }
     }
@@ -2271,6 +2439,7 @@ mod tests {
 
     fn rendering_started() -> DocumentEvent {
         DocumentEvent::DocumentRenderingStarted {
+            series: String::new(),
             number: number(),
             at: t(2),
         }
@@ -2543,6 +2712,7 @@ mod tests {
 
     fn start_rendering() -> DocumentCommand {
         DocumentCommand::StartRendering {
+            series: String::new(),
             number: number(),
             at: t(2),
         }
@@ -2927,6 +3097,7 @@ mod tests {
             Err(malformed("xml_sha256", "64 lower-case hex digits"))
         );
         let bad_number = DocumentCommand::StartRendering {
+            series: String::new(),
             number: DocumentNumber {
                 number: "12".into(),
                 ..number()
@@ -3366,6 +3537,99 @@ mod tests {
                 at: t(12),
             })
             .then_expect_events(vec![]);
+    }
+
+    fn refusal() -> DocumentCommand {
+        DocumentCommand::RefuseIssuance {
+            code: "configuration_error".into(),
+            message: "the authorised range 1–200 is exhausted".into(),
+            at: t(2),
+        }
+    }
+
+    #[test]
+    fn a_queued_autoimpresor_document_outside_its_authorization_is_refused_without_a_number() {
+        TestFramework::<Document>::with(())
+            .given(invoice(Situation::QueuedAutoimpresor))
+            .when(refusal())
+            .then_expect_events(vec![DocumentEvent::DocumentIssuanceRefused {
+                code: "configuration_error".into(),
+                message: "the authorised range 1–200 is exhausted".into(),
+                at: t(2),
+            }]);
+        let mut events = invoice(Situation::QueuedAutoimpresor);
+        events.extend(run(events.clone(), refusal()).expect("refused"));
+        let state = state_after(events.clone());
+        assert_eq!(state.status, DocumentStatus::FailedTerminal);
+        assert_eq!(state.number, None);
+        assert!(
+            state
+                .issuance_refusal
+                .as_deref()
+                .is_some_and(|r| r.starts_with("configuration_error"))
+        );
+        // Repeated: nothing new. A number never drawn cannot be voided.
+        assert_eq!(run(events.clone(), refusal()), Ok(vec![]));
+        assert!(matches!(
+            run(events, inutilize(REASON, t(11))),
+            Err(DocumentError::InvalidTransition { .. })
+        ));
+        // Only a queued autoimpresor document is refused so.
+        for situation in [
+            Situation::QueuedSifen,
+            Situation::Rendering,
+            Situation::AcceptedAutoimpresor,
+        ] {
+            assert!(
+                matches!(
+                    run(invoice(situation), refusal()),
+                    Err(DocumentError::InvalidTransition { .. })
+                ),
+                "{situation:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_range_warning_and_reports_belong_to_numbered_autoimpresor_documents() {
+        let warn = || DocumentCommand::WarnNumberingRange {
+            series: "s".into(),
+            used: 180,
+            size: 200,
+            at: t(2),
+        };
+        assert!(run(invoice(Situation::QueuedAutoimpresor), warn()).is_err());
+        assert_eq!(
+            run(invoice(Situation::Rendering), warn()),
+            Ok(vec![DocumentEvent::NumberingRangeNearlyExhausted {
+                series: "s".into(),
+                used: 180,
+                size: 200,
+                at: t(2),
+            }])
+        );
+        let report = |report| DocumentCommand::RecordNumberReported {
+            report,
+            http_status: 200,
+            at: t(12),
+        };
+        assert!(run(invoice(Situation::Rendering), report(NumberReport::Issued)).is_err());
+        assert!(
+            run(
+                invoice(Situation::AcceptedAutoimpresor),
+                report(NumberReport::Voided)
+            )
+            .is_err()
+        );
+        assert!(run(invoice(Situation::AcceptedSifen), report(NumberReport::Issued)).is_err());
+        let mut events = invoice(Situation::AcceptedAutoimpresor);
+        let reported = run(events.clone(), report(NumberReport::Issued)).expect("reported");
+        assert_eq!(reported.len(), 1);
+        events.extend(reported);
+        assert_eq!(run(events.clone(), report(NumberReport::Issued)), Ok(vec![]));
+        assert_eq!(state_after(events).reported, vec![NumberReport::Issued]);
+        let voided = invoice(Situation::InvalidatedAutoimpresor);
+        assert_eq!(run(voided, report(NumberReport::Voided)).map(|e| e.len()), Ok(1));
     }
 
     #[test]
@@ -4006,6 +4270,7 @@ mod tests {
             })
         );
         let other_number = DocumentCommand::StartRendering {
+            series: String::new(),
             number: DocumentNumber {
                 number: "0000002".into(),
                 ..number()

@@ -276,7 +276,8 @@ pub const CATALOGUE: &[(&str, bool, &str)] = &[
 
 /// Codes of refusals before validation (routing and channel readiness): `POST /v1/documents`
 /// answers them as 400 `configuration_error` (or `certificate_error`), nothing stored; the
-/// validate endpoint lists them as errors with `routing` null (routing) or set (readiness).
+/// validate endpoint lists them as errors with `routing` null (routing) or set (readiness). One
+/// comes later: `configuration_error`, the autoimpresor channel's refusal of a queued document.
 pub const CONFIGURATION_CODES: &[(&str, &str)] = &[
     (
         "ambiguous_default",
@@ -297,6 +298,10 @@ pub const CONFIGURATION_CODES: &[(&str, &str)] = &[
     (
         "certificate_not_ready",
         "the sifen channel's certificate fails a check (expired, wrong RUC, key, size, usage): certificate_error",
+    ),
+    (
+        "configuration_error",
+        "autoimpresor, after queuing: the document cannot be printed on its channel's authorization (issue date or today outside the validity dates, or the range exhausted); it ends failed_terminal without a number (field `autoimpresor`, docs/autoimpresor.md)",
     ),
 ];
 

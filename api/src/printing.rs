@@ -1,0 +1,317 @@
+//! The printables' job handlers: a document's PDF rendered through the printer port
+//! (`kuatia_application::printables`) and recorded as a new version of its artifact.
+//!
+//! - [`RenderKude`] (`printing.kude`, queued when a SIFEN document is accepted): renders the
+//!   KuDE from the signed XML exactly as stored (artifact store) with the company's print
+//!   settings (defaults until it saves its own) and records it as `kude` version 1. Run again, it
+//!   finds the KuDE recorded and does nothing.
+//! - [`Regenerate`] (`printing.regenerate`, queued by `POST /v1/documents/{id}/regenerate-pdf`
+//!   through `PdfRegenerationRequested`): renders the document's printable again (`kude`, or the
+//!   autoimpresor `printable_pdf`) and records it as the next version; earlier versions stay.
+//!   Run again after the version is recorded, the request is no longer pending and it does
+//!   nothing.
+//!
+//! Each render stores the bytes before the `ArtifactRecorded` append; a crash in between leaves
+//! at most an unreferenced, content-addressed file, and the job runs again.
+
+use async_trait::async_trait;
+use chrono::Utc;
+use kuatia_application::artifacts::ArtifactStore;
+use kuatia_application::documents::{self, DocumentsError, KUDE_RENDER, PRINTABLE_REGENERATE};
+use kuatia_application::event_store::{EventMetadata, SharedStore};
+use kuatia_application::jobs::{Backoff, Job};
+use kuatia_application::printables::{AutoimpresorPrintable, PrintError, PrintIssuer, Printable, Printer};
+use kuatia_application::worker::{JobFailure, JobHandler};
+use kuatia_domain::channel::ChannelKind;
+use kuatia_domain::document::aggregate::{ArtifactKind, Document, DocumentCommand, DocumentState};
+use kuatia_domain::print_settings::PrintSettings;
+use kuatia_domain::tenancy::TenantId;
+use kuatia_projections::configuration as config;
+use std::sync::Arc;
+use uuid::Uuid;
+
+/// The actor recorded on the printables' events.
+const ACTOR: &str = "system:printing";
+
+/// What both handlers share: the store, the artifact store and the printer.
+#[derive(Clone)]
+pub struct Printing {
+    store: SharedStore,
+    artifacts: Arc<dyn ArtifactStore>,
+    printer: Arc<dyn Printer>,
+}
+
+impl std::fmt::Debug for Printing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Printing").finish_non_exhaustive()
+    }
+}
+
+fn retry(message: impl std::fmt::Display) -> JobFailure {
+    JobFailure::Retry(message.to_string())
+}
+
+fn print_failure(e: PrintError) -> JobFailure {
+    match e {
+        // The same input fails the same way: retrying cannot help.
+        PrintError::Input(m) => JobFailure::Permanent(m),
+        PrintError::Render(m) => JobFailure::Retry(m),
+    }
+}
+
+impl Printing {
+    /// The handlers over the store, the artifact store and the printer.
+    pub fn new(store: SharedStore, artifacts: Arc<dyn ArtifactStore>, printer: Arc<dyn Printer>) -> Self {
+        Self {
+            store,
+            artifacts,
+            printer,
+        }
+    }
+
+    /// The job handlers: the KuDE of an accepted document, and regeneration on request.
+    pub fn handlers(&self) -> Vec<Arc<dyn JobHandler>> {
+        vec![
+            Arc::new(RenderKude(self.clone())),
+            Arc::new(Regenerate(self.clone())),
+        ]
+    }
+
+    async fn load(&self, job: &Job) -> Result<(TenantId, Uuid, DocumentState), JobFailure> {
+        let id: Uuid = job.payload["document_id"]
+            .as_str()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| JobFailure::Permanent(format!("job {} has no document_id", job.id)))?;
+        let store =
+            kuatia_application::aggregate::AggregateStore::<Document>::new(self.store.clone(), job.tenant_id);
+        let loaded = store
+            .load(&kuatia_domain::document::aggregate::stream_id(job.tenant_id, id))
+            .await
+            .map_err(retry)?;
+        let state = loaded
+            .aggregate()
+            .state()
+            .cloned()
+            .ok_or_else(|| JobFailure::Permanent(format!("no document {id}")))?;
+        Ok((job.tenant_id, id, state))
+    }
+
+    /// The company's saved print settings, or the defaults.
+    async fn settings(&self, tenant: TenantId, company_id: Uuid) -> Result<PrintSettings, JobFailure> {
+        if let Some(row) = config::print_settings(&self.store, tenant, company_id)
+            .await
+            .map_err(retry)?
+        {
+            return Ok(row.settings);
+        }
+        let company = config::company(&self.store, tenant, company_id)
+            .await
+            .map_err(retry)?;
+        Ok(PrintSettings::defaults(
+            company.as_ref().map_or("", |c| c.profile.legal_name.as_str()),
+        ))
+    }
+
+    /// The KuDE's input: the signed XML as stored.
+    async fn kude_input(&self, state: &DocumentState) -> Result<Printable, JobFailure> {
+        let id = state.document_id;
+        let artifact = state
+            .signed_xml_artifact_id
+            .and_then(|a| state.artifact(a))
+            .ok_or_else(|| JobFailure::Permanent(format!("document {id} has no signed XML")))?;
+        let signed_xml = self
+            .artifacts
+            .get(&artifact.sha256)
+            .await
+            .map_err(retry)?
+            .ok_or_else(|| {
+                retry(format!(
+                    "the signed XML {} is not in the artifact store",
+                    artifact.sha256
+                ))
+            })?;
+        Ok(Printable::Kude {
+            signed_xml,
+            watermark: None,
+        })
+    }
+
+    /// Renders `printable`, stores it and records it as the next version of `kind`.
+    async fn render_and_record(
+        &self,
+        tenant: TenantId,
+        state: &DocumentState,
+        kind: ArtifactKind,
+        printable: Printable,
+    ) -> Result<(), JobFailure> {
+        let settings = self.settings(tenant, state.routing.company_id).await?;
+        let started = std::time::Instant::now();
+        let pdf = self
+            .printer
+            .render(printable, &settings)
+            .await
+            .map_err(print_failure)?;
+        tracing::debug!(
+            document = %state.document_id,
+            %kind,
+            bytes = pdf.len(),
+            ms = started.elapsed().as_millis() as u64,
+            "printable rendered"
+        );
+        let sha256 = self.artifacts.put(&pdf).await.map_err(retry)?;
+        let now = Utc::now();
+        let command = DocumentCommand::RecordArtifact {
+            artifact_id: Uuid::now_v7(),
+            kind,
+            content_type: "application/pdf".into(),
+            sha256,
+            size: pdf.len() as u64,
+            version: state.next_artifact_version(kind),
+            at: now,
+        };
+        let metadata = EventMetadata {
+            actor: Some(ACTOR.to_owned()),
+            ..EventMetadata::default()
+        };
+        match documents::command(&self.store, tenant, state.document_id, command, metadata).await {
+            Ok(()) => Ok(()),
+            // Someone recorded another version meanwhile: run again on the new state.
+            Err(DocumentsError::Conflict) => Err(retry("the document changed meanwhile")),
+            Err(DocumentsError::Refused(e)) => Err(retry(e)),
+            Err(e) => Err(retry(e)),
+        }
+    }
+}
+
+/// `printing.kude`.
+#[derive(Debug)]
+pub struct RenderKude(Printing);
+
+#[async_trait]
+impl JobHandler for RenderKude {
+    fn kind(&self) -> &'static str {
+        KUDE_RENDER
+    }
+
+    fn backoff(&self) -> Backoff {
+        Backoff {
+            base: std::time::Duration::from_millis(500),
+            ..Backoff::default()
+        }
+    }
+
+    async fn run(&self, job: &Job) -> Result<(), JobFailure> {
+        let p = &self.0;
+        let (tenant, _, state) = p.load(job).await?;
+        if state.channel() != ChannelKind::Sifen || state.latest_artifact(ArtifactKind::Kude).is_some() {
+            return Ok(());
+        }
+        let input = p.kude_input(&state).await?;
+        p.render_and_record(tenant, &state, ArtifactKind::Kude, input)
+            .await
+    }
+}
+
+/// `printing.regenerate`.
+#[derive(Debug)]
+pub struct Regenerate(Printing);
+
+#[async_trait]
+impl JobHandler for Regenerate {
+    fn kind(&self) -> &'static str {
+        PRINTABLE_REGENERATE
+    }
+
+    fn backoff(&self) -> Backoff {
+        Backoff {
+            base: std::time::Duration::from_millis(500),
+            ..Backoff::default()
+        }
+    }
+
+    async fn run(&self, job: &Job) -> Result<(), JobFailure> {
+        let p = &self.0;
+        let (tenant, _, state) = p.load(job).await?;
+        if !state.pdf_regeneration_pending {
+            return Ok(());
+        }
+        match state.printable_kind() {
+            Some(ArtifactKind::Kude) => {
+                let input = p.kude_input(&state).await?;
+                p.render_and_record(tenant, &state, ArtifactKind::Kude, input)
+                    .await
+            }
+            Some(ArtifactKind::PrintablePdf) => {
+                let printable = autoimpresor_printable(&p.store, tenant, &state, None).await?;
+                p.render_and_record(
+                    tenant,
+                    &state,
+                    ArtifactKind::PrintablePdf,
+                    Printable::Autoimpresor(Box::new(printable)),
+                )
+                .await
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The autoimpresor printable of a numbered document, from its company's configuration: the
+/// issuer (company and issuing branch) and the channel's authorization and timbrado validity.
+/// Shared with the autoimpresor channel so that a regenerated printable is drawn from the same
+/// inputs as the first one.
+pub async fn autoimpresor_printable(
+    store: &SharedStore,
+    tenant: TenantId,
+    state: &DocumentState,
+    watermark: Option<String>,
+) -> Result<AutoimpresorPrintable, JobFailure> {
+    let id = state.document_id;
+    let permanent = |what: &str| JobFailure::Permanent(format!("document {id}: {what}"));
+    let number = state.number.clone().ok_or_else(|| permanent("no number"))?;
+    let company = config::company(store, tenant, state.routing.company_id)
+        .await
+        .map_err(retry)?
+        .ok_or_else(|| permanent("no company"))?;
+    let channel = config::channel(store, tenant, state.routing.channel_id)
+        .await
+        .map_err(retry)?
+        .ok_or_else(|| permanent("no channel"))?
+        .channel;
+    let auto = channel
+        .autoimpresor
+        .ok_or_else(|| permanent("the channel has no autoimpresor settings"))?;
+    let branch = config::branch(store, tenant, state.routing.branch_id)
+        .await
+        .map_err(retry)?
+        .map(|b| b.branch);
+    let profile = &company.profile;
+    // As the autoimpresor channel writes it on the first render (`crate::autoimpresor`), so a
+    // regenerated printable shows the same address.
+    let address = branch
+        .as_ref()
+        .and_then(|b| {
+            b.address
+                .as_ref()
+                .map(|a| format!("{a} {}", b.house_number.clone().unwrap_or_default()))
+        })
+        .unwrap_or_else(|| format!("{} {}", profile.address, profile.house_number));
+    let optional = |s: &str| (!s.trim().is_empty()).then(|| s.to_owned());
+    Ok(AutoimpresorPrintable {
+        document: state.document.clone(),
+        issuer: PrintIssuer {
+            legal_name: profile.legal_name.clone(),
+            trade_name: profile.trade_name.clone(),
+            ruc: company.ruc.clone(),
+            address: address.trim().to_owned(),
+            phone: optional(&profile.phone),
+            email: optional(&profile.email),
+        },
+        authorization: auto.authorization,
+        valid_from: auto.valid_from,
+        valid_to: auto.valid_to,
+        number,
+        issued_at: kuatia_domain::local_time::paraguay(state.document.issue_datetime.with_timezone(&Utc)),
+        watermark,
+    })
+}

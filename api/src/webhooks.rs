@@ -1,0 +1,583 @@
+//! Webhook delivery as jobs (DECISIONS §7), in the composition root because it reads the
+//! projections (endpoints, tenants) and drives the infrastructure sender.
+//!
+//! - [`Fanout`] (`webhook.fanout`, queued by the document's outbox with each webhook-raising
+//!   event): reads the document's stream and, for every webhook-raising event in it, records one
+//!   delivery per active endpoint of the tenant or company that subscribes to it and existed
+//!   when the event happened, and queues its delivery job. Every fan-out walks the whole stream,
+//!   so whichever fan-out of a document runs first records the deliveries of the events before
+//!   it too: a later event can never be delivered before an earlier one was even recorded. The
+//!   webhook event id is `evt_` and the causing store event's id, so it is the same in every
+//!   fan-out, retry and replay; the body is built once and stored.
+//! - [`Deliver`] (`webhook.deliver`): one attempt of one delivery. It waits while an earlier
+//!   event of the same document to the same endpoint is not delivered or failed (order per
+//!   document and endpoint), checks the URL again (production: https and public addresses
+//!   only), signs with every valid secret and POSTs with a 10 s timeout. A 2xx is `delivered`;
+//!   anything else is retried at 1 min, 5 min, 30 min, 2 h, 6 h, 12 h, 24 h (scaled by
+//!   `KUATIA_DELIVERY_RETRY_SCALE`), then `failed`.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use kuatia_application::event_store::SharedStore;
+use kuatia_application::jobs::{Backoff, Job, JobQueue, NewJob};
+use kuatia_application::vault::Vault;
+use kuatia_application::webhooks::{
+    self as app, Attempt, CERTIFICATE_SCAN, DeliveryRow, DeliveryStatus, NewDelivery, WEBHOOK_DELIVER,
+    WEBHOOK_FANOUT,
+};
+use kuatia_application::worker::{JobFailure, JobHandler};
+use kuatia_domain::document::aggregate::{self as document, DocumentEvent, DocumentStatus};
+use kuatia_domain::tenancy::{Environment, TenantId};
+use kuatia_domain::webhook::{expiring_threshold, retry_delay, webhook_event_type};
+use kuatia_infrastructure::webhooks::{Outgoing, WebhookSender, check_destination};
+use kuatia_projections::webhooks::{self as read, EndpointRow};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+use uuid::Uuid;
+
+/// What the handlers and the `test` endpoint share.
+#[derive(Clone)]
+pub struct Webhooks {
+    store: SharedStore,
+    jobs: Arc<dyn JobQueue>,
+    vault: Vault,
+    sender: WebhookSender,
+    retry_scale: f64,
+}
+
+impl std::fmt::Debug for Webhooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Webhooks").finish_non_exhaustive()
+    }
+}
+
+fn retry(message: impl std::fmt::Display) -> JobFailure {
+    JobFailure::Retry(message.to_string())
+}
+
+/// The webhook event id of a store event: stable across fan-outs, retries and replays.
+pub fn event_id(store_event_id: Uuid) -> String {
+    format!("evt_{}", store_event_id.simple())
+}
+
+/// The outcome of one attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sent {
+    /// The receiver's status, when it answered.
+    pub status_code: Option<u16>,
+    /// What went wrong, when it did.
+    pub error: Option<String>,
+}
+
+impl Sent {
+    fn ok(&self) -> bool {
+        self.status_code.is_some_and(|c| (200..300).contains(&c))
+    }
+}
+
+impl Webhooks {
+    /// Handlers over the store, the job queue and the vault (which holds the endpoints' secrets).
+    pub fn new(store: SharedStore, jobs: Arc<dyn JobQueue>, vault: Vault) -> Self {
+        Self {
+            store,
+            jobs,
+            vault,
+            sender: WebhookSender::default(),
+            retry_scale: 1.0,
+        }
+    }
+
+    /// Multiplies the retry schedule (tests shrink it).
+    pub fn with_retry_scale(mut self, scale: f64) -> Self {
+        self.retry_scale = if scale.is_finite() && scale > 0.0 {
+            scale
+        } else {
+            1.0
+        };
+        self
+    }
+
+    /// The job handlers: fan-out, delivery and the certificate scan.
+    pub fn handlers(&self) -> Vec<Arc<dyn JobHandler>> {
+        vec![
+            Arc::new(Fanout(self.clone())),
+            Arc::new(Deliver(self.clone())),
+            Arc::new(CertificateScan(self.clone())),
+        ]
+    }
+
+    fn scaled(&self, delay: chrono::TimeDelta) -> Duration {
+        Duration::from_secs_f64((delay.as_seconds_f64() * self.retry_scale).max(0.0))
+    }
+
+    async fn strict(&self, tenant: TenantId) -> Result<bool, JobFailure> {
+        let row = kuatia_projections::access::tenant(&self.store, tenant)
+            .await
+            .map_err(retry)?;
+        Ok(row.is_none_or(|t| t.environment == Environment::Production))
+    }
+
+    /// One signed POST of a stored delivery to an endpoint (no bookkeeping).
+    pub async fn send(
+        &self,
+        tenant: TenantId,
+        endpoint: &EndpointRow,
+        row: &DeliveryRow,
+        strict: bool,
+    ) -> Sent {
+        let failed = |error: String| Sent {
+            status_code: None,
+            error: Some(error),
+        };
+        let destination = match check_destination(&endpoint.settings.url, strict).await {
+            Ok(d) => d,
+            Err(refusal) => return failed(refusal.to_string()),
+        };
+        let now = Utc::now();
+        let mut secrets = Vec::new();
+        match self.vault.get(tenant, endpoint.secret_id).await {
+            Ok(s) => secrets.push(s),
+            Err(e) => return failed(format!("the signing secret: {e}")),
+        }
+        if let Some((previous, until)) = endpoint.previous_secret
+            && until > now
+            && let Ok(s) = self.vault.get(tenant, previous).await
+        {
+            secrets.push(s);
+        }
+        let keys: Vec<&[u8]> = secrets.iter().map(|s| s.as_slice()).collect();
+        let answer = self
+            .sender
+            .send(&Outgoing {
+                destination: &destination,
+                event_id: &row.event_id,
+                event_type: &row.event_type,
+                body: &row.body,
+                secrets: &keys,
+                timestamp: now.timestamp(),
+            })
+            .await;
+        metrics::counter!("kuatia_webhook_attempts_total").increment(1);
+        match answer {
+            Ok(answer) => {
+                metrics::histogram!("kuatia_webhook_delivery_seconds").record(answer.latency.as_secs_f64());
+                let ok = (200..300).contains(&answer.status);
+                Sent {
+                    status_code: Some(answer.status),
+                    error: (!ok).then(|| format!("the receiver answered {}", answer.status)),
+                }
+            }
+            Err(error) => failed(error),
+        }
+    }
+
+    /// `POST /v1/webhooks/{id}/test`: records a `webhook.test` delivery and makes its one attempt
+    /// now.
+    pub async fn send_test(
+        &self,
+        tenant: TenantId,
+        endpoint: &EndpointRow,
+    ) -> Result<(DeliveryRow, Sent), JobFailure> {
+        let now = Utc::now();
+        let id = event_id(Uuid::now_v7());
+        let body = json!({
+            "id": id,
+            "type": "webhook.test",
+            "created_at": now,
+            "tenant_id": tenant,
+            "company_id": endpoint.settings.company_id,
+            "document_id": null,
+            "external_id": null,
+            "status": null,
+            "channel": null,
+            "cdc": null,
+            "data": {"endpoint_id": endpoint.id},
+        });
+        let row = app::record_delivery(
+            &self.store,
+            &NewDelivery {
+                tenant,
+                endpoint_id: endpoint.id,
+                event_id: id,
+                event_type: "webhook.test".into(),
+                document_id: None,
+                seq: 0,
+                body: body.to_string(),
+                created_at: now,
+            },
+        )
+        .await
+        .map_err(retry)?;
+        let strict = self.strict(tenant).await?;
+        let sent = self.send(tenant, endpoint, &row, strict).await;
+        let status = if sent.ok() {
+            DeliveryStatus::Delivered
+        } else {
+            DeliveryStatus::Failed
+        };
+        record(&self.store, &row, status, 1, &sent, None).await?;
+        count(status);
+        let row = app::delivery(&self.store, tenant, row.id)
+            .await
+            .map_err(retry)?
+            .unwrap_or(row);
+        Ok((row, sent))
+    }
+}
+
+fn count(status: DeliveryStatus) {
+    metrics::counter!("kuatia_webhook_deliveries_total", "outcome" => status.as_str()).increment(1);
+}
+
+async fn record(
+    store: &SharedStore,
+    row: &DeliveryRow,
+    status: DeliveryStatus,
+    attempts: u32,
+    sent: &Sent,
+    next: Option<DateTime<Utc>>,
+) -> Result<(), JobFailure> {
+    app::record_attempt(
+        store,
+        row.id,
+        row.replays,
+        &Attempt {
+            status,
+            attempts,
+            status_code: sent.status_code,
+            error: sent.error.clone(),
+            next_attempt_at: next,
+            at: Utc::now(),
+        },
+    )
+    .await
+    .map_err(retry)
+}
+
+/// The delivery job of a delivery (a replay is a new job: its key names the replay).
+pub fn deliver_job(row: &DeliveryRow) -> NewJob {
+    let mut job = NewJob::new(
+        WEBHOOK_DELIVER,
+        format!("{WEBHOOK_DELIVER}:{}:{}", row.id, row.replays),
+        row.tenant,
+        json!({"delivery_id": row.id, "replays": row.replays}),
+    );
+    // Waiting for an earlier delivery of the same document is an attempt of the job too.
+    job.max_attempts = 1_000_000;
+    job
+}
+
+/// `webhook.fanout`.
+#[derive(Debug)]
+pub struct Fanout(Webhooks);
+
+/// What the payload says about the document at one event.
+#[derive(Default)]
+struct Facts {
+    company_id: Option<Uuid>,
+    external_id: Option<String>,
+    channel: Option<&'static str>,
+    cdc: Option<String>,
+    status: Option<DocumentStatus>,
+}
+
+#[async_trait]
+impl JobHandler for Fanout {
+    fn kind(&self) -> &'static str {
+        WEBHOOK_FANOUT
+    }
+
+    fn backoff(&self) -> Backoff {
+        Backoff {
+            base: Duration::from_millis(200),
+            ..Backoff::default()
+        }
+    }
+
+    async fn run(&self, job: &Job) -> Result<(), JobFailure> {
+        let w = &self.0;
+        let tenant = job.tenant_id;
+        let document_id: Uuid = job.payload["document_id"]
+            .as_str()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| JobFailure::Permanent(format!("job {} has no document_id", job.id)))?;
+        // Most tenants have no endpoint: one indexed query, and the stream is not even read.
+        let any_active = read::endpoints(&w.store, tenant, None)
+            .await
+            .map_err(retry)?
+            .iter()
+            .any(|e| e.settings.active);
+        if !any_active {
+            return Ok(());
+        }
+        let events = w
+            .store
+            .load_stream(&document::stream_id(tenant, document_id))
+            .await
+            .map_err(retry)?;
+        let mut facts = Facts::default();
+        let mut endpoints: Option<Vec<EndpointRow>> = None;
+        for recorded in &events {
+            let event: DocumentEvent = serde_json::from_value(recorded.payload.clone())
+                .map_err(|e| JobFailure::Permanent(format!("event {}: {e}", recorded.event_id)))?;
+            match &event {
+                DocumentEvent::DocumentReceived {
+                    routing, document, ..
+                } => {
+                    facts.company_id = Some(routing.company_id);
+                    facts.channel = Some(routing.channel.as_str());
+                    facts.external_id = Some(document.external_id.clone());
+                }
+                DocumentEvent::DocumentTransformed { cdc, .. } => facts.cdc = Some(cdc.clone()),
+                _ => {}
+            }
+            if let Some(status) = event.resulting_status() {
+                facts.status = Some(status);
+            }
+            let Some(kind) = webhook_event_type(&event) else {
+                continue;
+            };
+            if endpoints.is_none() {
+                endpoints = Some(
+                    read::active_endpoints_for(&w.store, tenant, facts.company_id)
+                        .await
+                        .map_err(retry)?,
+                );
+            }
+            let id = event_id(recorded.event_id);
+            // The event's own fields (the payload is `{"DocumentRejected": {...}}`).
+            let data = recorded
+                .payload
+                .as_object()
+                .and_then(|o| o.values().next().cloned())
+                .unwrap_or(Value::Null);
+            let body = json!({
+                "id": id,
+                "type": kind,
+                "created_at": recorded.recorded_at,
+                "tenant_id": tenant,
+                "company_id": facts.company_id,
+                "document_id": document_id,
+                "external_id": facts.external_id,
+                "status": facts.status.map(DocumentStatus::as_str),
+                "channel": facts.channel,
+                "cdc": facts.cdc,
+                "data": data,
+            })
+            .to_string();
+            for endpoint in endpoints.iter().flatten() {
+                if !endpoint.settings.subscribes(kind) || endpoint.created_at > recorded.recorded_at {
+                    continue;
+                }
+                let row = app::record_delivery(
+                    &w.store,
+                    &NewDelivery {
+                        tenant,
+                        endpoint_id: endpoint.id,
+                        event_id: id.clone(),
+                        event_type: kind.to_owned(),
+                        document_id: Some(document_id),
+                        seq: recorded.stream_version as i64,
+                        body: body.clone(),
+                        created_at: Utc::now(),
+                    },
+                )
+                .await
+                .map_err(retry)?;
+                // The same key is the same job: a repeated fan-out queues nothing new.
+                w.jobs.enqueue(&deliver_job(&row)).await.map_err(retry)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `webhook.deliver`.
+#[derive(Debug)]
+pub struct Deliver(Webhooks);
+
+#[async_trait]
+impl JobHandler for Deliver {
+    fn kind(&self) -> &'static str {
+        WEBHOOK_DELIVER
+    }
+
+    fn backoff(&self) -> Backoff {
+        Backoff {
+            base: Duration::from_millis(200),
+            ..Backoff::default()
+        }
+    }
+
+    async fn run(&self, job: &Job) -> Result<(), JobFailure> {
+        let w = &self.0;
+        let tenant = job.tenant_id;
+        let id: Uuid = job.payload["delivery_id"]
+            .as_str()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| JobFailure::Permanent(format!("job {} has no delivery_id", job.id)))?;
+        let replays = job.payload["replays"].as_u64().unwrap_or(0) as u32;
+        let Some(row) = app::delivery(&w.store, tenant, id).await.map_err(retry)? else {
+            return Err(JobFailure::Permanent(format!("no delivery {id}")));
+        };
+        if row.replays != replays || row.status.is_settled() {
+            return Ok(());
+        }
+        let endpoint = read::endpoint(&w.store, tenant, row.endpoint_id)
+            .await
+            .map_err(retry)?
+            .filter(|e| e.settings.active);
+        let Some(endpoint) = endpoint else {
+            let sent = Sent {
+                status_code: None,
+                error: Some("the endpoint was deactivated or deleted".into()),
+            };
+            record(&w.store, &row, DeliveryStatus::Failed, row.attempts, &sent, None).await?;
+            count(DeliveryStatus::Failed);
+            return Ok(());
+        };
+        if app::waits_for_earlier(&w.store, &row).await.map_err(retry)? {
+            // Order per document and endpoint: come back once the earlier one is through.
+            return Err(JobFailure::RetryAfter(
+                "an earlier event of this document is not delivered yet".into(),
+                w.scaled(chrono::TimeDelta::seconds(10))
+                    .clamp(Duration::from_millis(200), Duration::from_secs(10)),
+            ));
+        }
+        let attempts = row.attempts + 1;
+        let delivering = Sent {
+            status_code: row.last_status_code,
+            error: row.last_error.clone(),
+        };
+        record(
+            &w.store,
+            &row,
+            DeliveryStatus::Delivering,
+            attempts,
+            &delivering,
+            None,
+        )
+        .await?;
+        let strict = w.strict(tenant).await?;
+        let sent = w.send(tenant, &endpoint, &row, strict).await;
+        if sent.ok() {
+            record(&w.store, &row, DeliveryStatus::Delivered, attempts, &sent, None).await?;
+            count(DeliveryStatus::Delivered);
+            return Ok(());
+        }
+        match retry_delay(attempts) {
+            Some(delay) => {
+                let wait = w.scaled(delay);
+                let next = Utc::now() + chrono::TimeDelta::from_std(wait).unwrap_or_default();
+                record(
+                    &w.store,
+                    &row,
+                    DeliveryStatus::Retrying,
+                    attempts,
+                    &sent,
+                    Some(next),
+                )
+                .await?;
+                count(DeliveryStatus::Retrying);
+                Err(JobFailure::RetryAfter(
+                    sent.error.unwrap_or_else(|| "delivery failed".into()),
+                    wait,
+                ))
+            }
+            None => {
+                record(&w.store, &row, DeliveryStatus::Failed, attempts, &sent, None).await?;
+                count(DeliveryStatus::Failed);
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The scan job of one period (its key names the period, so every instance's timer queues the
+/// same job once).
+pub fn certificate_scan_job(now: DateTime<Utc>, every: Duration) -> NewJob {
+    let period = now.timestamp() / (every.as_secs().max(1) as i64);
+    let mut job = NewJob::new(
+        CERTIFICATE_SCAN,
+        format!("{CERTIFICATE_SCAN}:{}:{period}", every.as_secs()),
+        TenantId::from_uuid(Uuid::nil()),
+        json!({}),
+    );
+    job.max_attempts = 20;
+    job
+}
+
+/// `certificate.scan`: for every certificate 30, 7 or 1 days from its end, one
+/// `certificate.expiring` delivery per subscribed endpoint of its tenant and company. The event
+/// id names the certificate and the threshold, so each warning goes out once, however often the
+/// scan runs.
+#[derive(Debug)]
+pub struct CertificateScan(Webhooks);
+
+#[async_trait]
+impl JobHandler for CertificateScan {
+    fn kind(&self) -> &'static str {
+        CERTIFICATE_SCAN
+    }
+
+    async fn run(&self, _job: &Job) -> Result<(), JobFailure> {
+        let w = &self.0;
+        let now = Utc::now();
+        for (tenant, company, certificate) in read::all_certificates(&w.store).await.map_err(retry)? {
+            let left = certificate.facts.not_after - now;
+            let days_left = left.num_days() + i64::from(left.num_seconds() % 86_400 > 0);
+            let Some(threshold) = expiring_threshold(days_left) else {
+                continue;
+            };
+            let id = format!("evt_cert_{}_{threshold}", certificate.certificate_id.simple());
+            let body = json!({
+                "id": id,
+                "type": "certificate.expiring",
+                "created_at": now,
+                "tenant_id": tenant,
+                "company_id": company,
+                "document_id": null,
+                "external_id": null,
+                "status": null,
+                "channel": null,
+                "cdc": null,
+                "data": {
+                    "certificate_id": certificate.certificate_id,
+                    "label": certificate.label,
+                    "subject": certificate.facts.subject,
+                    "serial_number": certificate.facts.serial_number,
+                    "not_after": certificate.facts.not_after,
+                    "days_left": days_left,
+                    "threshold_days": threshold,
+                },
+            })
+            .to_string();
+            let endpoints = read::active_endpoints_for(&w.store, tenant, Some(company))
+                .await
+                .map_err(retry)?;
+            for endpoint in endpoints
+                .iter()
+                .filter(|e| e.settings.subscribes("certificate.expiring"))
+            {
+                let row = app::record_delivery(
+                    &w.store,
+                    &NewDelivery {
+                        tenant,
+                        endpoint_id: endpoint.id,
+                        event_id: id.clone(),
+                        event_type: "certificate.expiring".into(),
+                        document_id: None,
+                        seq: 0,
+                        body: body.clone(),
+                        created_at: now,
+                    },
+                )
+                .await
+                .map_err(retry)?;
+                w.jobs.enqueue(&deliver_job(&row)).await.map_err(retry)?;
+            }
+        }
+        Ok(())
+    }
+}

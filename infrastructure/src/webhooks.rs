@@ -1,0 +1,305 @@
+//! The webhook sender (DECISIONS §7): signs a body (`X-Webhook-Signature: t=<unix>,v1=<hex>`,
+//! HMAC-SHA-256 over `<t>.<raw body>`, one `v1` per valid secret), checks where a URL leads, and
+//! POSTs with a 10 s timeout.
+//!
+//! URL safety (SSRF): for a production tenant every address the host resolves to must be a
+//! public one (no loopback, private, link-local, CGNAT, unique-local, multicast or unspecified
+//! address), checked when the endpoint is saved and again before every attempt (DNS can
+//! change), and the connection goes to the very address that was checked (no second lookup that
+//! a rebinding DNS server could answer differently). Demo tenants may send anywhere.
+
+use openssl::hash::MessageDigest;
+use openssl::pkey::PKey;
+use openssl::sign::Signer;
+use std::net::{IpAddr, SocketAddr};
+use std::time::{Duration, Instant};
+
+/// How long one attempt may take.
+pub const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Lower-case hex HMAC-SHA-256 of `<t>.<body>` under `secret`.
+pub fn sign(secret: &[u8], timestamp: i64, body: &[u8]) -> String {
+    let mut message = Vec::with_capacity(body.len() + 12);
+    message.extend_from_slice(timestamp.to_string().as_bytes());
+    message.push(b'.');
+    message.extend_from_slice(body);
+    let mac = PKey::hmac(secret)
+        .and_then(|key| {
+            let mut signer = Signer::new(MessageDigest::sha256(), &key)?;
+            signer.update(&message)?;
+            signer.sign_to_vec()
+        })
+        .expect("HMAC-SHA-256 with any key length cannot fail");
+    hex::encode(mac)
+}
+
+/// The `X-Webhook-Signature` value: `t=<unix>` and a `v1=` per secret (current first).
+pub fn signature_header(secrets: &[&[u8]], timestamp: i64, body: &[u8]) -> String {
+    let mut header = format!("t={timestamp}");
+    for secret in secrets {
+        header.push_str(",v1=");
+        header.push_str(&sign(secret, timestamp, body));
+    }
+    header
+}
+
+/// Why a destination is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UrlRefusal {
+    /// Not an absolute http(s) URL.
+    #[error("not an absolute http(s) URL")]
+    Invalid,
+    /// Production tenants use https.
+    #[error("a production tenant's webhook URL must use https")]
+    HttpsRequired,
+    /// The host does not resolve.
+    #[error("the host does not resolve: {0}")]
+    Unresolvable(String),
+    /// The host resolves to a non-public address.
+    #[error("the host resolves to a non-public address ({0}), which a production tenant may not use")]
+    PrivateAddress(IpAddr),
+}
+
+/// Whether an address is one a production tenant may not send to.
+pub fn is_private(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let o = v4.octets();
+            v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_multicast()
+                || v4.is_documentation()
+                || o[0] == 0
+                || (o[0] == 100 && (64..128).contains(&o[1])) // CGNAT 100.64/10
+                || (o[0] == 192 && o[1] == 0 && o[2] == 0) // IETF 192.0.0/24
+                || (o[0] == 198 && (18..20).contains(&o[1])) // benchmarking 198.18/15
+                || o[0] >= 240
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_private(IpAddr::V4(v4));
+            }
+            let s = v6.segments();
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (s[0] & 0xfe00) == 0xfc00 // unique local fc00::/7
+                || (s[0] & 0xffc0) == 0xfe80 // link local fe80::/10
+                || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation
+                || (s[0] == 0x0064 && s[1] == 0xff9b) // NAT64 (could reach private v4)
+        }
+    }
+}
+
+/// Where an attempt will connect.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Destination {
+    /// The URL.
+    pub url: reqwest::Url,
+    /// The checked address to connect to (production), or `None` (demo: resolve as usual).
+    pub pinned: Option<SocketAddr>,
+}
+
+/// Checks a URL: always an absolute http(s) URL; for production (`strict`) https only and every
+/// resolved address public. Returns the address to connect to.
+pub async fn check_destination(url: &str, strict: bool) -> Result<Destination, UrlRefusal> {
+    let parsed = reqwest::Url::parse(url.trim()).map_err(|_| UrlRefusal::Invalid)?;
+    if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+        return Err(UrlRefusal::Invalid);
+    }
+    if !strict {
+        return Ok(Destination {
+            url: parsed,
+            pinned: None,
+        });
+    }
+    if parsed.scheme() != "https" {
+        return Err(UrlRefusal::HttpsRequired);
+    }
+    let host = parsed
+        .host_str()
+        .unwrap_or_default()
+        .trim_matches(['[', ']'])
+        .to_owned();
+    let port = parsed.port_or_known_default().unwrap_or(443);
+    let addresses: Vec<SocketAddr> = match host.parse::<IpAddr>() {
+        Ok(ip) => vec![SocketAddr::new(ip, port)],
+        Err(_) => tokio::net::lookup_host((host.as_str(), port))
+            .await
+            .map_err(|e| UrlRefusal::Unresolvable(e.to_string()))?
+            .collect(),
+    };
+    if addresses.is_empty() {
+        return Err(UrlRefusal::Unresolvable("no address".into()));
+    }
+    if let Some(bad) = addresses.iter().find(|a| is_private(a.ip())) {
+        return Err(UrlRefusal::PrivateAddress(bad.ip()));
+    }
+    Ok(Destination {
+        url: parsed,
+        pinned: addresses.first().copied(),
+    })
+}
+
+/// What one attempt gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    /// The receiver's HTTP status.
+    pub status: u16,
+    /// How long it took.
+    pub latency: Duration,
+}
+
+/// One webhook request.
+#[derive(Debug, Clone)]
+pub struct Outgoing<'a> {
+    /// Where.
+    pub destination: &'a Destination,
+    /// `X-Webhook-Id`.
+    pub event_id: &'a str,
+    /// `X-Webhook-Event`.
+    pub event_type: &'a str,
+    /// The raw JSON body.
+    pub body: &'a str,
+    /// Signing secrets, current first (two during a rotation).
+    pub secrets: &'a [&'a [u8]],
+    /// `t=` of the signature.
+    pub timestamp: i64,
+}
+
+/// Sends webhooks.
+#[derive(Debug, Clone)]
+pub struct WebhookSender {
+    client: reqwest::Client,
+    timeout: Duration,
+}
+
+impl Default for WebhookSender {
+    fn default() -> Self {
+        Self::new(TIMEOUT)
+    }
+}
+
+fn builder(timeout: Duration) -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .connect_timeout(timeout)
+        // A redirect could lead anywhere (a private address): the receiver's URL is the one
+        // configured, and a 3xx is a failed attempt.
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent(concat!("kuatia-webhooks/", env!("CARGO_PKG_VERSION")))
+}
+
+impl WebhookSender {
+    /// A sender whose attempts time out after `timeout`.
+    pub fn new(timeout: Duration) -> Self {
+        Self {
+            client: builder(timeout).build().expect("an HTTP client"),
+            timeout,
+        }
+    }
+
+    /// POSTs one signed webhook. `Err` is a transport failure (refused, timed out, cut).
+    pub async fn send(&self, out: &Outgoing<'_>) -> Result<Answer, String> {
+        let client = match out.destination.pinned {
+            // Connect to the checked address only (TLS still verifies the host name).
+            Some(addr) => builder(self.timeout)
+                .resolve(out.destination.url.host_str().unwrap_or_default(), addr)
+                .build()
+                .map_err(|e| e.to_string())?,
+            None => self.client.clone(),
+        };
+        let signature = signature_header(out.secrets, out.timestamp, out.body.as_bytes());
+        let started = Instant::now();
+        let response = client
+            .post(out.destination.url.clone())
+            .header("Content-Type", "application/json")
+            .header("X-Webhook-Id", out.event_id)
+            .header("X-Webhook-Event", out.event_type)
+            .header("X-Webhook-Signature", signature)
+            .body(out.body.to_owned())
+            .send()
+            .await
+            .map_err(|e| {
+                if e.is_timeout() {
+                    format!("timed out after {:?}", self.timeout)
+                } else {
+                    let mut text = e.to_string();
+                    let mut source = std::error::Error::source(&e);
+                    while let Some(s) = source {
+                        text.push_str(": ");
+                        text.push_str(&s.to_string());
+                        source = s.source();
+                    }
+                    text
+                }
+            })?;
+        Ok(Answer {
+            status: response.status().as_u16(),
+            latency: started.elapsed(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_signature_is_hmac_sha256_over_timestamp_dot_body() {
+        // Computed independently: `printf '1700000000.{"a":1}' | openssl dgst -sha256 -hmac whsec_test`.
+        assert_eq!(
+            sign(b"whsec_test", 1_700_000_000, br#"{"a":1}"#),
+            "38877139021993b830af32feea6e18a8da83eb2f6e49ee50bd9e4cf4ca4d3789"
+        );
+        let header = signature_header(&[b"a", b"b"], 5, b"{}");
+        assert!(header.starts_with("t=5,v1="));
+        assert_eq!(header.matches(",v1=").count(), 2);
+    }
+
+    #[test]
+    fn private_and_special_addresses_are_refused() {
+        for ip in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "::1",
+            "fe80::1",
+            "fd00::1",
+            "::ffff:127.0.0.1",
+        ] {
+            assert!(is_private(ip.parse().expect("ip")), "{ip}");
+        }
+        for ip in ["8.8.8.8", "200.85.32.1", "2800:3f0:4002::1"] {
+            assert!(!is_private(ip.parse().expect("ip")), "{ip}");
+        }
+    }
+
+    #[tokio::test]
+    async fn production_refuses_http_and_private_hosts_demo_allows_them() {
+        assert_eq!(
+            check_destination("http://example.com/h", true).await,
+            Err(UrlRefusal::HttpsRequired)
+        );
+        assert!(matches!(
+            check_destination("https://127.0.0.1:9/h", true).await,
+            Err(UrlRefusal::PrivateAddress(_))
+        ));
+        assert!(matches!(
+            check_destination("https://localhost:9/h", true).await,
+            Err(UrlRefusal::PrivateAddress(_)) | Err(UrlRefusal::Unresolvable(_))
+        ));
+        assert!(check_destination("http://127.0.0.1:9/h", false).await.is_ok());
+        assert_eq!(
+            check_destination("mailto:x@y", false).await,
+            Err(UrlRefusal::Invalid)
+        );
+    }
+}

@@ -1,0 +1,514 @@
+//! The autoimpresor channel end to end, black-box: documents posted over HTTP are numbered from
+//! the channel's authorised range, refused outside it, rendered and accepted, and every printed
+//! or voided number is reported to the channel's endpoint (a real HTTP server of the test).
+
+use crate::documents::{Ready, hours_ago, id, ready_at, send};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use chrono::{Duration as Days, Utc};
+use kuatia_domain::document::canonical::sample_invoice;
+use kuatia_tests::TestApp;
+use reqwest::Method;
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+pub(crate) const API_KEY: &str = "autoimpresor-api-key-1a2b3c";
+
+/// What the reporting endpoint received.
+#[derive(Debug, Clone)]
+pub(crate) struct Received {
+    pub(crate) authorization: Option<String>,
+    pub(crate) idempotency_key: Option<String>,
+    pub(crate) body: Value,
+    pub(crate) answered: u16,
+}
+
+/// The channel's reporting endpoint: records every request; answers 500 to the first
+/// `fail_first` of them, 200 after.
+#[derive(Clone, Default)]
+pub(crate) struct Endpoint {
+    pub(crate) received: Arc<Mutex<Vec<Received>>>,
+    fail_first: Arc<Mutex<usize>>,
+}
+
+async fn receive(State(e): State<Endpoint>, headers: HeaderMap, body: axum::body::Bytes) -> StatusCode {
+    let text = |n: &str| headers.get(n).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let status = {
+        let mut fail = e.fail_first.lock().expect("lock");
+        if *fail > 0 {
+            *fail -= 1;
+            StatusCode::INTERNAL_SERVER_ERROR
+        } else {
+            StatusCode::OK
+        }
+    };
+    e.received.lock().expect("lock").push(Received {
+        authorization: text("authorization"),
+        idempotency_key: text("idempotency-key"),
+        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+        answered: status.as_u16(),
+    });
+    status
+}
+
+impl Endpoint {
+    /// Starts the endpoint on a free port; returns it and its URL.
+    pub(crate) async fn start(fail_first: usize) -> (Self, String) {
+        let endpoint = Self {
+            received: Arc::default(),
+            fail_first: Arc::new(Mutex::new(fail_first)),
+        };
+        let router = axum::Router::new()
+            .route("/reports", axum::routing::post(receive))
+            .with_state(endpoint.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let url = format!("http://{}/reports", listener.local_addr().expect("addr"));
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, router).await;
+        });
+        (endpoint, url)
+    }
+
+    pub(crate) fn received(&self) -> Vec<Received> {
+        self.received.lock().expect("lock").clone()
+    }
+}
+
+pub(crate) struct Fx {
+    pub(crate) app: TestApp,
+    pub(crate) r: Ready,
+    pub(crate) endpoint: Endpoint,
+}
+
+impl Fx {
+    /// A tenant with a company whose autoimpresor channel prints `range` and reports to a test
+    /// endpoint (failing its first `fail_first` requests); valid from `valid` days ago to
+    /// `valid` days ahead.
+    pub(crate) async fn new(slug: &str, range: (u64, u64), valid: i64, fail_first: usize) -> Self {
+        let (endpoint, url) = Endpoint::start(fail_first).await;
+        let app = TestApp::spawn_with(|c| {
+            c.rate_limit_per_key = 1_000_000;
+            c.workers = 4;
+        })
+        .await;
+        // The sifen channel (the company's default) never gets these documents.
+        let r = ready_at(&app, slug, "http://127.0.0.1:9").await;
+        let today = Utc::now().date_naive();
+        let (status, channel) = send(
+            app.as_key(Method::POST, "/v1/emission-channels", &r.key, &r.tenant)
+                .json(&json!({
+                    "company_id": r.company,
+                    "channel": "autoimpresor",
+                    "credentials": {"endpoint": url, "api_key": API_KEY},
+                    "autoimpresor": {
+                        "authorization": "AUT-2026-001",
+                        "declared_software": "kuatia",
+                        "timbrado": "87654321",
+                        "valid_from": (today - Days::days(valid)).to_string(),
+                        "valid_to": (today + Days::days(valid)).to_string(),
+                        "branch_id": r.branch,
+                        "issuance_point_id": r.point,
+                        "range_start": range.0,
+                        "range_end": range.1,
+                    },
+                })),
+        )
+        .await;
+        assert_eq!(status, 201, "{channel}");
+        Self { app, r, endpoint }
+    }
+
+    pub(crate) fn req(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
+        self.app.as_key(method, path, &self.r.key, &self.r.tenant)
+    }
+
+    pub(crate) fn receipt(&self, external_id: &str) -> Value {
+        let mut doc = sample_invoice();
+        doc["company_id"] = json!(self.r.company);
+        doc["external_id"] = json!(external_id);
+        doc["issue_datetime"] = json!(hours_ago(1));
+        doc["channel"] = json!("autoimpresor");
+        doc
+    }
+
+    pub(crate) async fn post(&self, doc: &Value) -> String {
+        let (status, body) = send(
+            self.req(Method::POST, "/v1/documents")
+                .header("Idempotency-Key", uuid::Uuid::now_v7().to_string())
+                .json(doc),
+        )
+        .await;
+        assert_eq!(status, 201, "{body}");
+        assert_eq!(body["status"], "queued", "{body}");
+        assert_eq!(body["channel"], "autoimpresor", "{body}");
+        id(&body)
+    }
+
+    pub(crate) async fn status(&self, doc: &str) -> Value {
+        let (status, body) = send(self.req(Method::GET, &format!("/v1/documents/{doc}/status"))).await;
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
+    pub(crate) async fn timeline(&self, doc: &str) -> Vec<Value> {
+        let (status, body) = send(self.req(Method::GET, &format!("/v1/documents/{doc}/timeline"))).await;
+        assert_eq!(status, 200, "{body}");
+        body.as_array().cloned().unwrap_or_default()
+    }
+
+    /// Waits until `done` holds for every document's status; returns the statuses.
+    pub(crate) async fn until(
+        &self,
+        docs: &[String],
+        within: Duration,
+        done: impl Fn(&Value) -> bool,
+    ) -> Vec<Value> {
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            let mut all = Vec::new();
+            for doc in docs {
+                all.push(self.status(doc).await);
+            }
+            let open: Vec<&Value> = all.iter().filter(|s| !done(s)).collect();
+            if open.is_empty() {
+                return all;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{} documents not there after {within:?}, e.g. {}",
+                open.len(),
+                open[0]
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// Counts the tenant's events of `event_type`.
+    pub(crate) async fn count_events(&self, event_type: &str) -> usize {
+        let (mut after, mut count) = (0_i64, 0);
+        loop {
+            let (status, page) =
+                send(self.req(Method::GET, &format!("/v1/events?after={after}&limit=1000"))).await;
+            assert_eq!(status, 200, "{page}");
+            let events = page["events"].as_array().cloned().unwrap_or_default();
+            if events.is_empty() {
+                return count;
+            }
+            count += events.iter().filter(|e| e["type"] == event_type).count();
+            after = page["next_after"].as_i64().expect("next_after");
+        }
+    }
+}
+
+pub(crate) fn types(timeline: &[Value]) -> Vec<String> {
+    timeline
+        .iter()
+        .map(|e| e["type"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+fn numbered(s: &Value) -> bool {
+    s["number"].is_string() && matches!(s["status"].as_str(), Some("rendering" | "accepted"))
+}
+
+#[tokio::test]
+async fn two_hundred_concurrent_documents_get_two_hundred_consecutive_numbers_and_the_201st_is_refused() {
+    let f = Fx::new("auto-range", (1, 200), 30, 0).await;
+    let mut posts = tokio::task::JoinSet::new();
+    for n in 0..200 {
+        let request = f
+            .req(Method::POST, "/v1/documents")
+            .header("Idempotency-Key", format!("auto-{n}"))
+            .json(&f.receipt(&format!("AUTO-{n}")));
+        posts.spawn(send(request));
+    }
+    let mut docs = Vec::new();
+    while let Some(joined) = posts.join_next().await {
+        let (status, body) = joined.expect("post");
+        assert_eq!(status, 201, "{body}");
+        docs.push(id(&body));
+    }
+    let all = f.until(&docs, Duration::from_secs(180), numbered).await;
+    let numbers: Vec<String> = all
+        .iter()
+        .map(|s| s["number"].as_str().expect("number").to_owned())
+        .collect();
+    let distinct: BTreeSet<&String> = numbers.iter().collect();
+    assert_eq!(distinct.len(), 200, "200 distinct numbers");
+    let expected: BTreeSet<String> = (1..=200).map(|n| format!("001-001-{n:07}")).collect();
+    assert_eq!(
+        distinct.into_iter().cloned().collect::<BTreeSet<_>>(),
+        expected,
+        "exactly 1..=200, no gap"
+    );
+
+    // The 201st: past the range's end, refused as a configuration error.
+    let late = f.post(&f.receipt("AUTO-201")).await;
+    let refused = f
+        .until(std::slice::from_ref(&late), Duration::from_secs(30), |s| {
+            s["status"] == "failed_terminal"
+        })
+        .await;
+    assert_eq!(refused[0]["number"], Value::Null, "{}", refused[0]);
+    let (status, detail) = send(f.req(Method::GET, &format!("/v1/documents/{late}"))).await;
+    assert_eq!(status, 200, "{detail}");
+    let errors = detail["summary"]["errors"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(errors.len(), 1, "{detail}");
+    assert_eq!(errors[0]["code"], "configuration_error", "{detail}");
+    assert!(
+        errors[0]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("exhausted"),
+        "{detail}"
+    );
+    let timeline = f.timeline(&late).await;
+    let refusal = timeline
+        .iter()
+        .find(|e| e["type"] == "DocumentIssuanceRefused")
+        .unwrap_or_else(|| panic!("a refusal in {timeline:?}"));
+    assert_eq!(refusal["status"], "failed_terminal");
+    assert_eq!(
+        refusal["data"]["DocumentIssuanceRefused"]["code"],
+        "configuration_error"
+    );
+
+    // The 90 % warning: once, on the 180th number.
+    assert_eq!(f.count_events("NumberingRangeNearlyExhausted").await, 1);
+    let at_mark = all
+        .iter()
+        .zip(&docs)
+        .find(|(s, _)| s["number"] == "001-001-0000180")
+        .map(|(_, d)| d.clone())
+        .expect("the 180th");
+    let timeline = f.timeline(&at_mark).await;
+    let warning = timeline
+        .iter()
+        .find(|e| e["type"] == "NumberingRangeNearlyExhausted")
+        .unwrap_or_else(|| panic!("the warning in {:?}", types(&timeline)));
+    assert_eq!(warning["data"]["NumberingRangeNearlyExhausted"]["used"], 180);
+    assert_eq!(warning["data"]["NumberingRangeNearlyExhausted"]["size"], 200);
+    f.app.stop().await;
+}
+
+#[tokio::test]
+async fn a_document_issued_outside_the_validity_dates_is_refused_with_a_configuration_error() {
+    let f = Fx::new("auto-validity", (1, 50), 10, 0).await;
+    // Valid from 10 days ago: a document issued 20 days ago passes intake (today is inside the
+    // validity) but cannot be printed on this timbrado.
+    let mut early = f.receipt("EARLY");
+    early["issue_datetime"] = json!(hours_ago(20 * 24));
+    let early = f.post(&early).await;
+    let ok = f.post(&f.receipt("ON-TIME")).await;
+    let refused = f
+        .until(std::slice::from_ref(&early), Duration::from_secs(30), |s| {
+            s["status"] == "failed_terminal"
+        })
+        .await;
+    assert_eq!(refused[0]["number"], Value::Null);
+    assert_eq!(
+        refused[0]["errors"][0]["code"], "configuration_error",
+        "{}",
+        refused[0]
+    );
+    assert!(
+        refused[0]["errors"][0]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("issue date"),
+        "{}",
+        refused[0]
+    );
+    // The refused document used no number: the next one gets 1.
+    let numbered = f
+        .until(std::slice::from_ref(&ok), Duration::from_secs(30), numbered)
+        .await;
+    assert_eq!(numbered[0]["number"], "001-001-0000001");
+    // It has no number to void.
+    let (status, body) = send(
+        f.req(Method::POST, &format!("/v1/documents/{early}/inutilize"))
+            .json(&json!({"reason": "no fue impreso"})),
+    )
+    .await;
+    assert_eq!(status, 409, "{body}");
+    f.app.stop().await;
+}
+
+#[tokio::test]
+async fn a_printed_number_is_accepted_and_reported_and_a_voided_one_too_after_a_500() {
+    // The endpoint fails its first request: the report is retried.
+    let f = Fx::new("auto-report", (1, 50), 30, 1).await;
+    let doc = f.post(&f.receipt("REPORTED")).await;
+    let accepted = f
+        .until(std::slice::from_ref(&doc), Duration::from_secs(60), |s| {
+            s["status"] == "accepted"
+        })
+        .await;
+    assert_eq!(accepted[0]["number"], "001-001-0000001");
+    let timeline = f.timeline(&doc).await;
+    let kinds = types(&timeline);
+    for expected in [
+        "DocumentQueued",
+        "DocumentRenderingStarted",
+        "ArtifactRecorded",
+        "DocumentRendered",
+    ] {
+        assert!(kinds.iter().any(|k| k == expected), "{expected} in {kinds:?}");
+    }
+    let statuses: Vec<&str> = timeline.iter().filter_map(|e| e["status"].as_str()).collect();
+    assert!(statuses.contains(&"rendering"), "{statuses:?}");
+
+    // Reported: a 500 first, then 200; the report is recorded on the document.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !types(&f.timeline(&doc).await)
+        .iter()
+        .any(|t| t == "NumberReported")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no report recorded: {:?}",
+            f.endpoint.received()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let received = f.endpoint.received();
+    assert_eq!(
+        received.iter().map(|r| r.answered).collect::<Vec<_>>(),
+        vec![500, 200],
+        "{received:?}"
+    );
+    let report = &received[1];
+    assert_eq!(
+        report.authorization.as_deref(),
+        Some(&*format!("Bearer {API_KEY}"))
+    );
+    assert_eq!(report.idempotency_key.as_deref(), Some(&*format!("{doc}:issued")));
+    assert_eq!(report.body, received[0].body, "a retry sends the same report");
+    let body = &report.body;
+    assert_eq!(body["event"], "issued");
+    assert_eq!(body["document_id"], doc.as_str());
+    assert_eq!(body["external_id"], "REPORTED");
+    assert_eq!(body["authorization"], "AUT-2026-001");
+    assert_eq!(body["timbrado"], "87654321");
+    assert_eq!(body["establishment"], "001");
+    assert_eq!(body["issuance_point"], "001");
+    assert_eq!(body["number"], "0000001");
+    assert_eq!(body["formatted_number"], "001-001-0000001");
+    assert_eq!(body["issuer_ruc"], "80069563-1");
+    assert!(
+        body["printable_sha256"].as_str().is_some_and(|s| s.len() == 64),
+        "{body}"
+    );
+
+    // The printable PDF is an artifact, downloadable through its presigned URL.
+    let (status, artifacts) = send(f.req(Method::GET, &format!("/v1/documents/{doc}/artifacts"))).await;
+    assert_eq!(status, 200, "{artifacts}");
+    let pdf = artifacts
+        .as_array()
+        .and_then(|a| a.iter().find(|x| x["type"] == "printable_pdf"))
+        .cloned()
+        .unwrap_or_else(|| panic!("a printable in {artifacts}"));
+    assert_eq!(pdf["sha256"], body["printable_sha256"]);
+    let response = f
+        .app
+        .client
+        .get(pdf["download_url"].as_str().expect("url"))
+        .send()
+        .await
+        .expect("download");
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "application/pdf");
+    assert_eq!(
+        response.headers()["content-disposition"],
+        "attachment; filename=\"001-001-0000001-printable-pdf-v1.pdf\""
+    );
+    let bytes = response.bytes().await.expect("bytes");
+    assert!(bytes.starts_with(b"%PDF"), "a PDF");
+
+    // Voided: reported as such.
+    let (status, body) = send(
+        f.req(Method::POST, &format!("/v1/documents/{doc}/inutilize"))
+            .json(&json!({"reason": "papel dañado en la impresora"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let voided: Vec<Received> = f
+            .endpoint
+            .received()
+            .into_iter()
+            .filter(|r| r.body["event"] == "voided")
+            .collect();
+        if let Some(v) = voided.iter().find(|r| r.answered == 200) {
+            assert_eq!(v.body["number"], "0000001");
+            assert_eq!(v.body["void_reason"], "papel dañado en la impresora");
+            assert_eq!(v.idempotency_key.as_deref(), Some(&*format!("{doc}:voided")));
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "no void report");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let reported = f
+            .timeline(&doc)
+            .await
+            .iter()
+            .filter(|e| e["type"] == "NumberReported")
+            .count();
+        if reported == 2 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{reported} reports recorded"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    f.app.stop().await;
+}
+
+#[tokio::test]
+async fn two_instances_numbering_one_range_never_repeat_or_skip_a_number() {
+    let f = Fx::new("auto-two", (1, 60), 30, 0).await;
+    // A second instance on the same database: its workers draw from the same series, with their
+    // own in-process locks, so only the number series projection keeps them apart.
+    let mut config = f.app.db.config();
+    config.rate_limit_per_key = 1_000_000;
+    config.workers = 4;
+    let second = kuatia_api::compose::start(config).await.expect("second instance");
+    let bases = [f.app.base.clone(), format!("http://{}", second.addr)];
+    let mut posts = tokio::task::JoinSet::new();
+    for n in 0..60 {
+        let request = f
+            .app
+            .client
+            .post(format!("{}/v1/documents", bases[n % 2]))
+            .bearer_auth(&f.r.key)
+            .header("X-Tenant-Id", &f.r.tenant)
+            .header("Idempotency-Key", format!("two-{n}"))
+            .json(&f.receipt(&format!("TWO-{n}")));
+        posts.spawn(send(request));
+    }
+    let mut docs = Vec::new();
+    while let Some(joined) = posts.join_next().await {
+        let (status, body) = joined.expect("post");
+        assert_eq!(status, 201, "{body}");
+        docs.push(id(&body));
+    }
+    let all = f.until(&docs, Duration::from_secs(120), numbered).await;
+    let numbers: BTreeSet<String> = all
+        .iter()
+        .map(|s| s["number"].as_str().expect("number").to_owned())
+        .collect();
+    let expected: BTreeSet<String> = (1..=60).map(|n| format!("001-001-{n:07}")).collect();
+    assert_eq!(numbers, expected, "60 distinct numbers, 1..=60");
+    second.stop().await.expect("stop the second instance");
+    f.app.stop().await;
+}
