@@ -180,6 +180,38 @@ fn readiness_issues(checks: Vec<Check>) -> (Vec<Issue>, bool) {
     (issues, certificate)
 }
 
+/// An autoimpresor range that earlier documents used up: refused at intake, nothing stored.
+/// The channel's configured `next_number` opens the series; from then on the series' own count
+/// says what is left (a document racing another for the last number is refused by the channel's
+/// job instead, as `failed_terminal` with a `configuration_error`).
+async fn used_up_range(
+    state: &AppState,
+    tenant: kuatia_domain::tenancy::TenantId,
+    routing: &Routing,
+    settings: &kuatia_domain::channel::AutoimpresorSettings,
+) -> Result<Option<Issue>, Refusal> {
+    let branch = read::branch(&state.store, tenant, routing.branch_id).await?;
+    let point = read::issuance_point(&state.store, tenant, routing.issuance_point_id).await?;
+    let (Some(branch), Some(point)) = (branch, point) else {
+        return Ok(None);
+    };
+    let series =
+        crate::autoimpresor::series_key(routing.company_id, settings, &branch.branch.code, &point.code);
+    let next = kuatia_projections::number_series::next_number_opt(&state.store, tenant, &series)
+        .await?
+        .unwrap_or(settings.next_number);
+    Ok((next > settings.range_end).then(|| {
+        Issue::new(
+            "configuration.autoimpresor",
+            "configuration_not_ready",
+            format!(
+                "the authorised range {}–{} of timbrado {} is exhausted; configure a new range on the channel",
+                settings.range_start, settings.range_end, settings.timbrado
+            ),
+        )
+    }))
+}
+
 /// Runs stages 1–4 on a body.
 pub async fn prepare(state: &AppState, caller: &Caller, body: &[u8]) -> Result<Prepared, Refusal> {
     let value: Value = serde_json::from_slice(body)
@@ -247,6 +279,16 @@ pub async fn prepare(state: &AppState, caller: &Caller, body: &[u8]) -> Result<P
             issues,
             certificate,
         });
+    }
+
+    if let Some(settings) = channel.autoimpresor.as_ref() {
+        if let Some(issue) = used_up_range(state, caller.tenant, &routing, settings).await? {
+            return Err(Refusal::NotReady {
+                routing,
+                issues: vec![issue],
+                certificate: false,
+            });
+        }
     }
 
     let certificate_expires_in_days = channel.sifen.as_ref().and_then(|s| {

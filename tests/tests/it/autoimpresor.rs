@@ -87,10 +87,21 @@ impl Fx {
     /// endpoint (failing its first `fail_first` requests); valid from `valid` days ago to
     /// `valid` days ahead.
     pub(crate) async fn new(slug: &str, range: (u64, u64), valid: i64, fail_first: usize) -> Self {
+        Self::with_workers(slug, range, valid, fail_first, 4).await
+    }
+
+    /// [`Fx::new`] with `workers` job workers (0: an API-only instance that numbers nothing).
+    pub(crate) async fn with_workers(
+        slug: &str,
+        range: (u64, u64),
+        valid: i64,
+        fail_first: usize,
+        workers: usize,
+    ) -> Self {
         let (endpoint, url) = Endpoint::start(fail_first).await;
         let app = TestApp::spawn_with(|c| {
             c.rate_limit_per_key = 1_000_000;
-            c.workers = 4;
+            c.workers = workers;
         })
         .await;
         // The sifen channel (the company's default) never gets these documents.
@@ -244,39 +255,32 @@ async fn two_hundred_concurrent_documents_get_two_hundred_consecutive_numbers_an
         "exactly 1..=200, no gap"
     );
 
-    // The 201st: past the range's end, refused as a configuration error.
-    let late = f.post(&f.receipt("AUTO-201")).await;
-    let refused = f
-        .until(std::slice::from_ref(&late), Duration::from_secs(30), |s| {
-            s["status"] == "failed_terminal"
-        })
-        .await;
-    assert_eq!(refused[0]["number"], Value::Null, "{}", refused[0]);
-    let (status, detail) = send(f.req(Method::GET, &format!("/v1/documents/{late}"))).await;
-    assert_eq!(status, 200, "{detail}");
-    let errors = detail["summary"]["errors"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    assert_eq!(errors.len(), 1, "{detail}");
-    assert_eq!(errors[0]["code"], "configuration_error", "{detail}");
+    // The 201st: the range is used up, so intake refuses it as a configuration error and
+    // stores nothing.
+    let (status, body) = send(
+        f.req(Method::POST, "/v1/documents")
+            .header("Idempotency-Key", "auto-201")
+            .json(&f.receipt("AUTO-201")),
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (400, Some("configuration_error")),
+        "{body}"
+    );
+    let errors = body["details"]["errors"].as_array().cloned().unwrap_or_default();
+    assert_eq!(errors.len(), 1, "{body}");
+    assert_eq!(errors[0]["field"], "configuration.autoimpresor", "{body}");
     assert!(
         errors[0]["message"]
             .as_str()
             .unwrap_or_default()
             .contains("exhausted"),
-        "{detail}"
+        "{body}"
     );
-    let timeline = f.timeline(&late).await;
-    let refusal = timeline
-        .iter()
-        .find(|e| e["type"] == "DocumentIssuanceRefused")
-        .unwrap_or_else(|| panic!("a refusal in {timeline:?}"));
-    assert_eq!(refusal["status"], "failed_terminal");
-    assert_eq!(
-        refusal["data"]["DocumentIssuanceRefused"]["code"],
-        "configuration_error"
-    );
+    let (status, listed) = send(f.req(Method::GET, "/v1/documents?external_id=AUTO-201")).await;
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(listed["documents"].as_array().map(Vec::len), Some(0), "{listed}");
 
     // The 90 % warning: once, on the 180th number.
     assert_eq!(f.count_events("NumberingRangeNearlyExhausted").await, 1);
@@ -471,6 +475,68 @@ async fn a_printed_number_is_accepted_and_reported_and_a_voided_one_too_after_a_
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    f.app.stop().await;
+}
+
+#[tokio::test]
+async fn documents_queued_before_the_range_ran_out_are_refused_by_the_channel_without_a_number() {
+    // An API-only instance queues four documents for a range of three: none is numbered yet, so
+    // intake cannot know; the instance that numbers them refuses the one left over.
+    let f = Fx::with_workers("auto-race", (1, 3), 30, 0, 0).await;
+    let mut docs = Vec::new();
+    for n in 0..4 {
+        docs.push(f.post(&f.receipt(&format!("RACE-{n}"))).await);
+    }
+    let mut config = f.app.db.config();
+    config.workers = 2;
+    let worker = kuatia_api::compose::start(config)
+        .await
+        .expect("a numbering instance");
+    let all = f
+        .until(&docs, Duration::from_secs(120), |s| {
+            matches!(s["status"].as_str(), Some("accepted" | "failed_terminal"))
+        })
+        .await;
+    let accepted: BTreeSet<String> = all
+        .iter()
+        .filter(|s| s["status"] == "accepted")
+        .map(|s| s["number"].as_str().expect("number").to_owned())
+        .collect();
+    let expected: BTreeSet<String> = (1..=3).map(|n| format!("001-001-{n:07}")).collect();
+    assert_eq!(accepted, expected, "{all:?}");
+    let refused: Vec<&Value> = all.iter().filter(|s| s["status"] == "failed_terminal").collect();
+    assert_eq!(refused.len(), 1, "{all:?}");
+    assert_eq!(refused[0]["number"], Value::Null, "{}", refused[0]);
+    let late = &docs[all
+        .iter()
+        .position(|s| s["status"] == "failed_terminal")
+        .expect("the refused")];
+    let (status, detail) = send(f.req(Method::GET, &format!("/v1/documents/{late}"))).await;
+    assert_eq!(status, 200, "{detail}");
+    let errors = detail["summary"]["errors"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(errors.len(), 1, "{detail}");
+    assert_eq!(errors[0]["code"], "configuration_error", "{detail}");
+    assert!(
+        errors[0]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("exhausted"),
+        "{detail}"
+    );
+    let timeline = f.timeline(late).await;
+    let refusal = timeline
+        .iter()
+        .find(|e| e["type"] == "DocumentIssuanceRefused")
+        .unwrap_or_else(|| panic!("a refusal in {timeline:?}"));
+    assert_eq!(refusal["status"], "failed_terminal");
+    assert_eq!(
+        refusal["data"]["DocumentIssuanceRefused"]["code"],
+        "configuration_error"
+    );
+    worker.stop().await.expect("stop the numbering instance");
     f.app.stop().await;
 }
 
