@@ -281,14 +281,14 @@ pub async fn prepare(state: &AppState, caller: &Caller, body: &[u8]) -> Result<P
         });
     }
 
-    if let Some(settings) = channel.autoimpresor.as_ref() {
-        if let Some(issue) = used_up_range(state, caller.tenant, &routing, settings).await? {
-            return Err(Refusal::NotReady {
-                routing,
-                issues: vec![issue],
-                certificate: false,
-            });
-        }
+    if let Some(settings) = channel.autoimpresor.as_ref()
+        && let Some(issue) = used_up_range(state, caller.tenant, &routing, settings).await?
+    {
+        return Err(Refusal::NotReady {
+            routing,
+            issues: vec![issue],
+            certificate: false,
+        });
     }
 
     let certificate_expires_in_days = channel.sifen.as_ref().and_then(|s| {
