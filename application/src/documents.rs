@@ -198,7 +198,12 @@ pub fn executor(store: &SharedStore) -> CommandExecutor<Document> {
     CommandExecutor::<Document>::new(store.clone(), ()).with_jobs(job_policy())
 }
 
-/// Runs one command on a document.
+/// How often [`command`] decides again after another writer appended to the document first.
+const CONFLICT_ATTEMPTS: usize = 5;
+
+/// Runs one command on a document. When another writer (a job recording an artifact or a
+/// delivery, say) appended between the load and the append, the command is decided again on the
+/// newer state, a few times, before [`DocumentsError::Conflict`] is given up to the caller.
 pub async fn command(
     store: &SharedStore,
     tenant: TenantId,
@@ -206,16 +211,19 @@ pub async fn command(
     command: DocumentCommand,
     metadata: EventMetadata,
 ) -> Result<(), DocumentsError> {
-    executor(store)
-        .execute(
-            tenant,
-            &aggregate::stream_id(tenant, document_id),
-            command,
-            metadata,
-        )
-        .await
-        .map(|_| ())
-        .map_err(from_execute)
+    let stream = aggregate::stream_id(tenant, document_id);
+    let mut attempt = 1;
+    loop {
+        let result = executor(store)
+            .execute(tenant, &stream, command.clone(), metadata.clone())
+            .await
+            .map(|_| ())
+            .map_err(from_execute);
+        match result {
+            Err(DocumentsError::Conflict) if attempt < CONFLICT_ATTEMPTS => attempt += 1,
+            other => return other,
+        }
+    }
 }
 
 /// What intake decided about a document.

@@ -160,7 +160,16 @@ async fn an_invoice_is_numbered_signed_sent_and_accepted_and_its_xml_verifies() 
     let cdc = status[0]["cdc"].as_str().expect("cdc").to_owned();
     Cdc::parse(&cdc).expect("a CDC with a right check digit");
 
-    let timeline = f.timeline(&doc).await;
+    // The KuDE is rendered after the acceptance: wait for its artifact, the last event.
+    let kude = |e: &Value| e["type"] == "ArtifactRecorded" && e["data"]["ArtifactRecorded"]["kind"] == "kude";
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let timeline = loop {
+        let timeline = f.timeline(&doc).await;
+        if timeline.iter().any(kude) || std::time::Instant::now() > deadline {
+            break timeline;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     let types: Vec<&str> = timeline.iter().filter_map(|e| e["type"].as_str()).collect();
     assert_eq!(
         types,
@@ -175,11 +184,13 @@ async fn an_invoice_is_numbered_signed_sent_and_accepted_and_its_xml_verifies() 
             "DocumentSubmitted",
             "ArtifactRecorded",
             "DocumentAccepted",
+            "ArtifactRecorded",
         ]
     );
-    let accepted = &timeline.last().expect("accepted")["data"]["DocumentAccepted"];
+    assert!(kude(&timeline[10]), "{:?}", timeline[10]);
+    let accepted = &timeline[9]["data"]["DocumentAccepted"];
     assert_eq!(accepted["code"], "0260", "{accepted}");
-    assert_eq!(timeline.last().expect("last")["actor"], "system:sifen");
+    assert_eq!(timeline[9]["actor"], "system:sifen");
 
     // The stored bytes: the XSD accepts them, xmlsec1 verifies the signature, a tampered copy
     // fails, and the QR carries the CDC.

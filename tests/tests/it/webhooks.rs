@@ -644,7 +644,21 @@ async fn an_accepted_invoice_is_emailed_to_the_customer_with_its_signed_xml_and_
     );
 
     // The attachments are the document's stored artifacts, byte for byte.
-    let timeline = f.timeline(&doc).await;
+    // The send is recorded after the server's answer: wait for the record.
+    let sent = |timeline: &[Value]| {
+        timeline.iter().any(|e| {
+            let d = &e["data"]["DeliveryRecorded"];
+            d["target"] == "customer" && d["status"] == "sent"
+        })
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let timeline = loop {
+        let timeline = f.timeline(&doc).await;
+        if sent(&timeline) || std::time::Instant::now() > deadline {
+            break timeline;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     let artifact = |kind: &str| {
         timeline
             .iter()
