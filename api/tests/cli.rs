@@ -676,6 +676,20 @@ fn demo_mode_seeds_a_tenant_that_is_ready_to_issue_once_and_prints_a_working_cur
         std::thread::sleep(Duration::from_millis(50));
     };
     assert_eq!(accepted["number"], "001-001-0000001", "{accepted}");
+    // The KuDE is rendered after the acceptance: the log is complete once its artifact is in.
+    loop {
+        let timeline = get(&first.addr, &format!("/v1/documents/{doc_id}/timeline"));
+        let kude = timeline.as_array().is_some_and(|events| {
+            events
+                .iter()
+                .any(|e| e["type"] == "ArtifactRecorded" && e["data"]["ArtifactRecorded"]["kind"] == "kude")
+        });
+        if kude {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "no KuDE: {timeline}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let certificates = get(&first.addr, "/v1/certificates");
     assert_eq!(certificates[0]["ruc"], "80069563-1");
     assert_eq!(certificates[0]["status"], "valid");
