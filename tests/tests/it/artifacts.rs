@@ -42,7 +42,7 @@ impl Fx {
         self.app.as_key(method, path, &self.r.key, &self.r.tenant)
     }
 
-    /// An invoice taken to `accepted` through the simulator.
+    /// An invoice taken to `accepted` through the simulator, with its KuDE rendered.
     async fn accepted_invoice(&self) -> String {
         let mut doc = sample_invoice();
         doc["company_id"] = json!(self.r.company);
@@ -60,9 +60,18 @@ impl Fx {
         loop {
             let (_, s) = send(self.req(Method::GET, &format!("/v1/documents/{doc}/status"))).await;
             if s["status"] == "accepted" {
-                return doc;
+                break;
             }
             assert!(std::time::Instant::now() < deadline, "not accepted: {s}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        // The KuDE job records its artifact after acceptance: wait for it, so that two reads of
+        // the artifacts (the listing, the detail) see the same ones.
+        loop {
+            if self.artifacts(&doc).await.iter().any(|a| a["type"] == "kude") {
+                return doc;
+            }
+            assert!(std::time::Instant::now() < deadline, "no KuDE recorded for {doc}");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
