@@ -201,9 +201,7 @@ pub fn executor(store: &SharedStore) -> CommandExecutor<Document> {
 /// How often [`command`] decides again after another writer appended to the document first.
 const CONFLICT_ATTEMPTS: usize = 5;
 
-/// Runs one command on a document. When another writer (a job recording an artifact or a
-/// delivery, say) appended between the load and the append, the command is decided again on the
-/// newer state, a few times, before [`DocumentsError::Conflict`] is given up to the caller.
+/// Runs one command on a document, as [`commands`] does.
 pub async fn command(
     store: &SharedStore,
     tenant: TenantId,
@@ -211,11 +209,25 @@ pub async fn command(
     command: DocumentCommand,
     metadata: EventMetadata,
 ) -> Result<(), DocumentsError> {
+    commands(store, tenant, document_id, vec![command], metadata).await
+}
+
+/// Runs commands on a document, all in one append or none. When another writer (a job
+/// recording an artifact or a delivery, say) appended between the load and the append, the
+/// commands are decided again on the newer state, a few times, before
+/// [`DocumentsError::Conflict`] is given up to the caller.
+pub async fn commands(
+    store: &SharedStore,
+    tenant: TenantId,
+    document_id: Uuid,
+    commands: Vec<DocumentCommand>,
+    metadata: EventMetadata,
+) -> Result<(), DocumentsError> {
     let stream = aggregate::stream_id(tenant, document_id);
     let mut attempt = 1;
     loop {
         let result = executor(store)
-            .execute(tenant, &stream, command.clone(), metadata.clone())
+            .execute_all(tenant, &stream, commands.clone(), metadata.clone())
             .await
             .map(|_| ())
             .map_err(from_execute);

@@ -247,3 +247,221 @@ async fn execute_new_reads_nothing_and_refuses_a_stream_that_exists() {
     assert!(matches!(again, Err(ExecuteError::Conflict(_))), "{again:?}");
     assert_eq!(store.load_stream("acct-new").await.expect("load").len(), 2);
 }
+
+/// `documents::commands` decides again after a concurrency conflict.
+mod conflicts {
+    use super::{EventMetadata, TestDb, tenant};
+    use kuatia_application::aggregate::AggregateStore;
+    use kuatia_application::documents::{DocumentsError, Intake, command, receive};
+    use kuatia_application::event_store::{
+        AppendOutcome, AppendRequest, BatchOutcome, ReadFilter, RecordedEvent, SharedStore, Store,
+        StoreError, SubscriptionStatus,
+    };
+    use kuatia_application::projection::{Projection, SqlValue};
+    use kuatia_domain::document::aggregate::{ArtifactKind, Document, DocumentCommand, stream_id};
+    use kuatia_domain::tenancy::TenantId;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A store that lets another writer append to one stream right before each of the first `left`
+    /// appends to it it forwards: the deterministic form of a job recording a KuDE between a
+    /// document command's load and its append.
+    struct Interloper {
+        inner: SharedStore,
+        stream: String,
+        tenant: TenantId,
+        document: uuid::Uuid,
+        left: AtomicUsize,
+    }
+
+    fn artifact(kind: ArtifactKind, version: u32) -> DocumentCommand {
+        DocumentCommand::RecordArtifact {
+            artifact_id: uuid::Uuid::now_v7(),
+            kind,
+            content_type: "application/pdf".into(),
+            sha256: "ab".repeat(32),
+            size: 1,
+            version,
+            at: chrono::Utc::now(),
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl Store for Interloper {
+        async fn append(&self, request: AppendRequest) -> Result<AppendOutcome, StoreError> {
+            if request.stream.stream_id == self.stream
+                && self
+                    .left
+                    .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+                    .is_ok()
+            {
+                let kudes = AggregateStore::<Document>::new(self.inner.clone(), self.tenant)
+                    .load(&self.stream)
+                    .await?
+                    .aggregate()
+                    .state()
+                    .map(|s| s.next_artifact_version(ArtifactKind::Kude))
+                    .unwrap_or(1);
+                command(
+                    &self.inner,
+                    self.tenant,
+                    self.document,
+                    artifact(ArtifactKind::Kude, kudes),
+                    EventMetadata::default(),
+                )
+                .await
+                .expect("the interloper's write");
+            }
+            self.inner.append(request).await
+        }
+
+        async fn load_stream(&self, stream_id: &str) -> Result<Vec<RecordedEvent>, StoreError> {
+            self.inner.load_stream(stream_id).await
+        }
+
+        async fn read_all(&self, filter: &ReadFilter) -> Result<Vec<RecordedEvent>, StoreError> {
+            self.inner.read_all(filter).await
+        }
+
+        async fn read_all_raw(&self, filter: &ReadFilter) -> Result<Vec<RecordedEvent>, StoreError> {
+            self.inner.read_all_raw(filter).await
+        }
+
+        async fn head_position(&self) -> Result<i64, StoreError> {
+            self.inner.head_position().await
+        }
+
+        fn position_hint(&self) -> tokio::sync::watch::Receiver<i64> {
+            self.inner.position_hint()
+        }
+
+        async fn register_projection(&self, projection: &dyn Projection) -> Result<(), StoreError> {
+            self.inner.register_projection(projection).await
+        }
+
+        async fn run_batch(
+            &self,
+            projection: &dyn Projection,
+            max_events: usize,
+        ) -> Result<BatchOutcome, StoreError> {
+            self.inner.run_batch(projection, max_events).await
+        }
+
+        async fn record_projection_error(&self, name: &str, error: &str) -> Result<(), StoreError> {
+            self.inner.record_projection_error(name, error).await
+        }
+
+        async fn reset_projection(&self, projection: &dyn Projection) -> Result<(), StoreError> {
+            self.inner.reset_projection(projection).await
+        }
+
+        async fn rebuild_inline(
+            &self,
+            projection: &dyn Projection,
+            progress: &(dyn Fn(i64, i64) + Send + Sync),
+        ) -> Result<u64, StoreError> {
+            self.inner.rebuild_inline(projection, progress).await
+        }
+
+        async fn subscription_statuses(&self) -> Result<Vec<SubscriptionStatus>, StoreError> {
+            self.inner.subscription_statuses().await
+        }
+
+        async fn ping(&self) -> Result<(), StoreError> {
+            self.inner.ping().await
+        }
+
+        async fn query(
+            &self,
+            sql: &'static str,
+            params: &[SqlValue],
+        ) -> Result<Vec<Vec<SqlValue>>, StoreError> {
+            self.inner.query(sql, params).await
+        }
+
+        async fn execute(&self, sql: &'static str, params: &[SqlValue]) -> Result<u64, StoreError> {
+            self.inner.execute(sql, params).await
+        }
+    }
+
+    /// A stored document (refused by validation: no jobs follow) and a store whose next `writes`
+    /// appends to it are each preceded by another writer's.
+    async fn interloped(db: &TestDb, writes: usize) -> (Arc<Interloper>, uuid::Uuid) {
+        let inner = db.open().await.store();
+        let t = tenant();
+        let document_id = uuid::Uuid::now_v7();
+        let body = kuatia_domain::document::canonical::sample_invoice().to_string();
+        let document = kuatia_domain::document::canonical::parse(body.as_bytes()).expect("the sample parses");
+        let routing = kuatia_domain::document::routing::Routing {
+            company_id: uuid::Uuid::now_v7(),
+            branch_id: uuid::Uuid::now_v7(),
+            issuance_point_id: uuid::Uuid::now_v7(),
+            channel: kuatia_domain::channel::ChannelKind::Sifen,
+            channel_id: uuid::Uuid::now_v7(),
+        };
+        let intake = Intake {
+            document_id,
+            routing,
+            document,
+            errors: vec![kuatia_domain::document::issues::Issue::new(
+                "totals",
+                "arithmetic",
+                "off",
+            )],
+            warnings: Vec::new(),
+        };
+        receive(&inner, t, intake, EventMetadata::default(), chrono::Utc::now())
+            .await
+            .expect("received")
+            .expect("new");
+        let store = Arc::new(Interloper {
+            inner,
+            stream: stream_id(t, document_id),
+            tenant: t,
+            document: document_id,
+            left: AtomicUsize::new(writes),
+        });
+        (store, document_id)
+    }
+
+    #[tokio::test]
+    async fn a_document_command_is_decided_again_when_another_writer_appended_first() {
+        let db = TestDb::new().await;
+        let (store, id) = interloped(&db, 2).await;
+        let shared: SharedStore = store.clone();
+        command(
+            &shared,
+            store.tenant,
+            id,
+            artifact(ArtifactKind::NormalizedPayload, 1),
+            EventMetadata::default(),
+        )
+        .await
+        .expect("decided again on the newer state, and committed");
+        let state = AggregateStore::<Document>::new(shared.clone(), store.tenant)
+            .load(&store.stream)
+            .await
+            .expect("load");
+        let state = state.aggregate().state().expect("a document");
+        // Both interlopers' KuDEs and the command's own artifact.
+        assert_eq!(state.next_artifact_version(ArtifactKind::Kude), 3);
+        assert_eq!(state.next_artifact_version(ArtifactKind::NormalizedPayload), 2);
+    }
+
+    #[tokio::test]
+    async fn a_document_command_gives_up_with_a_conflict_after_five_tries() {
+        let db = TestDb::new().await;
+        let (store, id) = interloped(&db, 100).await;
+        let shared: SharedStore = store.clone();
+        let result = command(
+            &shared,
+            store.tenant,
+            id,
+            artifact(ArtifactKind::NormalizedPayload, 1),
+            EventMetadata::default(),
+        )
+        .await;
+        assert!(matches!(result, Err(DocumentsError::Conflict)), "{result:?}");
+        assert_eq!(store.left.load(Ordering::Acquire), 95);
+    }
+}
