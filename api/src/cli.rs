@@ -76,9 +76,44 @@ pub struct SifenSimArgs {
     /// Refuse documents and events without a signature (as SIFEN does).
     #[arg(long)]
     pub require_signature: bool,
+    /// Validate each rDE (siRecepDE_v150.xsd) and event group (siRecepEvento_v150.xsd) against
+    /// SIFEN's v150 schemas in this folder, as SIFEN does; a document that breaks them is
+    /// answered 0160. Needs xmllint (Debian: libxml2-utils).
+    #[arg(long, env = "SIFEN_XSD_DIR", value_name = "DIR")]
+    pub xsd_dir: Option<std::path::PathBuf>,
+    /// Serve HTTPS (TLS 1.2, like SIFEN) with this server certificate, PEM (leaf first);
+    /// with --tls-key. Clients trust it as an extra root. Plain HTTP without it.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// The server certificate's private key, PEM (PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
+    /// Require TLS client certificates and verify them against these CA certificates (PEM).
+    /// Without it (and without --require-client-cert) a client certificate is asked for but
+    /// not required.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub client_ca: Option<std::path::PathBuf>,
+    /// Require a TLS client certificate but accept any, self-signed included (SIFEN requires
+    /// mutual TLS; test certificates are self-signed). Its RUC must be in its subject
+    /// serialNumber (else 0007).
+    #[arg(long, requires = "tls_cert")]
+    pub require_client_cert: bool,
 }
 
 impl SifenSimArgs {
+    /// The TLS side, when --tls-cert is given.
+    fn tls(&self) -> anyhow::Result<Option<kuatia_infrastructure::sifen_sim::SimTls>> {
+        let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) else {
+            return Ok(None);
+        };
+        Ok(Some(kuatia_infrastructure::sifen_sim::SimTls::from_files(
+            cert,
+            key,
+            self.client_ca.as_deref(),
+            self.require_client_cert,
+        )?))
+    }
+
     fn config(self) -> kuatia_infrastructure::sifen_sim::SimConfig {
         let mut config = kuatia_infrastructure::sifen_sim::SimConfig {
             state_file: self.state,
@@ -89,6 +124,7 @@ impl SifenSimArgs {
             unavailable_rate: self.unavailable_rate,
             seed: self.seed,
             require_signature: self.require_signature,
+            xsd_dir: self.xsd_dir,
             ..Default::default()
         };
         config.cscs.extend(self.cscs);
@@ -185,14 +221,16 @@ async fn serve(config: Config) -> anyhow::Result<ExitCode> {
 async fn sifen_sim(args: SifenSimArgs) -> anyhow::Result<ExitCode> {
     use kuatia_infrastructure::sifen_sim;
     let listen = args.listen.clone();
+    let tls = args.tls()?;
     let simulator = sifen_sim::Simulator::new(args.config())?;
     let listener = tokio::net::TcpListener::bind(&listen)
         .await
         .with_context(|| format!("binding {listen}"))?;
     let addr = listener.local_addr()?;
-    tracing::info!(%addr, "SIFEN simulator listening");
-    println!("SIFEN simulator on http://{addr} (stats: http://{addr}/sim/stats)");
-    sifen_sim::serve_with_shutdown(listener, simulator, async {
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    tracing::info!(%addr, scheme, "SIFEN simulator listening");
+    println!("SIFEN simulator on {scheme}://{addr} (stats: {scheme}://{addr}/sim/stats)");
+    let shutdown = async {
         #[cfg(unix)]
         {
             use tokio::signal::unix::{SignalKind, signal};
@@ -207,8 +245,11 @@ async fn sifen_sim(args: SifenSimArgs) -> anyhow::Result<ExitCode> {
             }
         }
         let _ = tokio::signal::ctrl_c().await;
-    })
-    .await
+    };
+    match tls {
+        Some(tls) => sifen_sim::serve_tls_with_shutdown(listener, simulator, tls, shutdown).await,
+        None => sifen_sim::serve_with_shutdown(listener, simulator, shutdown).await,
+    }
     .context("serving the SIFEN simulator")?;
     Ok(ExitCode::SUCCESS)
 }

@@ -166,6 +166,13 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         artifacts: artifacts.clone(),
         printer: printer.clone(),
         artifact_urls,
+        sandbox: Arc::new(crate::sandbox::Sandbox {
+            sifen_target: match &config.sandbox_sifen_url {
+                Some(url) => crate::sandbox::SifenTarget::Url(url.clone()),
+                None => crate::sandbox::SifenTarget::OwnSimulator,
+            },
+            ..crate::sandbox::Sandbox::default()
+        }),
     };
     // Demo mode runs the SIFEN simulator in-process; the demo channel points at it.
     let sifen_sim = if config.demo_mode() {
@@ -222,10 +229,22 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         kuatia_infrastructure::sifen_soap::client::SoapClientConfig {
             connect_timeout_ms: config.sifen_connect_timeout_ms,
             read_timeout_ms: config.sifen_read_timeout_ms,
+            extra_roots_file: config.sifen_extra_roots_file.clone(),
             ..Default::default()
         },
     )
-    .with_retry_scale(config.sifen_retry_scale);
+    .with_retry_scale(config.sifen_retry_scale)
+    .with_lots(
+        crate::pipeline::LotSettings {
+            window: Duration::from_millis(config.sifen_lot_window_ms),
+            poll: Duration::from_millis(config.sifen_lot_poll_ms.unwrap_or(if config.demo_mode() {
+                1_000
+            } else {
+                600_000
+            })),
+        },
+        jobs.clone(),
+    );
     let webhooks = crate::webhooks::Webhooks::new(store.clone(), jobs.clone(), webhooks_vault)
         .with_retry_scale(config.delivery_retry_scale);
     let scan_jobs = jobs.clone();

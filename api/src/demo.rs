@@ -255,6 +255,7 @@ pub async fn seed(state: &AppState, config: &Config) -> anyhow::Result<Demo> {
                 csc_id: "0001".to_owned(),
                 certificate_id,
                 csc_secret_id: Uuid::nil(),
+                remision_notice: None,
             }),
             autoimpresor: None,
         };

@@ -21,6 +21,8 @@ pub mod pipeline;
 pub mod printing;
 pub mod rate_limit;
 pub mod routes;
+pub mod sandbox;
+pub mod sifen_build;
 pub mod state;
 pub mod webhooks;
 
@@ -95,6 +97,7 @@ fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(routes::documents::cancel_document))
         .routes(routes!(routes::documents::inutilize_document))
         .routes(routes!(routes::printing::regenerate_pdf))
+        .routes(routes!(routes::sandbox::preview))
         .routes(routes!(routes::events::list_events))
         .routes(routes!(
             routes::webhooks::list_webhooks,

@@ -24,32 +24,35 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, TimeDelta, Utc};
-use kuatia_application::artifacts::{ArtifactStore, sha256_hex};
+use kuatia_application::artifacts::ArtifactStore;
 use kuatia_application::documents::{self, DocumentsError, SIFEN_EVENT, SIFEN_PREPARE, SIFEN_SUBMIT};
 use kuatia_application::event_store::{EventMetadata, SharedStore, StoreError};
-use kuatia_application::jobs::{Backoff, Job};
+use kuatia_application::jobs::{Backoff, Job, JobQueue};
 use kuatia_application::vault::Vault;
 use kuatia_application::worker::{JobFailure, JobHandler};
 use kuatia_domain::company::IssuancePoint;
 use kuatia_domain::document::aggregate::{
-    ArtifactKind, Document, DocumentCommand, DocumentNumber, DocumentState, DocumentStatus, FiscalEventKind,
+    ArtifactKind, Document, DocumentCommand, DocumentState, DocumentStatus, FiscalEventKind,
 };
 use kuatia_domain::ruc::Ruc;
-use kuatia_domain::sifen::de::{self, DeInput, Issuer, NoCityNames};
+use kuatia_domain::sifen::de::{Issuer, NoCityNames};
 use kuatia_domain::sifen::event::{self as sifen_event, EventInput, EventKind};
-use kuatia_domain::sifen::qr::{self, Csc, QrData};
 use kuatia_domain::tenancy::TenantId;
 use kuatia_projections::configuration as config;
 use kuatia_projections::number_series;
-use rand::Rng;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use uuid::Uuid;
 
+use crate::sifen_build::{self, Signed, SigningSetup};
 use kuatia_infrastructure::sifen::sign::{self, SigningKey};
 use kuatia_infrastructure::sifen_soap::Delivery;
 use kuatia_infrastructure::sifen_soap::client::{ClientIdentity, SifenClient, SoapClientConfig};
-use kuatia_infrastructure::sifen_soap::messages::DocumentStatus as SifenVerdict;
+use kuatia_infrastructure::sifen_soap::messages::{DocumentStatus as SifenVerdict, LotState};
+
+mod lots;
+
+pub use lots::{LotSettings, SIFEN_LOT, SifenLot};
 
 /// The actor recorded on the pipeline's events.
 const ACTOR: &str = "system:sifen";
@@ -94,6 +97,12 @@ pub struct Pipeline {
     /// the number series projection).
     series_locks: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
     retry_scale: f64,
+    /// Lots: when first attempts share one, how it is polled.
+    lots: LotSettings,
+    /// First attempts waiting for their lot.
+    batcher: Arc<lots::Batcher>,
+    /// Where the lot polls are queued (lots are off without it).
+    jobs: Option<Arc<dyn JobQueue>>,
 }
 
 impl std::fmt::Debug for Pipeline {
@@ -145,7 +154,21 @@ impl Pipeline {
             clients: Arc::default(),
             series_locks: Arc::default(),
             retry_scale: 1.0,
+            lots: LotSettings {
+                window: std::time::Duration::ZERO,
+                ..LotSettings::default()
+            },
+            batcher: Arc::default(),
+            jobs: None,
         }
+    }
+
+    /// Sends first attempts that wait together as lots, polled through `sifen.lot` jobs queued
+    /// on `jobs`.
+    pub fn with_lots(mut self, lots: LotSettings, jobs: Arc<dyn JobQueue>) -> Self {
+        self.lots = lots;
+        self.jobs = Some(jobs);
+        self
     }
 
     /// Multiplies the retry schedule (tests and simulations shrink it).
@@ -158,11 +181,12 @@ impl Pipeline {
         self
     }
 
-    /// The job handlers: prepare, submit, events.
+    /// The job handlers: prepare, submit, lots, events.
     pub fn handlers(&self) -> Vec<Arc<dyn JobHandler>> {
         vec![
             Arc::new(Prepare(self.clone())),
             Arc::new(Submit(self.clone())),
+            Arc::new(SifenLot(self.clone())),
             Arc::new(SifenEvent(self.clone())),
         ]
     }
@@ -186,27 +210,16 @@ impl Pipeline {
         Ok(loaded.aggregate().state().cloned())
     }
 
+    /// Runs commands on the document in one append; a job's write that came first makes them
+    /// decided again on the newer state (`documents::commands`), so a verdict heard from SIFEN
+    /// is not lost to a KuDE or delivery record.
     async fn run(
         &self,
         tenant: TenantId,
         id: Uuid,
         commands: Vec<DocumentCommand>,
     ) -> Result<(), DocumentsError> {
-        documents::executor(&self.store)
-            .execute_all(
-                tenant,
-                &kuatia_domain::document::aggregate::stream_id(tenant, id),
-                commands,
-                metadata(),
-            )
-            .await
-            .map(|_| ())
-            .map_err(|e| match e {
-                kuatia_application::aggregate::ExecuteError::Rejected(e) => DocumentsError::Refused(e),
-                kuatia_application::aggregate::ExecuteError::NotFound => DocumentsError::NotFound,
-                kuatia_application::aggregate::ExecuteError::Conflict(_) => DocumentsError::Conflict,
-                kuatia_application::aggregate::ExecuteError::Store(e) => DocumentsError::Store(e),
-            })
+        documents::commands(&self.store, tenant, id, commands, metadata()).await
     }
 
     fn series_lock(&self, series: &str) -> Arc<tokio::sync::Mutex<()>> {
@@ -256,6 +269,14 @@ impl Pipeline {
         };
         let ruc = Ruc::parse(&company.ruc).map_err(|_| permanent("an unreadable company RUC"))?;
         let issuer = Issuer::from_config(&ruc, &company.profile, &branch, &point, &sifen);
+        // The tenant's city names, read only when the document names a city other than the
+        // issuer's without its name (intake refused the ones nobody names).
+        let cities =
+            if kuatia_domain::sifen::de::cities_to_look_up(&state.document, issuer.city_code).is_empty() {
+                None
+            } else {
+                Some(config::city_names(&self.store, tenant).await.map_err(retry)?)
+            };
         let certificate = config::certificate(&self.store, tenant, sifen.certificate_id)
             .await
             .map_err(retry)?
@@ -275,6 +296,7 @@ impl Pipeline {
             csc,
             environment: sifen.environment,
             pem: pem.to_vec(),
+            cities,
         })
     }
 
@@ -308,17 +330,8 @@ struct Setup {
     csc: String,
     environment: kuatia_domain::channel::SifenEnvironment,
     pem: Vec<u8>,
-}
-
-/// A built and signed document, ready to record.
-struct Signed {
-    series: String,
-    number: DocumentNumber,
-    cdc: String,
-    security_code: String,
-    unsigned_sha256: String,
-    xml: String,
-    signed_at: DateTime<Utc>,
+    /// The tenant's city names by code (`config::city_names`), when the document needs them.
+    cities: Option<std::collections::BTreeMap<u32, String>>,
 }
 
 /// `sifen.prepare`.
@@ -329,17 +342,6 @@ pub struct Prepare(Pipeline);
 #[derive(Debug)]
 pub struct Submit(Pipeline);
 
-fn security_code() -> String {
-    let mut rng = rand::rng();
-    loop {
-        let code: u32 = rng.random_range(1..1_000_000_000);
-        let text = format!("{code:09}");
-        if text != "000000000" {
-            return text;
-        }
-    }
-}
-
 /// Builds and signs (CPU work: run off the runtime).
 fn build_and_sign(
     state: &DocumentState,
@@ -348,56 +350,19 @@ fn build_and_sign(
     number: u64,
     now: DateTime<Utc>,
 ) -> Result<Signed, JobFailure> {
-    let permanent = |what: String| JobFailure::Permanent(format!("document {}: {what}", state.document_id));
-    let mut code = security_code();
-    while code.parse::<u64>().ok() == Some(number) {
-        code = security_code();
-    }
-    let built = de::build_rde(&DeInput {
-        document: &state.document,
+    let signing = SigningSetup {
         issuer: &setup.issuer,
-        number,
-        security_code: &code,
-        signed_at: kuatia_domain::local_time::paraguay(now),
-        cities: &NoCityNames,
-    })
-    .map_err(|e| permanent(format!("the DE cannot be built: {e}")))?;
-    let unsigned_sha256 = sha256_hex(built.xml.as_bytes());
-    let key = SigningKey::from_pem(&setup.pem).map_err(|e| permanent(format!("the signing key: {e}")))?;
-    let signed = sign::sign_de(&built.xml, &key).map_err(|e| permanent(format!("signing: {e}")))?;
-    let url = qr::qr_url(
-        &QrData {
-            environment: setup.environment,
-            cdc: built.cdc.as_str(),
-            emitted_at: &built.issued_at,
-            receiver: built.qr_receiver(),
-            total: &built.total,
-            total_iva: &built.total_iva,
-            items: built.item_count,
-            digest_value: &signed.digest_value,
+        pem: &setup.pem,
+        csc_id: &setup.csc_id,
+        csc: &setup.csc,
+        environment: setup.environment,
+        cities: match &setup.cities {
+            Some(names) => names,
+            None => &NoCityNames,
         },
-        &Csc {
-            id: &setup.csc_id,
-            secret: &setup.csc,
-        },
-    )
-    .map_err(|e| permanent(format!("the QR: {e}")))?;
-    let mut xml = signed.xml;
-    sign::append_qr(&mut xml, &url).map_err(|e| permanent(format!("the QR: {e}")))?;
-    Ok(Signed {
-        series,
-        number: DocumentNumber {
-            timbrado: setup.issuer.timbrado.clone(),
-            establishment: setup.issuer.establishment.clone(),
-            point: setup.issuer.point.clone(),
-            number: format!("{number:07}"),
-        },
-        cdc: built.cdc.as_str().to_owned(),
-        security_code: code,
-        unsigned_sha256,
-        xml,
-        signed_at: now,
-    })
+    };
+    sifen_build::build_and_sign(&state.document, &signing, series, number, now)
+        .map_err(|what| JobFailure::Permanent(format!("document {}: {what}", state.document_id)))
 }
 
 #[async_trait]
@@ -522,6 +487,7 @@ impl JobHandler for Submit {
 
     async fn run(&self, job: &Job) -> Result<(), JobFailure> {
         let p = &self.0;
+        let _running = p.batcher.running();
         let (tenant, id, mut state) = p.document(job).await?;
         let now = Utc::now();
         match state.status {
@@ -556,27 +522,12 @@ impl JobHandler for Submit {
         let client = p.client(&setup)?;
         let d_id = u64::try_from(now.timestamp_millis()).unwrap_or(1);
 
-        // Any earlier attempt may have been approved unheard: ask before sending again.
-        if state.attempts > 0 {
-            match client.query_de(d_id, &cdc).await {
-                Ok(answer) if answer.result.is_found() => {
-                    let outcome = Outcome::Accepted {
-                        code: answer.result.code.clone(),
-                        message: answer.result.message.clone(),
-                        protocol: answer
-                            .result
-                            .container
-                            .as_ref()
-                            .and_then(|c| c.authorization.clone()),
-                    };
-                    return record(p, tenant, id, &state, outcome, Some(answer.raw)).await;
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    let outcome = Outcome::Failed(format!("querying the CDC before resending: {e}"));
-                    return record(p, tenant, id, &state, outcome, None).await;
-                }
-            }
+        // Any earlier attempt may have been approved unheard, or sit in a lot SIFEN is still
+        // processing (GMP items 2, 3 and 5): ask before sending again.
+        if state.attempts > 0
+            && let Some((outcome, raw)) = reconcile(&client, d_id, &cdc).await
+        {
+            return record(p, tenant, id, &state, outcome, raw).await;
         }
 
         let artifact_id = state
@@ -619,6 +570,25 @@ impl JobHandler for Submit {
         }
         state.attempts = attempt;
 
+        if attempt == 1 {
+            let key = lots::LotKey {
+                tenant,
+                endpoint: setup.endpoint.clone(),
+                certificate_id: setup.certificate_id,
+                ruc: setup.issuer.ruc.to_string(),
+                doc_type: state.document.doc_type.sifen_code().unwrap_or_default(),
+            };
+            match p.batch(key, client.clone(), id, &xml).await {
+                lots::Batched::Alone => {}
+                lots::Batched::Lot { number, raw } => {
+                    return lots::record_lot(p, tenant, id, &state, attempt, number, raw).await;
+                }
+                lots::Batched::NotReceived { reason, raw } => {
+                    return record(p, tenant, id, &state, Outcome::Failed(reason), raw).await;
+                }
+            }
+        }
+
         let (outcome, raw) = match client.send_de(d_id, &xml).await {
             Ok(answer) => {
                 let code = answer.result.code().unwrap_or_default().to_owned();
@@ -628,32 +598,16 @@ impl JobHandler for Submit {
                     .first()
                     .map(|r| r.message.clone())
                     .unwrap_or_default();
-                let outcome = match answer.result.status {
-                    SifenVerdict::Approved | SifenVerdict::ApprovedWithObservation => Outcome::Accepted {
-                        code,
-                        message,
-                        protocol: answer.result.authorization.clone(),
-                    },
-                    _ if answer.result.is_duplicate() => {
-                        // Approved before (an answer we never heard): confirm and take its
-                        // authorisation.
-                        match client.query_de(d_id + 1, &cdc).await {
-                            Ok(found) if found.result.is_found() => Outcome::Accepted {
-                                code: found.result.code.clone(),
-                                message: found.result.message.clone(),
-                                protocol: found
-                                    .result
-                                    .container
-                                    .as_ref()
-                                    .and_then(|c| c.authorization.clone()),
-                            },
-                            Ok(_) => Outcome::Rejected { code, message },
-                            Err(e) => Outcome::Failed(format!("confirming a duplicate: {e}")),
-                        }
-                    }
-                    _ if operational(&code) => Outcome::Failed(format!("SIFEN {code}: {message}")),
-                    _ => Outcome::Rejected { code, message },
-                };
+                let outcome = verdict(
+                    &client,
+                    &cdc,
+                    &answer.result.status,
+                    code,
+                    message,
+                    answer.result.authorization.clone(),
+                    answer.result.is_duplicate(),
+                )
+                .await;
                 (outcome, Some(answer.raw))
             }
             Err(e) => {
@@ -665,6 +619,120 @@ impl JobHandler for Submit {
             }
         };
         record(p, tenant, id, &state, outcome, raw).await
+    }
+}
+
+/// SIFEN's verdict on one DE (siRecepDE's answer, or its entry in a lot's result) as an outcome.
+/// A duplicate (1001) means approved before, an answer we never heard: confirmed by siConsDE,
+/// whose authorisation is taken.
+async fn verdict(
+    client: &SifenClient,
+    cdc: &str,
+    status: &SifenVerdict,
+    code: String,
+    message: String,
+    authorization: Option<String>,
+    duplicate: bool,
+) -> Outcome {
+    match status {
+        SifenVerdict::Approved | SifenVerdict::ApprovedWithObservation => Outcome::Accepted {
+            code,
+            message,
+            protocol: authorization,
+        },
+        _ if duplicate => {
+            let d_id = u64::try_from(Utc::now().timestamp_millis()).unwrap_or(1);
+            match client.query_de(d_id, cdc).await {
+                Ok(found) if found.result.is_found() => Outcome::Accepted {
+                    code: found.result.code.clone(),
+                    message: found.result.message.clone(),
+                    protocol: found
+                        .result
+                        .container
+                        .as_ref()
+                        .and_then(|c| c.authorization.clone()),
+                },
+                Ok(_) => Outcome::Rejected { code, message },
+                Err(e) => Outcome::Failed(format!("confirming a duplicate: {e}")),
+            }
+        }
+        _ if operational(&code) => Outcome::Failed(format!("SIFEN {code}: {message}")),
+        _ => Outcome::Rejected { code, message },
+    }
+}
+
+/// Before any attempt after the first: what SIFEN already holds for the CDC. `Some` is the
+/// outcome to record instead of sending (approved; decided in a lot; a lot still processing; the
+/// question unanswered); `None`: SIFEN has no verdict and no lot is processing it, so send.
+async fn reconcile(client: &SifenClient, d_id: u64, cdc: &str) -> Option<(Outcome, Option<String>)> {
+    match client.query_de(d_id, cdc).await {
+        Ok(answer) if answer.result.is_found() => {
+            let outcome = Outcome::Accepted {
+                code: answer.result.code.clone(),
+                message: answer.result.message.clone(),
+                protocol: answer
+                    .result
+                    .container
+                    .as_ref()
+                    .and_then(|c| c.authorization.clone()),
+            };
+            return Some((outcome, Some(answer.raw)));
+        }
+        Ok(_) => {}
+        Err(e) => {
+            return Some((
+                Outcome::Failed(format!("querying the CDC before resending: {e}")),
+                None,
+            ));
+        }
+    }
+    // Not approved: a lot holding it may still be processing, or have rejected it (GMP item 3:
+    // the lot is found by one of its CDCs).
+    let query = kuatia_infrastructure::sifen_soap::messages::LotQuery::Cdc(cdc.to_owned());
+    match client.lot_result(d_id + 1, &query).await {
+        Ok(answer) => match answer.result.state() {
+            LotState::Processing => Some((
+                Outcome::Failed(format!(
+                    "SIFEN is still processing a lot holding this CDC ({} {})",
+                    answer.result.code, answer.result.message
+                )),
+                Some(answer.raw),
+            )),
+            LotState::Done => match answer.result.documents.iter().find(|d| d.cdc == cdc) {
+                Some(found) => {
+                    let outcome = lots::lot_outcome(client, cdc, Some(found)).await;
+                    Some((outcome, Some(answer.raw)))
+                }
+                None => None,
+            },
+            _ => None,
+        },
+        Err(e) => Some((
+            Outcome::Failed(format!("querying the lot of the CDC before resending: {e}")),
+            None,
+        )),
+    }
+}
+
+impl Pipeline {
+    /// Stores SIFEN's raw answer; the command records it as the document's next
+    /// `channel_response`.
+    async fn channel_response(
+        &self,
+        state: &DocumentState,
+        raw: &str,
+        at: DateTime<Utc>,
+    ) -> Result<DocumentCommand, JobFailure> {
+        let sha = self.artifacts.put(raw.as_bytes()).await.map_err(retry)?;
+        Ok(DocumentCommand::RecordArtifact {
+            artifact_id: Uuid::now_v7(),
+            kind: ArtifactKind::ChannelResponse,
+            content_type: "application/xml".into(),
+            sha256: sha,
+            size: raw.len() as u64,
+            version: state.next_artifact_version(ArtifactKind::ChannelResponse),
+            at,
+        })
     }
 }
 
@@ -680,16 +748,7 @@ async fn record(
     let now = Utc::now();
     let mut commands = Vec::new();
     if let Some(raw) = raw {
-        let sha = p.artifacts.put(raw.as_bytes()).await.map_err(retry)?;
-        commands.push(DocumentCommand::RecordArtifact {
-            artifact_id: Uuid::now_v7(),
-            kind: ArtifactKind::ChannelResponse,
-            content_type: "application/xml".into(),
-            sha256: sha,
-            size: raw.len() as u64,
-            version: state.next_artifact_version(ArtifactKind::ChannelResponse),
-            at: now,
-        });
+        commands.push(p.channel_response(state, &raw, now).await?);
     }
     commands.push(match outcome {
         Outcome::Accepted {
@@ -872,19 +931,7 @@ impl JobHandler for SifenEvent {
                 DocumentCommand::RecordInutilizationRefused { code, message, at }
             }
         };
-        let sha = p.artifacts.put(answer.raw.as_bytes()).await.map_err(retry)?;
-        let commands = vec![
-            DocumentCommand::RecordArtifact {
-                artifact_id: Uuid::now_v7(),
-                kind: ArtifactKind::ChannelResponse,
-                content_type: "application/xml".into(),
-                sha256: sha,
-                size: answer.raw.len() as u64,
-                version: state.next_artifact_version(ArtifactKind::ChannelResponse),
-                at,
-            },
-            verdict,
-        ];
+        let commands = vec![p.channel_response(&state, &answer.raw, at).await?, verdict];
         match p.run(tenant, id, commands).await {
             Ok(()) => Ok(()),
             Err(DocumentsError::Conflict) => Err(retry("the document changed meanwhile")),
@@ -901,15 +948,5 @@ mod tests {
     fn the_retry_schedule_is_the_decided_one() {
         let minutes: Vec<i64> = (1..=8).map(|n| retry_delay(n).num_seconds()).collect();
         assert_eq!(minutes, vec![30, 120, 600, 1800, 3600, 7200, 7200, 7200]);
-    }
-
-    #[test]
-    fn security_codes_are_nine_digits_and_never_zero() {
-        for _ in 0..1000 {
-            let code = security_code();
-            assert_eq!(code.len(), 9);
-            assert!(code.bytes().all(|b| b.is_ascii_digit()));
-            assert_ne!(code, "000000000");
-        }
     }
 }

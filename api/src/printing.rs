@@ -285,28 +285,9 @@ pub async fn autoimpresor_printable(
         .await
         .map_err(retry)?
         .map(|b| b.branch);
-    let profile = &company.profile;
-    // As the autoimpresor channel writes it on the first render (`crate::autoimpresor`), so a
-    // regenerated printable shows the same address.
-    let address = branch
-        .as_ref()
-        .and_then(|b| {
-            b.address
-                .as_ref()
-                .map(|a| format!("{a} {}", b.house_number.clone().unwrap_or_default()))
-        })
-        .unwrap_or_else(|| format!("{} {}", profile.address, profile.house_number));
-    let optional = |s: &str| (!s.trim().is_empty()).then(|| s.to_owned());
     Ok(AutoimpresorPrintable {
         document: state.document.clone(),
-        issuer: PrintIssuer {
-            legal_name: profile.legal_name.clone(),
-            trade_name: profile.trade_name.clone(),
-            ruc: company.ruc.clone(),
-            address: address.trim().to_owned(),
-            phone: optional(&profile.phone),
-            email: optional(&profile.email),
-        },
+        issuer: print_issuer(&company, branch.as_ref()),
         authorization: auto.authorization,
         valid_from: auto.valid_from,
         valid_to: auto.valid_to,
@@ -314,4 +295,32 @@ pub async fn autoimpresor_printable(
         issued_at: kuatia_domain::local_time::paraguay(state.document.issue_datetime.with_timezone(&Utc)),
         watermark,
     })
+}
+
+/// The issuer as an autoimpresor printable names it: the company, at the issuing branch's address
+/// when the branch has one of its own. Shared by regeneration and the sandbox preview
+/// (`crate::sandbox`), so both print what the autoimpresor channel prints.
+pub(crate) fn print_issuer(
+    company: &config::CompanyRow,
+    branch: Option<&kuatia_domain::company::Branch>,
+) -> PrintIssuer {
+    let profile = &company.profile;
+    // As the autoimpresor channel writes it on the first render (`crate::autoimpresor`), so a
+    // regenerated printable shows the same address.
+    let address = branch
+        .and_then(|b| {
+            b.address
+                .as_ref()
+                .map(|a| format!("{a} {}", b.house_number.clone().unwrap_or_default()))
+        })
+        .unwrap_or_else(|| format!("{} {}", profile.address, profile.house_number));
+    let optional = |s: &str| (!s.trim().is_empty()).then(|| s.to_owned());
+    PrintIssuer {
+        legal_name: profile.legal_name.clone(),
+        trade_name: profile.trade_name.clone(),
+        ruc: company.ruc.clone(),
+        address: address.trim().to_owned(),
+        phone: optional(&profile.phone),
+        email: optional(&profile.email),
+    }
 }

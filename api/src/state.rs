@@ -41,4 +41,6 @@ pub struct AppState {
     pub printer: Arc<dyn kuatia_application::printables::Printer>,
     /// Signs and checks artifact download URLs.
     pub artifact_urls: Arc<crate::routes::artifacts::UrlSigner>,
+    /// The sandbox preview's settings (where `sifen_dev` sends).
+    pub sandbox: Arc<crate::sandbox::Sandbox>,
 }

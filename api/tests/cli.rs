@@ -790,6 +790,111 @@ fn sifen_sim_serves_sifen_soap_and_stops_cleanly_on_sigterm() {
     assert!(sigterm_and_wait(&mut child).success());
 }
 
+#[test]
+fn sifen_sim_over_tls_requires_a_client_certificate_when_told() {
+    let scratch = Scratch::new();
+    let openssl = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(&scratch.dir)
+            .output()
+            .expect("openssl is needed (Debian: openssl)");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=localhost",
+        "-addext",
+        "subjectAltName=IP:127.0.0.1",
+        "-addext",
+        "basicConstraints=critical,CA:FALSE",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.pem",
+    ]);
+    openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=DEMO S.A./serialNumber=RUC80069563-1",
+        "-addext",
+        "basicConstraints=critical,CA:FALSE",
+        "-keyout",
+        "client.key",
+        "-out",
+        "client.pem",
+    ]);
+    let mut child = scratch
+        .kuatia_with_defaults(&[
+            "sifen-sim",
+            "--listen",
+            "127.0.0.1:0",
+            "--tls-cert",
+            "server.pem",
+            "--tls-key",
+            "server.key",
+            "--require-client-cert",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let stdout = child.stdout.take().expect("stdout");
+    let line = BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .find(|l| l.starts_with("SIFEN simulator on "))
+        .expect("the simulator's address");
+    let base = line
+        .trim_start_matches("SIFEN simulator on ")
+        .split_whitespace()
+        .next()
+        .expect("url")
+        .to_owned();
+    assert!(base.starts_with("https://127.0.0.1:"), "{line}");
+    let read = |name: &str| std::fs::read(scratch.dir.join(name)).expect("a generated file");
+    let server = reqwest::Certificate::from_pem(&read("server.pem")).expect("server certificate");
+    let mut identity = read("client.key");
+    identity.extend(read("client.pem"));
+    let identity = reqwest::Identity::from_pem(&identity).expect("client identity");
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let (without, with) = rt.block_on(async {
+        let get = |client: reqwest::Client| {
+            let url = format!("{base}/sim/stats");
+            async move { client.get(url).send().await.map(|r| r.status().as_u16()) }
+        };
+        let anonymous = reqwest::Client::builder()
+            .tls_certs_merge([server.clone()])
+            .build()
+            .expect("client");
+        let identified = reqwest::Client::builder()
+            .tls_certs_merge([server])
+            .identity(identity)
+            .build()
+            .expect("client");
+        (get(anonymous).await, get(identified).await)
+    });
+    assert!(
+        without.is_err(),
+        "a client without a certificate is refused: {without:?}"
+    );
+    assert_eq!(with.expect("a client with a certificate is served"), 200);
+    assert!(sigterm_and_wait(&mut child).success());
+}
+
 /// `kill -KILL`, and waits for the process to be gone.
 fn sigkill(child: &mut std::process::Child) {
     let pid = child.id().to_string();
@@ -843,7 +948,10 @@ fn documents_flowing_through_sigkills_all_end_accepted_once_with_gap_free_number
             .env("KUATIA_RATE_LIMIT_PER_KEY", "1000000")
             .env("KUATIA_WORKERS", "8")
             .env("KUATIA_SIFEN_READ_TIMEOUT_MS", "2000")
-            .env("KUATIA_SIFEN_RETRY_SCALE", "0.001");
+            .env("KUATIA_SIFEN_RETRY_SCALE", "0.001")
+            // Documents submitted together go out in lots; poll them as often as a test can
+            // wait (SIFEN's own guide asks for 10 minutes between polls).
+            .env("KUATIA_SIFEN_LOT_POLL_MS", "300");
         start(cmd)
     };
     let mut service = serve();

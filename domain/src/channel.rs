@@ -13,6 +13,7 @@ use uuid::Uuid;
 use crate::certificate::{CertificateRecord, Check};
 use crate::company::FieldIssue;
 use crate::defaults::{self, Unresolved};
+use crate::document::canonical::DocumentType;
 use crate::ruc::Ruc;
 
 /// Largest document number (seven digits, `dNumDoc`).
@@ -64,7 +65,16 @@ pub struct SifenSettings {
     pub certificate_id: Uuid,
     /// Where the sealed CSC is.
     pub csc_secret_id: Uuid,
+    /// The legal notice every remisión (NRE) carries in `dInfoFisc` (B006; Art. 3 inc. 7
+    /// RG 41/2014). The sources read do not give its wording, so there is no default: without
+    /// it the channel issues every other type, and intake refuses a remisión (`configuration_error`,
+    /// field `configuration.sifen.remision_notice`). Absent from events written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remision_notice: Option<String>,
 }
+
+/// `dInfoFisc` (`tdInfoFisc`): 1 to 3000 characters.
+pub const REMISION_NOTICE_MAX: usize = 3000;
 
 /// The `autoimpresor` object of a channel.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -137,6 +147,29 @@ pub fn csc_issue(csc: &str) -> Option<FieldIssue> {
     })
 }
 
+/// Whether `notice` can be written as `dInfoFisc`: 1 to 3000 characters once trimmed, on one
+/// line (the XSD's `noEmptyString` refuses line breaks, and the DE writer refuses control
+/// characters rather than rewrite them).
+fn remision_notice_issue(notice: &str) -> Option<FieldIssue> {
+    const FIELD: &str = "sifen.remision_notice";
+    let length = notice.trim().chars().count();
+    if !(1..=REMISION_NOTICE_MAX).contains(&length) {
+        Some(issue(
+            FIELD,
+            "invalid_length",
+            format!("remision_notice must have 1 to {REMISION_NOTICE_MAX} characters, not {length}"),
+        ))
+    } else if notice.chars().any(char::is_control) {
+        Some(issue(
+            FIELD,
+            "invalid_format",
+            "remision_notice is one line of text: no line breaks, tabs or other control characters",
+        ))
+    } else {
+        None
+    }
+}
+
 impl EmissionChannel {
     /// Every problem of the record on its own (references are checked by the company).
     pub fn issues(&self) -> Vec<FieldIssue> {
@@ -180,6 +213,9 @@ impl EmissionChannel {
                                 "invalid_csc_id",
                                 "csc_id has 1 to 4 digits and is not zero",
                             ));
+                        }
+                        if let Some(notice) = &s.remision_notice {
+                            issues.extend(remision_notice_issue(notice));
                         }
                     }
                 }
@@ -412,7 +448,33 @@ impl EmissionChannel {
         }
         checks
     }
+
+    /// What a document of `doc_type` needs of this channel beyond [`Self::readiness`], as
+    /// failing checks (none: nothing more). A remisión on `sifen` needs the channel's
+    /// `remision_notice` for `dInfoFisc`; intake refuses it without one, rather than accept a
+    /// document the pipeline could never build.
+    ///
+    /// Kept out of `readiness`, whose checks decide whether the channel is ready at all: a channel
+    /// without the notice issues every other type.
+    pub fn document_checks(&self, doc_type: DocumentType) -> Vec<Check> {
+        match &self.sifen {
+            Some(s) if doc_type == DocumentType::Remision && s.remision_notice.is_none() => {
+                vec![Check::new(
+                    REMISION_NOTICE_CHECK,
+                    false,
+                    "a remisión carries the legal notice of Art. 3 inc. 7 RG 41/2014 in dInfoFisc, and the \
+                     sifen channel has none: set sifen.remision_notice on the channel \
+                     (PATCH /v1/emission-channels/{id})",
+                )]
+            }
+            _ => Vec::new(),
+        }
+    }
 }
+
+/// The name of [`EmissionChannel::document_checks`]'s check of the remisión notice (intake
+/// reports it at `configuration.sifen.remision_notice`).
+pub const REMISION_NOTICE_CHECK: &str = "sifen.remision_notice";
 
 #[cfg(test)]
 mod tests {
@@ -435,6 +497,7 @@ mod tests {
                 csc_id: "1".into(),
                 certificate_id: Uuid::from_u128(5),
                 csc_secret_id: Uuid::from_u128(6),
+                remision_notice: None,
             }),
             autoimpresor: None,
         }
@@ -592,5 +655,57 @@ mod tests {
             failing(&checks),
             vec!["issuance_point", "timbrado", "numbering_range"]
         );
+    }
+    #[test]
+    fn a_remision_notice_is_optional_but_one_line_of_at_most_3000_characters() {
+        let mut c = sifen();
+        c.sifen.as_mut().unwrap().remision_notice = Some("Traslado conforme a la RG 41/2014".into());
+        assert!(c.issues().is_empty());
+        for (notice, code) in [
+            ("   ", "invalid_length"),
+            (&"x".repeat(3001)[..], "invalid_length"),
+            ("Traslado\nconforme", "invalid_format"),
+        ] {
+            c.sifen.as_mut().unwrap().remision_notice = Some(notice.into());
+            let issues = c.issues();
+            assert_eq!(issues.len(), 1, "{notice:?}: {issues:?}");
+            assert_eq!(
+                (issues[0].field.as_str(), issues[0].code),
+                ("sifen.remision_notice", code)
+            );
+        }
+    }
+
+    #[test]
+    fn a_remision_needs_the_notice_and_other_types_do_not() {
+        let without = sifen();
+        let checks = without.document_checks(DocumentType::Remision);
+        assert_eq!(failing(&checks), vec![REMISION_NOTICE_CHECK]);
+        assert!(checks[0].message.contains("RG 41/2014"), "{checks:?}");
+        for other in [
+            DocumentType::Invoice,
+            DocumentType::CreditNote,
+            DocumentType::DebitNote,
+            DocumentType::Autofactura,
+        ] {
+            assert!(without.document_checks(other).is_empty(), "{other:?}");
+        }
+        let mut with = sifen();
+        with.sifen.as_mut().unwrap().remision_notice = Some("Traslado conforme a la RG 41/2014".into());
+        assert!(with.document_checks(DocumentType::Remision).is_empty());
+        // An autoimpresor remisión is printed, not sent to SIFEN: no notice needed.
+        assert!(autoimpresor().document_checks(DocumentType::Remision).is_empty());
+    }
+
+    #[test]
+    fn settings_stored_before_the_notice_existed_still_read() {
+        let mut stored = serde_json::to_value(sifen().sifen.unwrap()).unwrap();
+        assert!(
+            stored.get("remision_notice").is_none(),
+            "absent, not null: {stored}"
+        );
+        stored.as_object_mut().unwrap().remove("remision_notice");
+        let read: SifenSettings = serde_json::from_value(stored).unwrap();
+        assert_eq!(read.remision_notice, None);
     }
 }

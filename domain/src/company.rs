@@ -805,6 +805,7 @@ pub(crate) mod tests {
                 csc_id: "0001".into(),
                 certificate_id: Uuid::from_u128(certificate_id),
                 csc_secret_id: Uuid::from_u128(40),
+                remision_notice: None,
             }),
             autoimpresor: None,
         }

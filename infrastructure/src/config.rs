@@ -133,6 +133,20 @@ pub struct Config {
     /// `KUATIA_SIFEN_RETRY_SCALE`: multiplies the retry schedule of DECISIONS §5 (30 s, 2 min,
     /// …); 1 in production, smaller in tests and simulations. Default 1.
     pub sifen_retry_scale: f64,
+    /// `KUATIA_SIFEN_EXTRA_ROOTS_FILE`: a PEM file of root certificates the SIFEN client trusts
+    /// besides the system's (a simulator's self-signed certificate). Default unset.
+    pub sifen_extra_roots_file: Option<PathBuf>,
+    /// `KUATIA_SIFEN_LOT_WINDOW_MS`: how long a document's first submission waits for others
+    /// being submitted at the same time to share one siRecepLoteDE lot (up to 50); a document
+    /// alone goes at once through siRecepDE. 0: never lots. Default 200.
+    pub sifen_lot_window_ms: u64,
+    /// `KUATIA_SIFEN_LOT_POLL_MS`: from sending a lot to its first poll, and between polls. Default 600 000 (SIFEN's guide: at least 10
+    /// minutes), 1 000 in demo mode (the built-in simulator processes a lot in 2 s).
+    pub sifen_lot_poll_ms: Option<u64>,
+    /// `KUATIA_SANDBOX_SIFEN_URL`: where sandbox previews in `sifen_dev` mode are sent (a SIFEN
+    /// test environment's base URL, `https://sifen-test.set.gov.py`, or a simulator's). Unset: a
+    /// SIFEN simulator started for each preview, which keeps nothing.
+    pub sandbox_sifen_url: Option<String>,
     /// `KUATIA_ARTIFACTS_URL`: where artifacts are stored: unset → `<data_dir>/artifacts`; a
     /// directory (or `file:///dir`); `s3://bucket[/prefix]` for S3-compatible storage.
     pub artifacts_url: Option<String>,
@@ -221,6 +235,10 @@ impl Default for Config {
             sifen_connect_timeout_ms: 15_000,
             sifen_read_timeout_ms: 45_000,
             sifen_retry_scale: 1.0,
+            sifen_extra_roots_file: None,
+            sifen_lot_window_ms: 200,
+            sifen_lot_poll_ms: None,
+            sandbox_sifen_url: None,
             artifacts_url: None,
             artifacts_s3_endpoint: None,
             artifacts_s3_region: "us-east-1".to_owned(),
@@ -278,6 +296,10 @@ impl std::fmt::Debug for Config {
             .field("sifen_connect_timeout_ms", &self.sifen_connect_timeout_ms)
             .field("sifen_read_timeout_ms", &self.sifen_read_timeout_ms)
             .field("sifen_retry_scale", &self.sifen_retry_scale)
+            .field("sifen_extra_roots_file", &self.sifen_extra_roots_file)
+            .field("sifen_lot_window_ms", &self.sifen_lot_window_ms)
+            .field("sifen_lot_poll_ms", &self.sifen_lot_poll_ms)
+            .field("sandbox_sifen_url", &self.sandbox_sifen_url)
             .field("artifacts_url", &self.artifacts_url)
             .field("artifacts_s3_endpoint", &self.artifacts_s3_endpoint)
             .field("artifacts_s3_region", &self.artifacts_s3_region)

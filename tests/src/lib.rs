@@ -116,6 +116,9 @@ impl TestDb {
             master_key: Some(Secret::new(TEST_MASTER_KEY)),
             // The lookup service binds its own port; the tests that need it turn it on.
             lookup_enabled: false,
+            // Lots are polled as soon as the simulator has processed them (2 s), not after
+            // SIFEN's 10 minutes.
+            sifen_lot_poll_ms: Some(250),
             ..Config::default()
         }
     }

@@ -4,12 +4,16 @@
 //! 1. structure — the body is a CanonicalDocumentV1 (`domain::document::canonical::parse`);
 //! 2. routing — company (or the key's), channel, branch and point, defaults resolved
 //!    (`domain::document::routing`);
-//! 3. readiness of the routed channel (`domain::channel`), certificate included;
-//! 4. business validation (`domain::document::validation`).
+//! 3. readiness of the routed channel (`domain::channel`), certificate included, and what the
+//!    document's type needs of it (a remisión on `sifen`: the channel's `remision_notice`);
+//! 4. business validation (`domain::document::validation`), and on `sifen` the rules that need
+//!    the tenant's configuration too (`validation::unnamed_cities`: a city SIFEN's document must
+//!    name and nobody can).
 //!
 //! `POST /v1/documents/validate` answers all of them as `{valid, errors, warnings, routing}`.
-//! `POST /v1/documents` refuses stages 1–3 with 400 (nothing stored) and stores a document that
-//! passed them as `validated` (then `queued`) or `validation_failed`.
+//! `POST /v1/documents` refuses stages 1–3 and the configuration-dependent rules of stage 4 with
+//! 400 (nothing stored), and stores a document that passed them as `validated` (then `queued`)
+//! or `validation_failed`.
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Path, Query, Request, State};
@@ -94,6 +98,16 @@ pub enum Refusal {
         /// Whether the certificate check failed.
         certificate: bool,
     },
+    /// A rule that needs the tenant's configuration is not met (an address whose city nobody
+    /// can name, on `sifen`): the pipeline could never build the document.
+    Unbuildable {
+        /// Routing that was found.
+        routing: Routing,
+        /// Those issues first, then the document's business errors.
+        errors: Vec<Issue>,
+        /// The document's warnings.
+        warnings: Vec<Issue>,
+    },
     /// Something else (not found, permission, store).
     Api(ApiError),
 }
@@ -135,6 +149,11 @@ impl Refusal {
                 format!("the channel is not ready: {}", first_message(&issues)),
             )
             .with_details(json!({ "errors": issues_json(&issues) })),
+            Self::Unbuildable { errors, .. } => ApiError::validation(format!(
+                "the document cannot be issued on this channel: {}",
+                first_message(&errors)
+            ))
+            .with_details(json!({ "errors": issues_json(&errors) })),
             Self::Api(e) => e,
         }
     }
@@ -212,6 +231,34 @@ async fn used_up_range(
     }))
 }
 
+/// The addresses of a sifen document whose city neither the document, nor the issuer, nor the
+/// tenant's configuration names (`unknown_city_name`). The configuration is read only when the
+/// document names a city other than the issuer's without its name.
+async fn unnamed_cities(
+    state: &AppState,
+    tenant: kuatia_domain::tenancy::TenantId,
+    routing: &Routing,
+    company: &CompanyRow,
+    document: &CanonicalDocument,
+) -> Result<Vec<Issue>, Refusal> {
+    use kuatia_domain::sifen::de::cities_to_look_up;
+    // Most documents name no city without its name: no read at all for them (0 is no city).
+    if cities_to_look_up(document, 0).is_empty() {
+        return Ok(Vec::new());
+    }
+    // The issuer's city as the DE writes it (`Issuer::from_config`): the branch's, else the
+    // company's.
+    let branch_city = read::branch(&state.store, tenant, routing.branch_id)
+        .await?
+        .and_then(|b| b.branch.city_code);
+    let issuer_city = branch_city.unwrap_or(company.profile.city_code);
+    if cities_to_look_up(document, issuer_city).is_empty() {
+        return Ok(Vec::new());
+    }
+    let known = read::city_names(&state.store, tenant).await?;
+    Ok(validation::unnamed_cities(document, issuer_city, &known))
+}
+
 /// Runs stages 1–4 on a body.
 pub async fn prepare(state: &AppState, caller: &Caller, body: &[u8]) -> Result<Prepared, Refusal> {
     let value: Value = serde_json::from_slice(body)
@@ -272,7 +319,9 @@ pub async fn prepare(state: &AppState, caller: &Caller, body: &[u8]) -> Result<P
         now,
         today: kuatia_domain::local_time::paraguay_today(now),
     };
-    let (issues, certificate) = readiness_issues(channel.readiness(&ctx));
+    let mut checks = channel.readiness(&ctx);
+    checks.extend(channel.document_checks(document.doc_type));
+    let (issues, certificate) = readiness_issues(checks);
     if !issues.is_empty() {
         return Err(Refusal::NotReady {
             routing,
@@ -318,6 +367,18 @@ pub async fn prepare(state: &AppState, caller: &Caller, body: &[u8]) -> Result<P
             buyer_registry,
         },
     );
+    if routing.channel == ChannelKind::Sifen {
+        let unnamed = unnamed_cities(state, caller.tenant, &routing, &company, &document).await?;
+        if !unnamed.is_empty() {
+            let mut errors = unnamed;
+            errors.extend(validation.errors);
+            return Err(Refusal::Unbuildable {
+                routing,
+                errors,
+                warnings: validation.warnings,
+            });
+        }
+    }
     Ok(Prepared {
         document,
         body: value,
@@ -422,6 +483,16 @@ pub async fn validate_document(
             valid: false,
             errors: issues_json(&issues),
             warnings: none(),
+            routing: Some(routing.into()),
+        },
+        Err(Refusal::Unbuildable {
+            routing,
+            errors,
+            warnings,
+        }) => ValidationResponse {
+            valid: false,
+            errors: issues_json(&errors),
+            warnings: issues_json(&warnings),
             routing: Some(routing.into()),
         },
         Err(Refusal::Api(e)) => return Err(e),
@@ -563,7 +634,7 @@ const ABANDONED_AFTER: chrono::Duration = chrono::Duration::seconds(30);
                  example = json!(canonical::sample_invoice())),
     responses(
         (status = 201, description = "Stored (status queued, or validation_failed with errors)", body = DocumentView),
-        (status = 400, description = "Not a CanonicalDocumentV1 (validation_error), no routing (configuration_error) or certificate not ready (certificate_error); nothing stored", body = ErrorBody),
+        (status = 400, description = "Not a CanonicalDocumentV1 (validation_error), no routing or a channel not ready for the document (configuration_error: e.g. a remisión on a sifen channel without remision_notice), certificate not ready (certificate_error), or (sifen) an address whose city cannot be named (validation_error, unknown_city_name); nothing stored", body = ErrorBody),
         (status = 403, description = "Role not allowed", body = ErrorBody),
         (status = 409, description = "Idempotency-Key used with another body, or still in progress", body = ErrorBody),
         (status = 413, description = "Body too large", body = ErrorBody),

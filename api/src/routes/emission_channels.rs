@@ -69,6 +69,10 @@ pub struct SifenRequest {
     pub csc: Option<String>,
     /// The company's certificate that signs and opens the TLS connection.
     pub certificate_id: Uuid,
+    /// The legal notice a remisión (NRE) carries in `dInfoFisc` (Art. 3 inc. 7 RG 41/2014), 1 to
+    /// 3000 characters on one line. No default: without it a remisión on this channel is refused
+    /// at intake (`configuration_error`); every other type issues. `null` in a PATCH removes it.
+    pub remision_notice: Option<String>,
 }
 
 /// The `autoimpresor` object of a request.
@@ -143,6 +147,8 @@ pub struct SifenView {
     pub csc_configured: bool,
     /// Signing certificate.
     pub certificate_id: Uuid,
+    /// The remisión's legal notice (`dInfoFisc`); null: remisiones are refused on this channel.
+    pub remision_notice: Option<String>,
 }
 
 /// A channel.
@@ -190,6 +196,7 @@ impl From<ChannelRow> for ChannelView {
                 csc_id: s.csc_id,
                 csc_configured: !s.csc_secret_id.is_nil(),
                 certificate_id: s.certificate_id,
+                remision_notice: s.remision_notice,
             }),
             autoimpresor: c.autoimpresor,
             created_at: row.created_at,
@@ -266,6 +273,8 @@ fn channel_from(
             csc_secret_id: existing
                 .and_then(|e| e.sifen.as_ref())
                 .map_or(Uuid::nil(), |e| e.csc_secret_id),
+            // Trimmed as dInfoFisc is written; an empty one is refused by the record's checks.
+            remision_notice: s.remision_notice.map(|n| n.trim().to_owned()),
         }
     });
     let autoimpresor = request.autoimpresor.map(|a| AutoimpresorSettings {
@@ -369,6 +378,7 @@ fn as_request(c: &EmissionChannel) -> Value {
             "timbrado_valid_from": s.timbrado_valid_from,
             "csc_id": s.csc_id,
             "certificate_id": s.certificate_id,
+            "remision_notice": s.remision_notice,
         })),
         "autoimpresor": c.autoimpresor,
     })

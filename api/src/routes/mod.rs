@@ -13,6 +13,7 @@ pub mod identity;
 pub mod metrics;
 pub mod print_settings;
 pub mod printing;
+pub mod sandbox;
 pub mod tenants;
 pub mod webhooks;
 
@@ -69,6 +70,7 @@ pub const PERMISSIONS: &[(&str, &str, Permission)] = &[
         "/v1/documents/{id}/regenerate-pdf",
         printing::REGENERATE_PDF,
     ),
+    ("post", "/v1/sandbox/preview", sandbox::USE_SANDBOX),
     ("get", "/v1/events", events::READ_EVENTS),
     ("get", "/v1/webhooks", webhooks::READ_WEBHOOKS),
     ("post", "/v1/webhooks", webhooks::MANAGE_WEBHOOKS),

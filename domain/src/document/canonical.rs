@@ -216,6 +216,12 @@ pub struct Party {
     /// Extension: SIFEN city code.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub city_code: Option<u32>,
+    /// Extension: the name of `city_code` as SET's geographic table writes it (1–30 characters;
+    /// `dDesCiuRec`, `dDesCiuVen`). Given, it wins; omitted, the name is the issuer's city's or
+    /// one a company or branch of the tenant gives that code, and a sifen document whose city
+    /// none of these names is refused at intake (`unknown_city_name`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub city_name: Option<String>,
     /// Extension: SIFEN department code.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub department_code: Option<u16>,
@@ -775,6 +781,22 @@ mod tests {
                 ("currency".to_owned(), "unsupported_currency".to_owned()),
                 ("items[0].tax_rate".to_owned(), "invalid_tax_rate".to_owned())
             ]
+        );
+    }
+    #[test]
+    fn parties_may_name_their_city() {
+        let doc = from_value(with(
+            &["buyer", "city_name"],
+            serde_json::json!("CIUDAD DEL ESTE"),
+        ))
+        .expect("valid");
+        let buyer = doc.buyer.expect("buyer");
+        assert_eq!(buyer.city_name.as_deref(), Some("CIUDAD DEL ESTE"));
+        let doc = from_value(with(&["seller", "city_name"], serde_json::json!("LUQUE"))).expect("valid");
+        assert_eq!(doc.seller.city_name.as_deref(), Some("LUQUE"));
+        assert_eq!(
+            codes_of(from_value(with(&["buyer", "city_name"], serde_json::json!(182)))),
+            vec![("buyer.city_name".to_owned(), "invalid_type".to_owned())]
         );
     }
 }

@@ -98,6 +98,12 @@ pub mod codes {
     /// A credit or debit note whose CDC is not an invoice's.
     pub const ASSOCIATED_DOCUMENT_NOT_INVOICE: &str = "associated_document_not_invoice";
 
+    // Refused at intake (`validation::unnamed_cities`): 400 `validation_error`, nothing stored.
+
+    /// A sifen document's address in a city whose name neither the document nor the tenant's
+    /// configuration gives.
+    pub const UNKNOWN_CITY_NAME: &str = "unknown_city_name";
+
     // Warnings: they never block.
 
     /// The taxpayer registry does not know the buyer's RUC.
@@ -258,6 +264,11 @@ pub const CATALOGUE: &[(&str, bool, &str)] = &[
         "a credit or debit note whose associated CDC is not an invoice's (rule 2414)",
     ),
     (
+        codes::UNKNOWN_CITY_NAME,
+        true,
+        "(sifen) buyer.city_name / seller.city_name: an address whose city_code is neither the issuer's city nor one a company or branch of the tenant names, without city_name; SIFEN's document writes the city's name, so give it. Refused at intake: 400 validation_error, nothing stored",
+    ),
+    (
         codes::BUYER_RUC_NOT_FOUND,
         false,
         "the taxpayer registry does not know the buyer's RUC",
@@ -293,7 +304,7 @@ pub const CONFIGURATION_CODES: &[(&str, &str)] = &[
     ),
     (
         "configuration_not_ready",
-        "the routed channel is not ready (timbrado validity, numbering range, …); the field names the check",
+        "the routed channel is not ready (timbrado validity, numbering range, …) or lacks what the document's type needs (a remisión on sifen: configuration.sifen.remision_notice); the field names the check",
     ),
     (
         "certificate_not_ready",
@@ -304,6 +315,13 @@ pub const CONFIGURATION_CODES: &[(&str, &str)] = &[
         "autoimpresor, after queuing: the document cannot be printed on its channel's authorization (issue date or today outside the validity dates, or the range exhausted); it ends failed_terminal without a number (field `autoimpresor`, docs/autoimpresor.md)",
     ),
 ];
+
+/// Whether `code` is refused at intake although the body is a CanonicalDocumentV1: a rule that
+/// needs the tenant's configuration (`POST /v1/documents` answers 400 `validation_error`, nothing
+/// stored; the validate endpoint lists it among the errors).
+pub fn is_refused_at_intake(code: &str) -> bool {
+    code == codes::UNKNOWN_CITY_NAME
+}
 
 /// Whether `code` is structural (the body is not a CanonicalDocumentV1).
 pub fn is_structural(code: &str) -> bool {
@@ -330,6 +348,7 @@ mod tests {
     fn kind(code: &str, blocking: bool) -> &'static str {
         match (is_structural(code), blocking) {
             (true, _) => "structural",
+            (false, true) if is_refused_at_intake(code) => "intake",
             (false, true) => "error",
             (false, false) => "warning",
         }
@@ -382,6 +401,8 @@ mod tests {
             );
             assert!(!meaning.is_empty());
             assert!(*blocking || !is_structural(code), "{code}");
+            assert!(*blocking || !is_refused_at_intake(code), "{code}");
+            assert!(!(is_structural(code) && is_refused_at_intake(code)), "{code}");
         }
         let structural = CATALOGUE.iter().filter(|(c, _, _)| is_structural(c)).count();
         assert_eq!(structural, 8, "the structural codes are the parser's");

@@ -165,6 +165,7 @@ mod tests {
                 csc_id: "1".into(),
                 certificate_id: id(90),
                 csc_secret_id: id(91),
+                remision_notice: None,
             }),
             autoimpresor: None,
         }

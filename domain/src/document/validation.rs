@@ -51,6 +51,13 @@
 //!   sent); a non-taxpayer consumer needs document type and number; innominado only for b2c.
 //!   An address, when given or needed, comes with a house number and, in Paraguay, department and
 //!   city codes (rules 1318, 1330, 1324, 1327). Named buyers need a name (dNomRec, 4–255).
+//! - **City names.** SIFEN writes a city's name beside its code (`dDesCiuRec`, `dDesCiuVen`) and
+//!   the sources carry no table of them. A party may give `city_name` (1–30 characters, one
+//!   line); otherwise the name is the issuer's city's or one the tenant's configuration gives the
+//!   code. Whether the configuration knows it is not the document's business alone, so it is not
+//!   in [`validate`]: [`unnamed_cities`] checks it at intake on the `sifen` channel, which
+//!   refuses such a document (400, nothing stored) rather than accept one the pipeline cannot
+//!   build.
 //! - **Associated document.** Either a `cdc` (44 characters, modulo-11 check digit) or all five
 //!   printed fields, never both; notes may only refer to invoices (CDC starting with `01`, rule
 //!   2414). Constancia fields are for autofactura only (rule 2434).
@@ -76,6 +83,7 @@ use crate::channel::{ChannelKind, SifenEnvironment};
 use crate::check_digit::modulo11;
 use crate::local_time;
 use crate::ruc::{Ruc, RucError};
+use crate::sifen::de::{CityNames, cities_to_look_up};
 
 /// What validation needs besides the document; built per request, it lives as long as the call.
 #[derive(Debug, Clone)]
@@ -279,6 +287,8 @@ const TRANSACTION_TYPES: std::ops::RangeInclusive<u8> = 1..=13;
 const DEPARTMENTS: std::ops::RangeInclusive<u16> = 1..=20;
 /// City codes (XSD `tCiudad`: up to 5 digits).
 const CITIES: std::ops::RangeInclusive<u32> = 1..=99_999;
+/// City names (XSD `tDesCiudad`).
+const CITY_NAME_MAX: usize = 30;
 /// cUniMed (XSD `Unidades_Medida_v141`).
 const UNITS: &[u16] = &[
     77, 79, 83, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 102, 103, 104, 108, 109,
@@ -576,6 +586,41 @@ fn address_rules(out: &mut Vec<Issue>, prefix: &str, party: &Party, needed: Opti
             format!("city_code {code} is not a SIFEN city code (1 to 99999)"),
         );
     }
+    if let Some(name) = &party.city_name {
+        text_length(out, &field("city_name"), name, 1, CITY_NAME_MAX);
+        if name.chars().any(char::is_control) {
+            push(
+                out,
+                field("city_name"),
+                codes::INVALID_PATTERN,
+                format!("{prefix}.city_name must be one line of text, without control characters"),
+            );
+        }
+    }
+}
+
+/// The addresses of a `sifen` document whose city nobody can name: neither the party's
+/// `city_name`, nor the issuer's city (`issuer_city`), nor `known` (the names the tenant's
+/// configuration gives city codes). One [`codes::UNKNOWN_CITY_NAME`] issue at `buyer.city_name`
+/// or `seller.city_name` for each; intake refuses the document with them (400, nothing stored),
+/// since the pipeline could not write its `dDesCiuRec` / `dDesCiuVen`. A code outside SIFEN's
+/// range is [`validate`]'s `invalid_code` already and is not repeated here.
+pub fn unnamed_cities(doc: &CanonicalDocument, issuer_city: u32, known: &dyn CityNames) -> Vec<Issue> {
+    cities_to_look_up(doc, issuer_city)
+        .into_iter()
+        .filter(|(_, code)| CITIES.contains(code) && known.city_name(*code).is_none())
+        .map(|(prefix, code)| {
+            Issue::new(
+                format!("{prefix}.city_name"),
+                codes::UNKNOWN_CITY_NAME,
+                format!(
+                    "{prefix}.city_code {code} is neither the issuer's city nor one a company or branch of \
+                     this tenant names, so SIFEN's document cannot name it: give {prefix}.city_name as \
+                     SET's geographic table writes it (1 to {CITY_NAME_MAX} characters)"
+                ),
+            )
+        })
+        .collect()
 }
 
 fn buyer_rules(
@@ -2425,5 +2470,85 @@ mod tests {
                 vec![(format!("items[{k}].tax_amount"), "amount_mismatch".to_owned())]
             );
         }
+    }
+    #[test]
+    fn a_city_name_is_one_line_of_one_to_thirty_characters() {
+        let with_city = |name: &str| {
+            edit(|d| {
+                d["buyer"]["address"] = json!("Ruta 2");
+                d["buyer"]["house_number"] = json!("0");
+                d["buyer"]["department_code"] = json!(11);
+                d["buyer"]["city_code"] = json!(182);
+                d["buyer"]["city_name"] = json!(name);
+            })
+        };
+        valid(with_city("CIUDAD DEL ESTE"));
+        expect(
+            with_city("CIUDAD DEL ESTE, ALTO PARANA, PARAGUAY"),
+            &[("buyer.city_name", "invalid_length")],
+        );
+        expect(with_city("  "), &[("buyer.city_name", "invalid_length")]);
+        expect(
+            with_city("CIUDAD\nDEL ESTE"),
+            &[("buyer.city_name", "invalid_pattern")],
+        );
+        let mut seller = autofactura();
+        seller["seller"]["city_name"] = json!("x".repeat(31));
+        expect(seller, &[("seller.city_name", "invalid_length")]);
+    }
+
+    fn unnamed(doc: Value, issuer_city: u32, known: &[(u32, &str)]) -> Vec<(String, String)> {
+        let doc = canonical::from_value(doc).expect("structurally valid");
+        let known: std::collections::BTreeMap<u32, String> =
+            known.iter().map(|(c, n)| (*c, (*n).to_owned())).collect();
+        unnamed_cities(&doc, issuer_city, &known)
+            .into_iter()
+            .map(|i| (i.field, i.code))
+            .collect()
+    }
+
+    #[test]
+    fn a_city_nobody_names_is_refused_at_buyer_or_seller_city_name() {
+        let buyer_in = |code: u32, name: Option<&str>| {
+            edit(|d| {
+                d["buyer"]["address"] = json!("Ruta 2");
+                d["buyer"]["house_number"] = json!("0");
+                d["buyer"]["department_code"] = json!(11);
+                d["buyer"]["city_code"] = json!(code);
+                if let Some(name) = name {
+                    d["buyer"]["city_name"] = json!(name);
+                }
+            })
+        };
+        let refused = vec![("buyer.city_name".to_owned(), "unknown_city_name".to_owned())];
+        // Nobody names 182: refused, with a message that says what to give.
+        assert_eq!(unnamed(buyer_in(182, None), 1, &[]), refused);
+        let doc = canonical::from_value(buyer_in(182, None)).expect("valid");
+        let issue = &unnamed_cities(&doc, 1, &crate::sifen::de::NoCityNames)[0];
+        assert!(
+            issue.message.contains("182") && issue.message.contains("give buyer.city_name"),
+            "{issue:?}"
+        );
+        // The document, the issuer or the tenant's configuration names it.
+        assert!(unnamed(buyer_in(182, Some("CIUDAD DEL ESTE")), 1, &[]).is_empty());
+        assert!(unnamed(buyer_in(182, None), 182, &[]).is_empty());
+        assert!(unnamed(buyer_in(182, None), 1, &[(182, "CIUDAD DEL ESTE")]).is_empty());
+        // An invalid code is validate's invalid_code, not repeated here.
+        assert!(unnamed(buyer_in(100_000, None), 1, &[]).is_empty());
+        // An autofactura's seller, a remisión's buyer.
+        assert_eq!(
+            unnamed(autofactura(), 1, &[]),
+            vec![("seller.city_name".to_owned(), "unknown_city_name".to_owned())]
+        );
+        assert!(unnamed(autofactura(), 1, &[(182, "CIUDAD DEL ESTE")]).is_empty());
+        let mut far = remision();
+        far["buyer"]["city_code"] = json!(182);
+        assert_eq!(unnamed(far, 1, &[]), refused);
+        // A business rule of its own: validate knows nothing of the configuration.
+        valid(buyer_in(182, None));
+        assert_eq!(codes::UNKNOWN_CITY_NAME, "unknown_city_name");
+        assert!(super::super::issues::is_refused_at_intake(
+            codes::UNKNOWN_CITY_NAME
+        ));
     }
 }

@@ -36,11 +36,18 @@
 //!   uses 0 for both totals. Its transport data come from the canonical `transport` object, whose
 //!   keys this module defines ([`TRANSPORT_KEYS`]); departure is the issuer's address and
 //!   delivery the buyer's. `dInfoFisc` carries the issuer's configured legal notice
-//!   ([`Issuer::remision_notice`]): the exact wording of Art. 3 inc. 7 RG 41/2014 is not in the
-//!   sources read, so none is invented.
+//!   ([`Issuer::remision_notice`], the sifen channel's `remision_notice`): the exact wording of
+//!   Art. 3 inc. 7 RG 41/2014 is not in the sources read, so none is invented and there is no
+//!   default. Intake refuses a remisión on a channel without one
+//!   ([`crate::channel::EmissionChannel::document_checks`]).
 //! - **Descriptions come from codes**, never from configuration, where the XSD lists them
 //!   (department names, units, countries, every `dDes*` literal). City and district names have no
-//!   table in the sources: the issuer's come from its configuration, others from [`CityNames`].
+//!   table in the sources: the issuer's come from its configuration. Another city (a buyer's, an
+//!   autofactura seller's) is named, in this order, by the party's own `city_name` (a canonical
+//!   extension), by the issuer's city when the codes match, then by [`CityNames`] (the pipeline's
+//!   knows every city the tenant's companies and branches name). [`cities_to_look_up`] lists the
+//!   cities that need the lookup, so intake can refuse a document none of these can name
+//!   (`unknown_city_name`) instead of accepting one the pipeline cannot build.
 //! - **Strictness**: anything the XSD would refuse is a typed [`DeError`] naming the field, never
 //!   a panic and never a silently dropped value.
 
@@ -176,7 +183,7 @@ impl Issuer {
             establishment: branch.code.clone(),
             point: point.code.clone(),
             environment: sifen.environment,
-            remision_notice: None,
+            remision_notice: sifen.remision_notice.clone(),
         }
     }
 
@@ -938,19 +945,52 @@ fn city_code(field: &str, code: u32) -> Result<(), DeError> {
     }
 }
 
-/// A city's name: the lookup's, else `own` (the issuer's city) when the codes match.
+/// The name of `party`'s city `code` (`prefix` is `buyer` or `seller`): the party's own
+/// `city_name`, else `own` (the issuer's city) when the codes match, else the lookup's. The
+/// issuer's name comes before the lookup's so that one code is named one way in one document.
 fn city_name(
-    field: &str,
+    prefix: &str,
+    party: &Party,
     code: u32,
     own: Option<(u32, &str)>,
     cities: &dyn CityNames,
 ) -> Result<String, DeError> {
-    city_code(field, code)?;
-    let name = cities
-        .city_name(code)
-        .or_else(|| own.filter(|(c, _)| *c == code).map(|(_, n)| n.to_owned()))
-        .ok_or_else(|| unknown(field, code, "known city names"))?;
-    Ok(text(field, &name, 1, 30)?.to_owned())
+    city_code(&format!("{prefix}.city_code"), code)?;
+    let field = format!("{prefix}.city_name");
+    let name = match &party.city_name {
+        Some(given) => given.clone(),
+        None => own
+            .filter(|(c, _)| *c == code)
+            .map(|(_, n)| n.to_owned())
+            .or_else(|| cities.city_name(code))
+            .ok_or_else(|| unknown(&field, code, "known city names"))?,
+    };
+    Ok(text(&field, &name, 1, 30)?.to_owned())
+}
+
+/// The cities the DE of `doc` names through a [`CityNames`] lookup: `(party, city code)` for each
+/// address the DE writes (a domestic buyer's, an autofactura seller's) whose party gives a
+/// city code but no `city_name`, and whose city is not the issuer's (`issuer_city`). Empty: the
+/// document needs no lookup. Intake refuses the cities nobody can name; the pipeline reads the
+/// tenant's names only when this is not empty.
+pub fn cities_to_look_up(doc: &CanonicalDocument, issuer_city: u32) -> Vec<(&'static str, u32)> {
+    let party = match doc.doc_type {
+        DocumentType::Receipt => None,
+        // The receiver is the issuer itself; the seller's address is written (gCamAE).
+        DocumentType::Autofactura => Some(("seller", &doc.seller)),
+        // A foreign buyer's address has no city (rules 1324-1327): not written.
+        _ => doc
+            .buyer
+            .as_ref()
+            .filter(|b| operation_type(b) != OperationType::Foreign)
+            .map(|b| ("buyer", b)),
+    };
+    party
+        .filter(|(_, p)| p.address.is_some() && p.city_name.is_none())
+        .and_then(|(prefix, p)| p.city_code.map(|code| (prefix, code)))
+        .filter(|(_, code)| *code != issuer_city)
+        .into_iter()
+        .collect()
 }
 
 /// A domestic address: street, number, department and city (with their names).
@@ -993,7 +1033,7 @@ fn party_address(
         department: code,
         department_name: department(&field("department_code"), code)?,
         city,
-        city_name: city_name(&field("city_code"), city, own, cities)?,
+        city_name: city_name(prefix, party, city, own, cities)?,
     }))
 }
 
@@ -2698,7 +2738,7 @@ mod tests {
         assert_eq!(
             elsewhere,
             Err(DeError::UnknownCode {
-                field: "buyer.city_code".into(),
+                field: "buyer.city_name".into(),
                 code: "182".into(),
                 list: "known city names"
             })
@@ -2997,6 +3037,133 @@ mod tests {
         assert!(matches!(build(&doc(unit)), Err(DeError::UnknownCode { .. })));
     }
 
+    fn build_with_cities(document: &CanonicalDocument, cities: &dyn CityNames) -> Result<BuiltDe, DeError> {
+        build_rde(&DeInput {
+            document,
+            issuer: &issuer(),
+            number: 1,
+            security_code: "123456789",
+            signed_at: at("2026-03-02T10:20:00"),
+            cities,
+        })
+    }
+
+    fn buyer_in(city_code: u32, city_name: Option<&str>) -> Value {
+        let mut value = sample_invoice();
+        value["buyer"] = json!({"legal_name": "Carlos Ruiz", "document_type": "ci",
+            "document_number": "1", "address": "Ruta 2", "house_number": "0",
+            "department_code": 11, "city_code": city_code});
+        if let Some(name) = city_name {
+            value["buyer"]["city_name"] = json!(name);
+        }
+        value
+    }
+
+    #[test]
+    fn a_party_names_its_city_and_its_name_wins() {
+        let mut cities = BTreeMap::new();
+        cities.insert(182u32, "C. DEL ESTE".to_owned());
+        cities.insert(1u32, "ASUNCION".to_owned());
+        // Given: it wins over the lookup.
+        let given = build_with_cities(&doc(buyer_in(182, Some("CIUDAD DEL ESTE"))), &cities).expect("given");
+        assert!(
+            given
+                .xml
+                .contains("<cCiuRec>182</cCiuRec><dDesCiuRec>CIUDAD DEL ESTE</dDesCiuRec>"),
+            "{}",
+            given.xml
+        );
+        // Not given: the lookup names it; and nobody knows it without one.
+        let looked_up = build_with_cities(&doc(buyer_in(182, None)), &cities).expect("looked up");
+        assert!(looked_up.xml.contains("<dDesCiuRec>C. DEL ESTE</dDesCiuRec>"));
+        assert!(matches!(
+            build_with_cities(&doc(buyer_in(182, None)), &NoCityNames),
+            Err(DeError::UnknownCode { field, .. }) if field == "buyer.city_name"
+        ));
+        assert!(
+            build_with_cities(&doc(buyer_in(182, Some("CIUDAD DEL ESTE"))), &NoCityNames).is_ok(),
+            "a given name needs no lookup"
+        );
+        // The issuer's city keeps the issuer's name, whatever the lookup says of its code.
+        let own = build_with_cities(&doc(buyer_in(1, None)), &cities).expect("own city");
+        assert!(
+            own.xml
+                .contains("<cCiuRec>1</cCiuRec><dDesCiuRec>ASUNCION (DISTRITO)</dDesCiuRec>")
+        );
+        // A given name is checked as the XSD would (tDesCiudad: 1-30 characters, one line).
+        for bad in [
+            "CIUDAD DEL ESTE, ALTO PARANA, PARAGUAY",
+            "   ",
+            "CIUDAD\nDEL ESTE",
+        ] {
+            assert!(
+                matches!(
+                    build_with_cities(&doc(buyer_in(182, Some(bad))), &NoCityNames),
+                    Err(DeError::Invalid { field, .. }) if field == "buyer.city_name"
+                ),
+                "{bad:?}"
+            );
+        }
+        // A remisión delivers to the named city (gCamEnt) too.
+        let mut value = remision();
+        value["buyer"]["city_code"] = json!(182);
+        value["buyer"]["department_code"] = json!(11);
+        value["buyer"]["city_name"] = json!("CIUDAD DEL ESTE");
+        let built = build(&doc(value)).expect("remisión elsewhere");
+        assert!(
+            built
+                .xml
+                .contains("<cCiuEnt>182</cCiuEnt><dDesCiuEnt>CIUDAD DEL ESTE</dDesCiuEnt>")
+        );
+    }
+
+    #[test]
+    fn an_autofactura_seller_elsewhere_is_named_by_its_city_name() {
+        let mut value = autofactura();
+        value["seller"]["department_code"] = json!(11);
+        value["seller"]["city_code"] = json!(182);
+        assert!(matches!(
+            build(&doc(value.clone())),
+            Err(DeError::UnknownCode { field, .. }) if field == "seller.city_name"
+        ));
+        value["seller"]["city_name"] = json!("CIUDAD DEL ESTE");
+        let built = build(&doc(value)).expect("named");
+        assert!(
+            built
+                .xml
+                .contains("<cCiuVen>182</cCiuVen><dDesCiuVen>CIUDAD DEL ESTE</dDesCiuVen>")
+        );
+        assert!(
+            built
+                .xml
+                .contains("<cCiuProv>182</cCiuProv><dDesCiuProv>CIUDAD DEL ESTE</dDesCiuProv>")
+        );
+    }
+
+    #[test]
+    fn only_unnamed_cities_other_than_the_issuers_are_looked_up() {
+        let of = |value: Value| cities_to_look_up(&doc(value), 1);
+        assert_eq!(of(buyer_in(182, None)), vec![("buyer", 182)]);
+        assert!(of(buyer_in(182, Some("CIUDAD DEL ESTE"))).is_empty(), "named");
+        assert!(of(buyer_in(1, None)).is_empty(), "the issuer's city");
+        assert!(of(sample_invoice()).is_empty(), "no address");
+        let mut foreign = sample_invoice();
+        foreign["buyer"] = json!({"legal_name": "ACME Inc.", "operation_type": "foreign",
+            "country": "USA", "address": "5th Avenue", "house_number": "100", "city_code": 182});
+        assert!(of(foreign).is_empty(), "a foreign address has no city in the DE");
+        let mut value = autofactura();
+        value["seller"]["city_code"] = json!(182);
+        assert_eq!(of(value.clone()), vec![("seller", 182)]);
+        // An autofactura's buyer is the issuer: its address is not written.
+        value["seller"]["city_code"] = json!(1);
+        value["buyer"] = json!({"ruc": "80069563-1", "address": "Calle 1", "house_number": "0",
+            "department_code": 11, "city_code": 182});
+        assert!(of(value).is_empty());
+        let mut value = remision();
+        value["buyer"]["city_code"] = json!(182);
+        assert_eq!(of(value), vec![("buyer", 182)]);
+    }
+
     #[test]
     fn the_issuer_comes_from_company_branch_point_and_channel() {
         let company = CompanyProfile {
@@ -3042,9 +3209,36 @@ mod tests {
             csc_id: "1".into(),
             certificate_id: uuid::Uuid::nil(),
             csc_secret_id: uuid::Uuid::nil(),
+            remision_notice: Some("Traslado conforme a la RG 41/2014".into()),
         };
         let ruc = Ruc::parse("80069563-1").expect("ruc");
         let issuer = Issuer::from_config(&ruc, &company, &branch, &point, &sifen);
+        assert_eq!(
+            issuer.remision_notice.as_deref(),
+            Some("Traslado conforme a la RG 41/2014"),
+            "the channel's notice reaches dInfoFisc"
+        );
+        // Delivered in the branch's own city (Luque), which the issuer names.
+        let mut delivered = remision();
+        delivered["buyer"]["city_code"] = json!(2);
+        let remision = build_with(&doc(delivered), &issuer, 1, "123456789", "2026-03-02T10:20:00")
+            .expect("a remisión of a channel with its notice");
+        assert!(
+            remision
+                .xml
+                .contains("<dInfoFisc>Traslado conforme a la RG 41/2014</dInfoFisc>")
+        );
+        let silent = Issuer::from_config(
+            &ruc,
+            &company,
+            &branch,
+            &point,
+            &SifenSettings {
+                remision_notice: None,
+                ..sifen.clone()
+            },
+        );
+        assert_eq!(silent.remision_notice, None);
         assert_eq!(
             (issuer.establishment.as_str(), issuer.point.as_str()),
             ("002", "003")

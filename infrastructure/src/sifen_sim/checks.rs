@@ -93,8 +93,9 @@ fn pad(value: &str, width: usize) -> String {
 }
 
 /// The RUC (`80069563-1`) written in a certificate's subject serialNumber (legal persons) or
-/// in a directory name of its subjectAltName (natural persons): MT §7.5.
-fn certificate_ruc(der: &[u8]) -> Result<Option<String>, ()> {
+/// in a directory name of its subjectAltName (natural persons): MT §7.5. Also the RUC of a TLS
+/// client certificate (MT §12.2.1, AA07).
+pub(super) fn certificate_ruc(der: &[u8]) -> Result<Option<String>, ()> {
     use x509_parser::prelude::{FromDer, GeneralName, X509Certificate, X509Name};
     fn in_name(name: &X509Name<'_>) -> Option<String> {
         name.iter_by_oid(&x509_parser::oid_registry::OID_X509_SERIALNUMBER)
@@ -165,6 +166,10 @@ pub fn check_de(rde_text: &str, config: &SimConfig, now: DateTime<Utc>) -> Resul
     }
     if root.any_prefix_outside("Signature") {
         return Err(Code::new("0106", "Utilizado prefijo en el namespace"));
+    }
+    // The schema, before any rule of the manual: lengths, patterns, order, mandatory elements.
+    if let Some(dir) = &config.xsd_dir {
+        super::xsd::validate(dir, super::xsd::DE_SCHEMA, text)?;
     }
     let de = root.child("DE").ok_or_else(|| malformed("falta DE"))?;
     let cdc = de.attr("Id").unwrap_or_default().to_owned();

@@ -4,8 +4,25 @@
 //! as SIFEN would. Faults can be injected to exercise retries and reconciliation.
 //!
 //! Start reading at [`Simulator`]; [`serve`] runs one on a listener, [`start`] spawns one for
-//! tests. The checks are in `checks.rs`, the memory and the rules of lots and events in
-//! `state.rs`, the answers' XML in `respond.rs`, the fault syntax in `faults.rs`.
+//! tests ([`start_tls`] over HTTPS). The checks are in `checks.rs`, the schema validation in
+//! `xsd.rs`, the memory and the rules of lots and events in `state.rs`, the answers' XML in
+//! `respond.rs`, the fault syntax in `faults.rs`, HTTPS and client certificates in `tls.rs`.
+//!
+//! Transport: plain HTTP by default; HTTPS (TLS 1.2, like SIFEN) with a [`SimTls`]: a server
+//! certificate (`--tls-cert`/`--tls-key`, or [`ServerCertificate::self_signed`] in tests) and
+//! client certificates asked for and accepted whatever they are ([`ClientAuth::Optional`]),
+//! required but self-signed welcome (`--require-client-cert`, [`ClientAuth::Required`]), or
+//! required and verified against a CA (`--client-ca`, [`ClientAuth::RequiredFromCa`]). A
+//! refused certificate ends the handshake (counted in `handshakes_refused`). When certificates
+//! are required, one without a RUC (serialNumber `RUC80069563-1`, read like the signer's) is
+//! answered with 0007 (MT §12.2.1, AA07). The RUC of the client certificate is recorded with
+//! each approval (`transmitters` in the stats); one that is not the issuer's is counted
+//! (`foreign_transmissions`) but not refused, since SIFEN has no code for it.
+//!
+//! Schema: with [`SimConfig::xsd_dir`] (`--xsd-dir`, `SIFEN_XSD_DIR`) each `rDE` is validated
+//! against `siRecepDE_v150.xsd` and each event group against `siRecepEvento_v150.xsd` with
+//! xmllint before any other rule but the namespace and prefix ones; a failure is 0160
+//! "XML malformado: [<xmllint's complaint>]", as SIFEN answers schema failures today.
 //!
 //! Besides the SOAP endpoints it serves, for tests and operators:
 //! - `GET /sim/stats`: [`SimStats`] as JSON (approvals per CDC, counters).
@@ -13,25 +30,30 @@
 //!   for the next matching requests (`service` optional); `DELETE /sim/faults` clears the queue.
 //! - `POST /sim/reset`: forget everything (documents, lots, counters, queued faults).
 //!
-//! What it does not do yet: XSD validation, certificate chains and revocation (self-signed
-//! certificates are accepted; the signer's RUC is checked), TLS and client certificates (plain
-//! HTTP only), registry checks (timbrado, RUC state, activities).
+//! What it does not do yet: chains and revocation of the signing certificate (self-signed
+//! certificates are accepted; the signer's RUC is checked), revocation and the validity dates
+//! of TLS client certificates outside `--client-ca` (codes 0002–0006), the 1000 KB message
+//! limits (0200, 0270), registry checks (timbrado, RUC state, activities, 0183).
 
 mod checks;
 mod dsig;
 mod faults;
 mod respond;
 mod state;
+mod tls;
+mod xsd;
 
 pub use checks::Code;
 pub use faults::{FAULT_HEADER, FaultAction, FaultSpec};
 pub use state::{Counters, SimStats};
+pub use tls::{ClientAuth, ServerCertificate, SimTls, TlsListener, TlsPeer};
 
 use crate::sifen_soap::xml::{self, Element};
 use crate::sifen_soap::{Service, codes};
+use axum::Extension;
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, State as AxumState};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, State as AxumState};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -143,6 +165,9 @@ pub struct SimConfig {
     pub sync_enabled: bool,
     /// Keep the state in this JSON file (read at start, rewritten after each change).
     pub state_file: Option<PathBuf>,
+    /// Validate each `rDE` and event group against SIFEN's v150 schemas in this folder
+    /// (`siRecepDE_v150.xsd`, `siRecepEvento_v150.xsd`) with xmllint; off when `None`.
+    pub xsd_dir: Option<PathBuf>,
 }
 
 impl Default for SimConfig {
@@ -163,6 +188,7 @@ impl Default for SimConfig {
             check_dates: true,
             sync_enabled: true,
             state_file: None,
+            xsd_dir: None,
         }
     }
 }
@@ -184,6 +210,9 @@ pub enum SimError {
     /// Binding or serving failed.
     #[error("the simulator's listener: {0}")]
     Io(#[from] std::io::Error),
+    /// The TLS configuration (certificates, keys) is unusable.
+    #[error("the simulator's TLS: {0}")]
+    Tls(String),
 }
 
 struct Queued {
@@ -286,6 +315,9 @@ impl Simulator {
                 )));
             }
         }
+        if let Some(dir) = &config.xsd_dir {
+            xsd::check_setup(dir)?;
+        }
         let state = match &config.state_file {
             Some(path) => match std::fs::read(path) {
                 Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| SimError::StateFile {
@@ -360,8 +392,12 @@ impl Simulator {
             router = router.route(
                 service.path(),
                 post(
-                    move |AxumState(sim): AxumState<Simulator>, headers: HeaderMap, body: Bytes| async move {
-                        sim.soap(service, &headers, &body).await
+                    move |AxumState(sim): AxumState<Simulator>,
+                          peer: Option<Extension<ConnectInfo<TlsPeer>>>,
+                          headers: HeaderMap,
+                          body: Bytes| async move {
+                        let peer = peer.map(|Extension(ConnectInfo(peer))| peer);
+                        sim.soap(service, &headers, body, peer.as_ref()).await
                     },
                 ),
             );
@@ -461,7 +497,13 @@ impl Simulator {
         html_response(StatusCode::GATEWAY_TIMEOUT, "504 Gateway Timeout")
     }
 
-    async fn soap(&self, service: Service, headers: &HeaderMap, body: &[u8]) -> Response {
+    async fn soap(
+        &self,
+        service: Service,
+        headers: &HeaderMap,
+        body: Bytes,
+        peer: Option<&TlsPeer>,
+    ) -> Response {
         let header = match headers
             .get(FAULT_HEADER)
             .map(|v| v.to_str().map(str::parse::<FaultSpec>))
@@ -515,15 +557,49 @@ impl Simulator {
             Some(FaultAction::Timeout) => return self.withhold().await,
             _ => {}
         }
-        let (status, xml) = self.answer(service, body, fault.action == Some(FaultAction::LotNotQueued));
+        // The client certificate's RUC (MT §12.2.1): required to be there when client
+        // certificates are (AA07), recorded with what it sends.
+        let transmitter = peer.and_then(|p| {
+            p.certificate
+                .as_deref()
+                .and_then(|der| checks::certificate_ruc(der).ok().flatten())
+        });
+        if peer.is_some_and(|p| p.client_auth_required) && transmitter.is_none() {
+            let code = Code::new(
+                "0007",
+                "No existe la extensión del RUC del emisor en el certificado",
+            );
+            return soap_response(StatusCode::OK, coded_answer(service, &code));
+        }
+        // Judging a DE runs xmllint and verifies RSA signatures: off the async workers.
+        let sim = self.clone();
+        let lot_not_queued = fault.action == Some(FaultAction::LotNotQueued);
+        let answered = tokio::task::spawn_blocking(move || {
+            sim.answer(service, &body, lot_not_queued, transmitter.as_deref())
+        })
+        .await;
+        let (status, xml) = match answered {
+            Ok(answer) => answer,
+            Err(e) => {
+                tracing::error!(error = %e, "the SIFEN simulator failed while answering");
+                return html_response(StatusCode::INTERNAL_SERVER_ERROR, "500 Internal Server Error");
+            }
+        };
         if fault.action == Some(FaultAction::Drop) {
             return self.withhold().await;
         }
         soap_response(status, xml)
     }
 
-    /// Reads a request and answers it (processing and recording what it must).
-    fn answer(&self, service: Service, body: &[u8], lot_not_queued: bool) -> (StatusCode, String) {
+    /// Reads a request and answers it (processing and recording what it must). `transmitter`
+    /// is the RUC of the TLS client certificate, when there is one.
+    fn answer(
+        &self,
+        service: Service,
+        body: &[u8],
+        lot_not_queued: bool,
+        transmitter: Option<&str>,
+    ) -> (StatusCode, String) {
         let now = Utc::now();
         let Ok(text) = std::str::from_utf8(body) else {
             return (
@@ -565,7 +641,7 @@ impl Simulator {
                     return (StatusCode::OK, coded_answer(service, &code));
                 }
                 let mut state = lock(&self.inner.state);
-                let outcome = state.process_de(&text[rde.outer.clone()], config, now);
+                let outcome = state.process_de_from(&text[rde.outer.clone()], transmitter, config, now);
                 self.persist(&state);
                 respond::recep_de(now, &outcome)
             }
@@ -577,7 +653,7 @@ impl Simulator {
                 }
                 let xde = payload.child_text("xDE").unwrap_or_default();
                 let mut state = lock(&self.inner.state);
-                let (code, lot) = state.receive_lot(xde, config, now);
+                let (code, lot) = state.receive_lot_from(xde, transmitter, config, now);
                 self.persist(&state);
                 let lot = lot.map(|n| n.to_string());
                 respond::recep_lote(
@@ -618,6 +694,12 @@ impl Simulator {
                         coded_answer(service, &malformed("falta dEvReg/gGroupGesEve")),
                     );
                 };
+                if let Some(dir) = &config.xsd_dir
+                    && let Err(code) = xsd::validate(dir, xsd::EVENT_SCHEMA, &text[group.outer.clone()])
+                {
+                    lock(&self.inner.state).counters.events_rejected += 1;
+                    return (StatusCode::OK, coded_answer(service, &code));
+                }
                 let mut state = lock(&self.inner.state);
                 let answers = state.receive_events(&root, group, text, config, now);
                 self.persist(&state);
@@ -687,6 +769,30 @@ pub async fn serve_with_shutdown(
         .await
 }
 
+/// [`serve_with_shutdown`] over HTTPS: each connection on `listener` is TLS-terminated with
+/// `tls` first, and its client certificate reaches the checks.
+pub async fn serve_tls_with_shutdown(
+    listener: tokio::net::TcpListener,
+    simulator: Simulator,
+    tls: SimTls,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let closer = simulator.clone();
+    let shutdown = async move {
+        shutdown.await;
+        closer.close();
+    };
+    let listener = TlsListener::new(listener, &tls, &simulator)?;
+    axum::serve(
+        listener,
+        simulator
+            .router()
+            .into_make_service_with_connect_info::<TlsPeer>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await
+}
+
 /// Serves a simulator with `config` on `listener`, forever.
 pub async fn serve(listener: tokio::net::TcpListener, config: SimConfig) -> Result<(), SimError> {
     let simulator = Simulator::new(config)?;
@@ -702,12 +808,13 @@ pub struct RunningSimulator {
     /// Its handle, for stats and fault injection in-process.
     pub simulator: Simulator,
     task: tokio::task::JoinHandle<()>,
+    scheme: &'static str,
 }
 
 impl RunningSimulator {
-    /// `http://ADDR`, the base URL to give `SifenClient`.
+    /// `http://ADDR` (`https://ADDR` from [`start_tls`]), the base URL to give `SifenClient`.
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("{}://{}", self.scheme, self.addr)
     }
 }
 
@@ -734,6 +841,30 @@ pub async fn start(addr: &str, config: SimConfig) -> Result<RunningSimulator, Si
         addr,
         simulator,
         task,
+        scheme: "http",
+    })
+}
+
+/// [`start`] over HTTPS with `tls` (e.g. [`ServerCertificate::self_signed`]`(&["127.0.0.1"])`
+/// and its [`ServerCertificate::tls`]); [`RunningSimulator::base_url`] is then `https://ADDR`.
+pub async fn start_tls(addr: &str, config: SimConfig, tls: SimTls) -> Result<RunningSimulator, SimError> {
+    let simulator = Simulator::new(config)?;
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let addr = listener.local_addr()?;
+    let listener = TlsListener::new(listener, &tls, &simulator)?;
+    let service = simulator
+        .router()
+        .into_make_service_with_connect_info::<TlsPeer>();
+    let task = tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, service).await {
+            tracing::error!(error = %e, "the SIFEN simulator stopped");
+        }
+    });
+    Ok(RunningSimulator {
+        addr,
+        simulator,
+        task,
+        scheme: "https",
     })
 }
 
@@ -786,12 +917,12 @@ mod tests {
         let (cdc, rde) = checks::tests::rde(1, 1, Utc::now());
         let sim = Simulator::new(config.clone()).unwrap();
         let request = messages::recep_de(1, &rde).unwrap();
-        let (_, answer) = sim.answer(Service::RecepDe, request.as_bytes(), false);
+        let (_, answer) = sim.answer(Service::RecepDe, request.as_bytes(), false, None);
         assert!(answer.contains("0260"), "{answer}");
         drop(sim);
         let again = Simulator::new(config).unwrap();
         assert_eq!(again.stats().approvals.get(&cdc), Some(&1));
-        let (_, answer) = again.answer(Service::RecepDe, request.as_bytes(), false);
+        let (_, answer) = again.answer(Service::RecepDe, request.as_bytes(), false, None);
         assert!(answer.contains("1001"), "{answer}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -799,14 +930,14 @@ mod tests {
     #[test]
     fn requests_that_are_not_soap_get_a_fault_and_wrong_payloads_a_0160() {
         let sim = Simulator::new(SimConfig::default()).unwrap();
-        let (status, answer) = sim.answer(Service::ConsDe, b"<html/>", false);
+        let (status, answer) = sim.answer(Service::ConsDe, b"<html/>", false, None);
         assert_eq!(status, StatusCode::BAD_REQUEST);
         assert!(matches!(
             messages::parse_cons_de(400, answer.as_bytes()),
             Err(crate::sifen_soap::SoapError::Fault { .. })
         ));
         let wrong = messages::cons_ruc(1, "80069563").unwrap();
-        let (_, answer) = sim.answer(Service::ConsDe, wrong.as_bytes(), false);
+        let (_, answer) = sim.answer(Service::ConsDe, wrong.as_bytes(), false, None);
         assert_eq!(
             messages::parse_cons_de(200, answer.as_bytes()).unwrap().code,
             "0160"

@@ -44,6 +44,9 @@ pub struct StoredDe {
     pub events: Vec<String>,
     /// Whether a cancellation was registered.
     pub cancelled: bool,
+    /// The RUC of the TLS client certificate it came with (`80069563-1`), when there was one.
+    #[serde(default)]
+    pub transmitter: Option<String>,
 }
 
 impl StoredDe {
@@ -67,6 +70,9 @@ pub struct Lot {
     pub mixed_types: bool,
     /// Per-DE outcomes, once processed.
     pub results: Option<Vec<Outcome>>,
+    /// The RUC of the TLS client certificate it came with, when there was one.
+    #[serde(default)]
+    pub transmitter: Option<String>,
 }
 
 /// An inutilised range.
@@ -112,6 +118,12 @@ pub struct Counters {
     pub faults: BTreeMap<String, u64>,
     /// Answers withheld (`drop` and `timeout`).
     pub withheld: u64,
+    /// TLS handshakes refused or abandoned (no client certificate when one is required, one
+    /// the client CA did not sign, a plain-HTTP client…).
+    pub handshakes_refused: u64,
+    /// DEs approved that came with a TLS client certificate naming another RUC than their
+    /// issuer (SIFEN has no code for it; recorded, not refused).
+    pub foreign_transmissions: u64,
 }
 
 /// The statistics document.
@@ -127,6 +139,9 @@ pub struct SimStats {
     pub documents: usize,
     /// Lots still processing.
     pub lots_processing: usize,
+    /// For each approved DE that came over TLS with a client certificate, that certificate's
+    /// RUC (CDC → `80069563-1`).
+    pub transmitters: BTreeMap<String, String>,
 }
 
 /// All the simulator remembers. Serialised as a whole to the state file.
@@ -181,6 +196,12 @@ impl State {
             totals: self.counters.clone(),
             documents: self.documents.len(),
             lots_processing: self.lots.values().filter(|l| l.results.is_none()).count(),
+            transmitters: self
+                .documents
+                .iter()
+                .filter(|(_, d)| d.is_approved())
+                .filter_map(|(cdc, d)| Some((cdc.clone(), d.transmitter.clone()?)))
+                .collect(),
         }
     }
 
@@ -203,8 +224,22 @@ impl State {
         })
     }
 
-    /// Judges one `rDE` and records the outcome: the heart of siRecepDE and of lot processing.
+    /// [`State::process_de_from`] without a TLS client certificate.
+    #[cfg(test)]
     pub fn process_de(&mut self, rde: &str, config: &SimConfig, now: DateTime<Utc>) -> Outcome {
+        self.process_de_from(rde, None, config, now)
+    }
+
+    /// Judges one `rDE` and records the outcome: the heart of siRecepDE and of lot processing.
+    /// `transmitter` is the RUC of the TLS client certificate it came with (`80069563-1`),
+    /// recorded with the approval.
+    pub fn process_de_from(
+        &mut self,
+        rde: &str,
+        transmitter: Option<&str>,
+        config: &SimConfig,
+        now: DateTime<Utc>,
+    ) -> Outcome {
         let rde = xml::strip_prolog(rde);
         let facts = match checks::check_de(rde, config, now) {
             Ok(facts) => facts,
@@ -239,6 +274,18 @@ impl State {
             APPROVED
         };
         self.counters.approved += 1;
+        let issuer = format!("{}-{}", facts.ruc, facts.ruc_dv);
+        if let Some(transmitter) = transmitter
+            && transmitter != issuer
+        {
+            self.counters.foreign_transmissions += 1;
+            tracing::info!(
+                cdc = %facts.cdc,
+                %issuer,
+                %transmitter,
+                "the SIFEN simulator approved a DE sent with another taxpayer's TLS certificate"
+            );
+        }
         *self.approvals.entry(facts.cdc.clone()).or_default() += 1;
         if let Some(name) = &facts.issuer_name {
             self.taxpayers.insert(facts.ruc.clone(), name.clone());
@@ -255,6 +302,7 @@ impl State {
                 results: results.clone(),
                 events: Vec::new(),
                 cancelled: false,
+                transmitter: transmitter.map(str::to_owned),
             },
         );
         Outcome {
@@ -282,6 +330,7 @@ impl State {
                 results: vec![why.clone()],
                 events: Vec::new(),
                 cancelled: false,
+                transmitter: None,
             },
         );
     }
@@ -298,13 +347,14 @@ impl State {
             let Some(lot) = self.lots.get(&number) else {
                 continue;
             };
-            let (mixed, documents) = (lot.mixed_types, lot.documents.clone());
+            let (mixed, documents, transmitter) =
+                (lot.mixed_types, lot.documents.clone(), lot.transmitter.clone());
             let results = if mixed {
                 Vec::new()
             } else {
                 documents
                     .iter()
-                    .map(|d| self.process_de(d, config, now))
+                    .map(|d| self.process_de_from(d, transmitter.as_deref(), config, now))
                     .collect()
             };
             if let Some(lot) = self.lots.get_mut(&number) {
@@ -321,8 +371,21 @@ impl State {
             .collect()
     }
 
-    /// siRecepLoteDE: checks the lot and queues it. Returns the code and the lot number.
+    /// [`State::receive_lot_from`] without a TLS client certificate.
+    #[cfg(test)]
     pub fn receive_lot(&mut self, xde: &str, config: &SimConfig, now: DateTime<Utc>) -> (Code, Option<u64>) {
+        self.receive_lot_from(xde, None, config, now)
+    }
+
+    /// siRecepLoteDE: checks the lot and queues it. Returns the code and the lot number.
+    /// `transmitter` is the RUC of the TLS client certificate it came with.
+    pub fn receive_lot_from(
+        &mut self,
+        xde: &str,
+        transmitter: Option<&str>,
+        config: &SimConfig,
+        now: DateTime<Utc>,
+    ) -> (Code, Option<u64>) {
         self.settle(config, now);
         match self.read_lot(xde) {
             Ok((documents, cdcs, mixed_types)) => {
@@ -340,6 +403,7 @@ impl State {
                         cdcs,
                         mixed_types,
                         results: None,
+                        transmitter: transmitter.map(str::to_owned),
                     },
                 );
                 self.counters.lots_received += 1;

@@ -39,6 +39,9 @@ pub struct SoapClientConfig {
     /// `Content-Type` of the requests. BRIEF §6.1 leaves it open; RSHK's
     /// `application/xml; charset=utf-8` is the safest reference.
     pub content_type: String,
+    /// A PEM file of root certificates trusted besides the system's, e.g. the self-signed
+    /// certificate of a simulator served over HTTPS (`kuatia sifen-sim --tls-cert`).
+    pub extra_roots_file: Option<std::path::PathBuf>,
 }
 
 impl Default for SoapClientConfig {
@@ -48,6 +51,7 @@ impl Default for SoapClientConfig {
             read_timeout_ms: 45_000,
             total_timeout_ms: 120_000,
             content_type: "application/xml; charset=utf-8".to_owned(),
+            extra_roots_file: None,
         }
     }
 }
@@ -164,8 +168,8 @@ fn classify(url: &str, e: &reqwest::Error) -> SoapError {
 impl SifenClient {
     /// A client for `base_url` (`https://sifen-test.set.gov.py`, or the simulator's
     /// `http://127.0.0.1:8082`); the service paths are appended to it. `identity` is the
-    /// company's certificate for mutual TLS; `extra_roots_pem` are trusted in addition to the
-    /// system's roots.
+    /// company's certificate for mutual TLS; `extra_roots_pem` (and the certificates of
+    /// `config.extra_roots_file`) are trusted in addition to the system's roots.
     pub fn new(
         base_url: &str,
         config: &SoapClientConfig,
@@ -190,7 +194,13 @@ impl SifenClient {
                 .map_err(|e| SoapError::Config(format!("the client certificate: {}", cause_chain(&e))))?;
             builder = builder.identity(identity);
         }
-        if let Some(pem) = extra_roots_pem {
+        let file_roots = match &config.extra_roots_file {
+            Some(path) => Some(std::fs::read(path).map_err(|e| {
+                SoapError::Config(format!("the extra root certificates {}: {e}", path.display()))
+            })?),
+            None => None,
+        };
+        for pem in [extra_roots_pem, file_roots.as_deref()].into_iter().flatten() {
             let roots = reqwest::Certificate::from_pem_bundle(pem).map_err(|e| {
                 SoapError::Config(format!("the extra root certificates: {}", cause_chain(&e)))
             })?;
@@ -415,6 +425,28 @@ mod tests {
         assert!(matches!(
             SifenClient::new("ftp://x", &quick(), None, None),
             Err(SoapError::Config(_))
+        ));
+    }
+
+    #[test]
+    fn extra_roots_also_come_from_a_file_in_the_configuration() {
+        let (_, cert) = identity_pem();
+        let file = std::env::temp_dir().join(format!("kuatia-roots-{}.pem", uuid::Uuid::now_v7()));
+        std::fs::write(&file, &cert).unwrap();
+        let config = SoapClientConfig {
+            extra_roots_file: Some(file.clone()),
+            ..quick()
+        };
+        assert!(SifenClient::new("https://127.0.0.1:1", &config, None, None).is_ok());
+        std::fs::write(&file, b"junk").unwrap();
+        assert!(matches!(
+            SifenClient::new("https://127.0.0.1:1", &config, None, None),
+            Err(SoapError::Config(_))
+        ));
+        std::fs::remove_file(&file).unwrap();
+        assert!(matches!(
+            SifenClient::new("https://127.0.0.1:1", &config, None, None),
+            Err(SoapError::Config(m)) if m.contains("kuatia-roots-")
         ));
     }
 

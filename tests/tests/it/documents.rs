@@ -298,6 +298,20 @@ impl Fx {
     async fn stop(self) {
         self.app.stop().await;
     }
+
+    /// The company's sifen channel as listed.
+    async fn sifen_channel(&self) -> Value {
+        let (status, body) = send(self.req(
+            Method::GET,
+            &format!("/v1/emission-channels?company_id={}", self.r.company),
+        ))
+        .await;
+        assert_eq!(status, 200, "{body}");
+        body.as_array()
+            .and_then(|a| a.iter().find(|c| c["channel"] == "sifen"))
+            .cloned()
+            .unwrap_or_else(|| panic!("no sifen channel in {body}"))
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1192,6 +1206,15 @@ async fn a_valid_document_of_each_type_is_validated_and_received() {
     .await;
     assert_eq!(status, 201, "{auto}");
 
+    // A remisión on sifen needs the channel's legal notice (dInfoFisc).
+    let sifen = f.sifen_channel().await;
+    let (status, patched) = send(
+        f.req(Method::PATCH, &format!("/v1/emission-channels/{}", id(&sifen)))
+            .json(&json!({"sifen": {"remision_notice": "Texto legal de prueba (RG 41/2014)"}})),
+    )
+    .await;
+    assert_eq!(status, 200, "{patched}");
+
     let invoice = f.invoice("T-invoice", 1);
     let note = |kind: &str| {
         let mut d = f.invoice(&format!("T-{kind}"), 1);
@@ -1212,7 +1235,7 @@ async fn a_valid_document_of_each_type_is_validated_and_received() {
     autofactura["type"] = json!("autofactura");
     autofactura["seller"] = json!({"legal_name": "Juan Benítez", "document_type": "ci",
         "document_number": "1234567", "address": "Compañía Potrero", "house_number": "0",
-        "department_code": 11, "city_code": 182});
+        "department_code": 11, "city_code": 182, "city_name": "CIUDAD DEL ESTE"});
     autofactura.as_object_mut().expect("object").remove("buyer");
     autofactura["items"] = json!([{"description": "Mandioca (kg)", "quantity": 100, "unit_price": 3000,
         "tax_rate": 0, "tax_amount": 0, "total_amount": 300000, "unit": 83}]);
@@ -1223,6 +1246,11 @@ async fn a_valid_document_of_each_type_is_validated_and_received() {
     let mut receipt = f.invoice("T-receipt", 1);
     receipt["type"] = json!("receipt");
     receipt["channel"] = json!("autoimpresor");
+    // The autoimpresor printable writes no city name: a city nobody names is no obstacle there.
+    receipt["buyer"]["address"] = json!("Avda. San Blas");
+    receipt["buyer"]["house_number"] = json!("120");
+    receipt["buyer"]["department_code"] = json!(11);
+    receipt["buyer"]["city_code"] = json!(182);
 
     let cases = [
         ("invoice", invoice, "sifen"),
@@ -1267,6 +1295,116 @@ async fn a_valid_document_of_each_type_is_validated_and_received() {
 
     assert_eq!(f.ids("?channel=autoimpresor").await.len(), 1);
     assert_eq!(f.ids("?channel=sifen").await.len(), 5);
+    f.stop().await;
+}
+
+#[tokio::test]
+async fn a_sifen_document_the_pipeline_could_not_build_is_refused_at_intake_with_nothing_stored() {
+    let f = Fx::new().await;
+    let mut remision = f.invoice("NRE-1", 1);
+    remision["type"] = json!("remision");
+    remision["reason"] = json!(1);
+    remision["transport"] = json!({"kind": "own", "vehicle": "ABC 123"});
+    remision["buyer"]["address"] = json!("Av. Mariscal López");
+    remision["buyer"]["house_number"] = json!("1234");
+    remision["buyer"]["department_code"] = json!(11);
+    remision["buyer"]["city_code"] = json!(182);
+
+    // Both at once: the channel has no remisión notice (configuration, checked first) ...
+    let (status, v) = f.validate(&remision).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["valid"], false, "{v}");
+    assert_eq!(
+        pairs(&v["errors"]),
+        vec![pair(
+            "configuration.sifen.remision_notice",
+            "configuration_not_ready"
+        )]
+    );
+    assert_eq!(v["routing"]["channel"], "sifen", "{v}");
+    let posted = f.post("nre-1", &remision).await;
+    error_code(posted.status, &posted.body, 400, "configuration_error");
+    assert_eq!(
+        pairs(&posted.body["details"]["errors"]),
+        vec![pair(
+            "configuration.sifen.remision_notice",
+            "configuration_not_ready"
+        )]
+    );
+
+    // ... and, once it has one, the delivery city nobody names; the document's own business
+    // errors are listed after it, its warnings kept.
+    let sifen = f.sifen_channel().await;
+    let (status, patched) = send(
+        f.req(Method::PATCH, &format!("/v1/emission-channels/{}", id(&sifen)))
+            .json(&json!({"sifen": {"remision_notice": "Texto legal de prueba (RG 41/2014)"}})),
+    )
+    .await;
+    assert_eq!(status, 200, "{patched}");
+    assert_eq!(
+        patched["sifen"]["remision_notice"],
+        "Texto legal de prueba (RG 41/2014)"
+    );
+    let mut also_wrong = remision.clone();
+    also_wrong["items"][0]["quantity"] = json!(0);
+    let (_, v) = f.validate(&also_wrong).await;
+    assert_eq!(v["valid"], false, "{v}");
+    assert_eq!(
+        pairs(&v["errors"]),
+        vec![
+            pair("buyer.city_name", "unknown_city_name"),
+            pair("items[0].quantity", "must_be_positive")
+        ]
+    );
+    assert!(v["routing"]["branch_id"].is_string(), "{v}");
+    let posted = f.post("nre-2", &also_wrong).await;
+    error_code(posted.status, &posted.body, 400, "validation_error");
+    assert_eq!(
+        pairs(&posted.body["details"]["errors"]),
+        vec![
+            pair("buyer.city_name", "unknown_city_name"),
+            pair("items[0].quantity", "must_be_positive")
+        ]
+    );
+    assert!(
+        issue_at(&posted.body["details"]["errors"], "buyer.city_name")["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("give buyer.city_name")),
+        "{}",
+        posted.body
+    );
+    assert_eq!(f.ids("").await, Vec::<String>::new(), "nothing stored");
+
+    // A name that cannot be written is the document's business error, stored as such.
+    let mut too_long = remision.clone();
+    too_long["external_id"] = json!("NRE-LONG");
+    too_long["buyer"]["city_name"] = json!("CIUDAD DEL ESTE, ALTO PARANA, PARAGUAY");
+    let posted = f.post("nre-long", &too_long).await;
+    assert_eq!(posted.status, 201, "{}", posted.body);
+    assert_eq!(posted.body["status"], "validation_failed");
+    assert_eq!(
+        pairs(&posted.body["errors"]),
+        vec![pair("buyer.city_name", "invalid_length")]
+    );
+
+    // Named by the document, or by a branch of the tenant: received.
+    let mut named = remision.clone();
+    named["external_id"] = json!("NRE-NAMED");
+    named["buyer"]["city_name"] = json!("CIUDAD DEL ESTE");
+    f.create(&named, "queued").await;
+    let (status, branch) = send(f.req(Method::POST, "/v1/branches").json(&json!({
+        "company_id": f.r.company, "code": "002", "name": "Sucursal Este",
+        "address": "Ruta 7", "house_number": "1", "department_code": 11,
+        "city_code": 182, "city_name": "CIUDAD DEL ESTE"
+    })))
+    .await;
+    assert_eq!(status, 201, "{branch}");
+    let mut by_branch = remision.clone();
+    by_branch["external_id"] = json!("NRE-BRANCH");
+    by_branch["branch_id"] = json!(f.r.branch);
+    by_branch["issuance_point_id"] = json!(f.r.point);
+    f.create(&by_branch, "queued").await;
+    assert_eq!(f.ids("").await.len(), 3);
     f.stop().await;
 }
 

@@ -19,6 +19,8 @@ mod ordering;
 mod printables;
 mod projections;
 mod rate_limits;
+mod sandbox;
+mod sifen_lots;
 mod sifen_pipeline;
 mod sifen_soap;
 mod sifen_xml;

@@ -11,14 +11,17 @@ use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-struct Fx {
-    app: TestApp,
-    r: Ready,
-    sim: RunningSimulator,
+pub(crate) struct Fx {
+    pub(crate) app: TestApp,
+    pub(crate) r: Ready,
+    pub(crate) sim: RunningSimulator,
 }
 
 impl Fx {
-    async fn new(sim: SimConfig, adjust: impl FnOnce(&mut kuatia_infrastructure::config::Config)) -> Self {
+    pub(crate) async fn new(
+        sim: SimConfig,
+        adjust: impl FnOnce(&mut kuatia_infrastructure::config::Config),
+    ) -> Self {
         let sim = sifen_sim::start("127.0.0.1:0", sim).await.expect("simulator");
         let app = TestApp::spawn_with(|c| {
             // The tests poll statuses; the per-key limit is not what they test.
@@ -30,11 +33,11 @@ impl Fx {
         Self { app, r, sim }
     }
 
-    fn req(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
+    pub(crate) fn req(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
         self.app.as_key(method, path, &self.r.key, &self.r.tenant)
     }
 
-    fn invoice(&self, external_id: &str) -> Value {
+    pub(crate) fn invoice(&self, external_id: &str) -> Value {
         let mut doc = sample_invoice();
         doc["company_id"] = json!(self.r.company);
         doc["external_id"] = json!(external_id);
@@ -42,7 +45,7 @@ impl Fx {
         doc
     }
 
-    async fn post(&self, doc: &Value) -> String {
+    pub(crate) async fn post(&self, doc: &Value) -> String {
         let (status, body) = send(
             self.req(Method::POST, "/v1/documents")
                 .header("Idempotency-Key", uuid::Uuid::now_v7().to_string())
@@ -54,14 +57,14 @@ impl Fx {
         id(&body)
     }
 
-    async fn status(&self, doc: &str) -> Value {
+    pub(crate) async fn status(&self, doc: &str) -> Value {
         let (status, body) = send(self.req(Method::GET, &format!("/v1/documents/{doc}/status"))).await;
         assert_eq!(status, 200, "{body}");
         body
     }
 
     /// Waits until every document is final; returns their status bodies.
-    async fn settle(&self, docs: &[String], within: Duration) -> Vec<Value> {
+    pub(crate) async fn settle(&self, docs: &[String], within: Duration) -> Vec<Value> {
         let deadline = std::time::Instant::now() + within;
         loop {
             let mut all = Vec::new();
@@ -90,13 +93,13 @@ impl Fx {
         }
     }
 
-    async fn timeline(&self, doc: &str) -> Vec<Value> {
+    pub(crate) async fn timeline(&self, doc: &str) -> Vec<Value> {
         let (status, body) = send(self.req(Method::GET, &format!("/v1/documents/{doc}/timeline"))).await;
         assert_eq!(status, 200, "{body}");
         body.as_array().cloned().unwrap_or_default()
     }
 
-    async fn stats(&self) -> Value {
+    pub(crate) async fn stats(&self) -> Value {
         reqwest::get(format!("{}/sim/stats", self.sim.base_url()))
             .await
             .expect("stats")
@@ -107,7 +110,7 @@ impl Fx {
 
     /// The signed XML the pipeline stored (from the artifact store, by the hash the timeline
     /// recorded).
-    fn signed_xml(&self, timeline: &[Value]) -> String {
+    pub(crate) fn signed_xml(&self, timeline: &[Value]) -> String {
         let sha = timeline
             .iter()
             .find(|e| {
@@ -754,4 +757,284 @@ fn the_event_xml_validates_against_the_xsd_and_its_signature_verifies() {
         assert!(!verified, "a tampered event must not verify");
     }
     let _ = std::fs::remove_dir_all(dir);
+}
+
+// ---------------------------------------------------------------------------------------------
+// What intake knows the pipeline will need: the remisión's notice and the names of cities.
+// ---------------------------------------------------------------------------------------------
+
+impl Fx {
+    /// Posts without asserting: (status, body).
+    async fn try_post(&self, doc: &Value) -> (u16, Value) {
+        send(
+            self.req(Method::POST, "/v1/documents")
+                .header("Idempotency-Key", uuid::Uuid::now_v7().to_string())
+                .json(doc),
+        )
+        .await
+    }
+
+    async fn validate(&self, doc: &Value) -> Value {
+        let (status, body) = send(self.req(Method::POST, "/v1/documents/validate").json(doc)).await;
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
+    /// How many documents the tenant has.
+    async fn stored(&self) -> usize {
+        let (status, body) = send(self.req(Method::GET, "/v1/documents")).await;
+        assert_eq!(status, 200, "{body}");
+        body["documents"].as_array().map_or(0, Vec::len)
+    }
+
+    /// The company's sifen channel.
+    async fn sifen_channel(&self) -> Value {
+        let (status, body) = send(self.req(
+            Method::GET,
+            &format!("/v1/emission-channels?company_id={}", self.r.company),
+        ))
+        .await;
+        assert_eq!(status, 200, "{body}");
+        body.as_array()
+            .and_then(|a| a.iter().find(|c| c["channel"] == "sifen"))
+            .cloned()
+            .unwrap_or_else(|| panic!("no sifen channel in {body}"))
+    }
+
+    /// Settles one document, expects `accepted`, and returns its signed XML.
+    async fn accepted_xml(&self, doc: &str) -> String {
+        let settled = self.settle(&[doc.to_owned()], Duration::from_secs(30)).await;
+        assert_eq!(settled[0]["status"], "accepted", "{}", settled[0]);
+        let timeline = self.timeline(doc).await;
+        self.signed_xml(&timeline)
+    }
+}
+
+/// `(field, code)` of each issue of a list.
+fn issue_pairs(issues: &Value) -> Vec<(String, String)> {
+    issues
+        .as_array()
+        .unwrap_or_else(|| panic!("not an issue list: {issues}"))
+        .iter()
+        .map(|i| {
+            (
+                i["field"].as_str().unwrap_or_default().to_owned(),
+                i["code"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn one(field: &str, code: &str) -> Vec<(String, String)> {
+    vec![(field.to_owned(), code.to_owned())]
+}
+
+/// The legal text the test channel carries (a test value: kuatia ships no wording of its own).
+const NOTICE: &str = "Traslado de mercaderías conforme a la RG N° 41/2014 (texto de prueba)";
+
+#[tokio::test]
+async fn a_remision_is_refused_at_intake_until_its_channel_has_the_notice_then_accepted_with_dinfofisc() {
+    let f = Fx::new(
+        SimConfig {
+            require_signature: true,
+            ..SimConfig::default()
+        },
+        |_| {},
+    )
+    .await;
+    let mut remision = f.invoice("NRE-1");
+    remision["type"] = json!("remision");
+    remision["reason"] = json!(1);
+    remision["buyer"]["address"] = json!("Av. Mariscal López");
+    remision["buyer"]["house_number"] = json!("1234");
+    remision["buyer"]["department_code"] = json!(1);
+    remision["buyer"]["city_code"] = json!(1);
+    remision["transport"] = json!({
+        "kind": "own", "distance_km": 12,
+        "vehicle": {"type": "Camión", "brand": "Scania", "plate": "ABC123"},
+        "carrier": {"name": "Transportes SA", "ruc": "80013884-8", "address": "Ruta 1",
+                    "driver_document": "1234567", "driver_name": "Pedro Gómez",
+                    "driver_address": "Luque"}
+    });
+
+    // Without the notice: a configuration issue, refused with 400 and nothing stored.
+    let channel = f.sifen_channel().await;
+    assert_eq!(channel["sifen"]["remision_notice"], Value::Null, "{channel}");
+    let v = f.validate(&remision).await;
+    assert_eq!(v["valid"], false, "{v}");
+    assert_eq!(
+        issue_pairs(&v["errors"]),
+        one("configuration.sifen.remision_notice", "configuration_not_ready"),
+        "{v}"
+    );
+    assert_eq!(v["routing"]["channel"], "sifen", "{v}");
+    let (status, body) = f.try_post(&remision).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (400, Some("configuration_error")),
+        "{body}"
+    );
+    assert_eq!(
+        issue_pairs(&body["details"]["errors"]),
+        one("configuration.sifen.remision_notice", "configuration_not_ready")
+    );
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("RG 41/2014"),
+        "{body}"
+    );
+    assert_eq!(f.stored().await, 0, "nothing stored");
+    // The channel still issues invoices.
+    assert_eq!(f.validate(&f.invoice("FE-OK")).await["valid"], true);
+
+    // A notice that dInfoFisc cannot carry is refused; a good one is kept across other changes.
+    let patch = |body: Value| {
+        f.req(Method::PATCH, &format!("/v1/emission-channels/{}", id(&channel)))
+            .json(&body)
+    };
+    let (status, bad) = send(patch(json!({"sifen": {"remision_notice": "dos\nlíneas"}}))).await;
+    assert_eq!(status, 400, "{bad}");
+    assert!(bad.to_string().contains("sifen.remision_notice"), "{bad}");
+    let (status, patched) = send(patch(json!({"sifen": {"remision_notice": NOTICE}}))).await;
+    assert_eq!(status, 200, "{patched}");
+    assert_eq!(patched["sifen"]["remision_notice"], NOTICE, "{patched}");
+    let (status, patched) = send(patch(json!({"is_default": true}))).await;
+    assert_eq!(status, 200, "{patched}");
+    assert_eq!(
+        patched["sifen"]["remision_notice"], NOTICE,
+        "a PATCH that does not name it keeps it"
+    );
+
+    // With it: numbered in the remisión's series, signed, accepted, dInfoFisc in the XML.
+    assert_eq!(f.validate(&remision).await["valid"], true);
+    let doc = f.post(&remision).await;
+    let xml = f.accepted_xml(&doc).await;
+    assert!(xml.contains("<iTiDE>7</iTiDE>"), "a remisión");
+    assert!(
+        xml.contains(&format!("<dInfoFisc>{NOTICE}</dInfoFisc>")),
+        "the channel's notice is dInfoFisc: {xml}"
+    );
+    let status = f.status(&doc).await;
+    assert!(
+        status["cdc"].as_str().is_some_and(|c| c.starts_with("07")),
+        "{status}"
+    );
+    f.app.stop().await;
+}
+
+#[tokio::test]
+async fn buyers_and_sellers_in_other_cities_are_named_and_accepted_and_unknown_cities_refused() {
+    let f = Fx::new(
+        SimConfig {
+            require_signature: true,
+            ..SimConfig::default()
+        },
+        |_| {},
+    )
+    .await;
+    let buyer_in = |external_id: &str, city: u32, name: Option<&str>| {
+        let mut doc = f.invoice(external_id);
+        doc["buyer"]["address"] = json!("Avda. San Blas");
+        doc["buyer"]["house_number"] = json!("120");
+        doc["buyer"]["department_code"] = json!(11);
+        doc["buyer"]["city_code"] = json!(city);
+        if let Some(name) = name {
+            doc["buyer"]["city_name"] = json!(name);
+        }
+        doc
+    };
+
+    // A city nobody names (not the issuer's, none of the tenant's): refused before storing.
+    let unknown = buyer_in("FE-CITY-0", 182, None);
+    let v = f.validate(&unknown).await;
+    assert_eq!(v["valid"], false, "{v}");
+    assert_eq!(
+        issue_pairs(&v["errors"]),
+        one("buyer.city_name", "unknown_city_name"),
+        "{v}"
+    );
+    assert_eq!(v["routing"]["channel"], "sifen", "{v}");
+    let (status, body) = f.try_post(&unknown).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (400, Some("validation_error")),
+        "{body}"
+    );
+    assert_eq!(
+        issue_pairs(&body["details"]["errors"]),
+        one("buyer.city_name", "unknown_city_name")
+    );
+    assert!(
+        body["message"].as_str().unwrap_or_default().contains("182"),
+        "{body}"
+    );
+    assert_eq!(f.stored().await, 0, "nothing stored");
+
+    // Named by the document: accepted, the name in dDesCiuRec.
+    let named = f.post(&buyer_in("FE-CITY-1", 182, Some("CIUDAD DEL ESTE"))).await;
+    let xml = f.accepted_xml(&named).await;
+    assert!(
+        xml.contains("<cCiuRec>182</cCiuRec><dDesCiuRec>CIUDAD DEL ESTE</dDesCiuRec>"),
+        "{xml}"
+    );
+
+    // Named by another branch of the tenant: accepted with that name. (Two branches now, so the
+    // documents name theirs.)
+    let (status, branch) = send(f.req(Method::POST, "/v1/branches").json(&json!({
+        "company_id": f.r.company, "code": "002", "name": "Sucursal Este",
+        "address": "Ruta 7", "house_number": "1", "department_code": 11,
+        "city_code": 171, "city_name": "CIUDAD PTE. FRANCO"
+    })))
+    .await;
+    assert_eq!(status, 201, "{branch}");
+    let at_home = |mut doc: Value| {
+        doc["branch_id"] = json!(f.r.branch);
+        doc["issuance_point_id"] = json!(f.r.point);
+        doc
+    };
+    let doc = f.post(&at_home(buyer_in("FE-CITY-2", 171, None))).await;
+    let xml = f.accepted_xml(&doc).await;
+    assert!(
+        xml.contains("<cCiuRec>171</cCiuRec><dDesCiuRec>CIUDAD PTE. FRANCO</dDesCiuRec>"),
+        "{xml}"
+    );
+    // The issuer's own city needs no name either.
+    let doc = f.post(&at_home(buyer_in("FE-CITY-3", 1, None))).await;
+    let xml = f.accepted_xml(&doc).await;
+    assert!(
+        xml.contains("<cCiuRec>1</cCiuRec><dDesCiuRec>ASUNCION (DISTRITO)</dDesCiuRec>"),
+        "{xml}"
+    );
+
+    // An autofactura bought from a seller in another city.
+    let mut autofactura = at_home(f.invoice("AFE-CITY-1"));
+    autofactura["type"] = json!("autofactura");
+    autofactura["seller"] = json!({"legal_name": "Juan Benítez", "document_type": "ci",
+        "document_number": "1234567", "address": "Compañía Potrero", "house_number": "0",
+        "department_code": 11, "city_code": 182});
+    autofactura.as_object_mut().expect("object").remove("buyer");
+    autofactura["items"] = json!([{"description": "Mandioca (kg)", "quantity": 100, "unit_price": 3000,
+        "tax_rate": 0, "tax_amount": 0, "total_amount": 300000, "unit": 83}]);
+    autofactura["totals"] = json!({"subtotal": 300000, "tax_total": 0, "grand_total": 300000});
+    autofactura["payment_terms"] = json!({"condition": "cash", "method": "cash"});
+    autofactura["associated_document"] = json!({"constancia_type": 1,
+        "constancia_number": "12345678901", "constancia_control": "AB12-CD3"});
+    let (status, body) = f.try_post(&autofactura).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(
+        issue_pairs(&body["details"]["errors"]),
+        one("seller.city_name", "unknown_city_name")
+    );
+    autofactura["seller"]["city_name"] = json!("CIUDAD DEL ESTE");
+    let doc = f.post(&autofactura).await;
+    let xml = f.accepted_xml(&doc).await;
+    assert!(xml.contains("<iTiDE>4</iTiDE>"), "an autofactura");
+    assert!(
+        xml.contains("<cCiuVen>182</cCiuVen><dDesCiuVen>CIUDAD DEL ESTE</dDesCiuVen>"),
+        "{xml}"
+    );
+    assert_eq!(f.stored().await, 4, "only the accepted ones are stored");
+    f.app.stop().await;
 }

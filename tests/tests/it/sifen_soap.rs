@@ -425,3 +425,343 @@ async fn a_de_signed_by_our_signer_verifies_and_its_signer_must_be_the_issuer() 
     assert_eq!(answer.code(), Some("0142"), "{answer:?}");
     sifen.assert_each_cdc_approved_once().await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// HTTPS with client certificates, and the schema (DECISIONS §9).
+
+mod over_tls {
+    use super::*;
+    use kuatia_domain::channel::SifenEnvironment;
+    use kuatia_domain::sifen::qr::{Csc, QrData, QrReceiver, qr_url};
+    use kuatia_infrastructure::selfsigned::SelfSigned;
+    use kuatia_infrastructure::sifen::sign::{SigningKey, append_qr, sign_de};
+    use kuatia_infrastructure::sifen_sim::{ClientAuth, ServerCertificate};
+    use kuatia_infrastructure::sifen_soap::client::ClientIdentity;
+
+    /// A company's certificate: the signing key and the TLS client identity, from one
+    /// self-signed certificate (RUC in the subject serialNumber, clientAuth), as the vault
+    /// hands them out.
+    struct Company {
+        key: SigningKey,
+        identity: ClientIdentity,
+        cert_pem: Vec<u8>,
+    }
+
+    fn company(ruc: Option<&str>) -> Company {
+        let spec = SelfSigned {
+            ruc: ruc.map(str::to_owned),
+            ..SelfSigned::for_ruc("DEMO S.A.", "80069563-1", 30)
+        };
+        let (key, cert) = spec.generate().expect("certificate");
+        let key_pem = key.private_key_to_pem_pkcs8().expect("key PEM");
+        let cert_pem = cert.to_pem().expect("certificate PEM");
+        Company {
+            key: SigningKey::new(key, &cert).expect("signing key"),
+            identity: ClientIdentity::from_key_and_chain(&key_pem, &cert_pem),
+            cert_pem,
+        }
+    }
+
+    fn between<'a>(xml: &'a str, open: &str, close: &str) -> &'a str {
+        let start = xml.find(open).expect(open) + open.len();
+        let len = xml[start..].find(close).expect(close);
+        &xml[start..start + len]
+    }
+
+    /// An invoice that validates against siRecepDE_v150.xsd (the XMLGEN vector of
+    /// `shared/sifen/vectors/generated`), numbered `number` and dated now, changed by `edit`
+    /// before signing, signed by `key` with its QR (generic test CSC 0001): what the service
+    /// sends. Returns the CDC and the signed rDE.
+    fn schema_valid_de(number: u32, key: &SigningKey, edit: impl Fn(String) -> String) -> (String, String) {
+        const VECTOR_CDC: &str = "01800695631001001000000122025011511234567899";
+        let vector = std::fs::read_to_string(kuatia_tests::sifen_reference(
+            "vectors/generated/fe-xmlgen-unsigned.xml",
+        ))
+        .expect("the XMLGEN vector (shared/sifen or vendor/sifen)");
+        let local = kuatia_domain::local_time::paraguay(Utc::now());
+        let stamp = local.format("%Y-%m-%dT%H:%M:%S").to_string();
+        let base = format!(
+            "01800695631001001{number:07}2{}1123456789",
+            local.format("%Y%m%d")
+        );
+        let cdc = format!("{base}{}", modulo11(&base));
+        let unsigned = vector[vector.find("<rDE").expect("rDE")..].trim_end();
+        let signed_at = between(unsigned, "<dFecFirma>", "</dFecFirma>").to_owned();
+        let unsigned = unsigned
+            .replace(VECTOR_CDC, &cdc)
+            .replace(
+                &format!("<dDVId>{}</dDVId>", &VECTOR_CDC[43..]),
+                &format!("<dDVId>{}</dDVId>", &cdc[43..]),
+            )
+            .replace(
+                "<dNumDoc>0000001</dNumDoc>",
+                &format!("<dNumDoc>{number:07}</dNumDoc>"),
+            )
+            .replace("2025-01-15T10:00:00", &stamp)
+            .replace(&signed_at, &stamp);
+        let unsigned = edit(unsigned);
+        let mut signed = sign_de(&unsigned, key).expect("signed");
+        let url = qr_url(
+            &QrData {
+                environment: SifenEnvironment::Test,
+                cdc: &cdc,
+                emitted_at: between(&unsigned, "<dFeEmiDE>", "</dFeEmiDE>"),
+                receiver: QrReceiver::Ruc(between(&unsigned, "<dRucRec>", "</dRucRec>")),
+                total: between(&unsigned, "<dTotGralOpe>", "</dTotGralOpe>"),
+                total_iva: between(&unsigned, "<dTotIVA>", "</dTotIVA>"),
+                items: unsigned.matches("<gCamItem>").count(),
+                digest_value: &signed.digest_value,
+            },
+            &Csc {
+                id: "0001",
+                secret: "ABCD0000000000000000000000000000",
+            },
+        )
+        .expect("QR");
+        append_qr(&mut signed.xml, &url).expect("QR appended");
+        (cdc, signed.xml)
+    }
+
+    fn quick() -> SoapClientConfig {
+        SoapClientConfig {
+            connect_timeout_ms: 5_000,
+            read_timeout_ms: 5_000,
+            total_timeout_ms: 10_000,
+            ..SoapClientConfig::default()
+        }
+    }
+
+    fn with_xsd() -> SimConfig {
+        SimConfig {
+            xsd_dir: Some(kuatia_tests::sifen_xsd_dir()),
+            require_signature: true,
+            ..SimConfig::default()
+        }
+    }
+
+    /// A simulator over HTTPS with a fresh self-signed server certificate (its PEM returned,
+    /// for the clients to trust).
+    async fn https_sim(config: SimConfig, client_auth: ClientAuth) -> (RunningSimulator, Vec<u8>) {
+        let server = ServerCertificate::self_signed(&["127.0.0.1", "localhost"]).expect("server certificate");
+        let tls = server.tls(client_auth).expect("TLS");
+        let sim = sifen_sim::start_tls("127.0.0.1:0", config, tls)
+            .await
+            .expect("simulator");
+        assert!(sim.base_url().starts_with("https://"), "{}", sim.base_url());
+        (sim, server.cert_pem)
+    }
+
+    #[tokio::test]
+    async fn a_signed_de_goes_over_mutual_tls_is_approved_and_its_transmitter_recorded() {
+        let (sim, server_pem) = https_sim(with_xsd(), ClientAuth::Required).await;
+        let demo = company(Some("80069563-1"));
+        // The server certificate is trusted through the configuration, as the service does
+        // (KUATIA_SIFEN_EXTRA_ROOTS_FILE).
+        let roots = std::env::temp_dir().join(format!("kuatia-sim-root-{}.pem", uuid::Uuid::now_v7()));
+        std::fs::write(&roots, &server_pem).expect("write the root");
+        let config = SoapClientConfig {
+            extra_roots_file: Some(roots.clone()),
+            ..quick()
+        };
+        let client = SifenClient::new(&sim.base_url(), &config, Some(&demo.identity), None).expect("client");
+
+        let (cdc, xml) = schema_valid_de(1, &demo.key, |x| x);
+        let answer = client.send_de(1, &xml).await.expect("answer").result;
+        assert_eq!(answer.code(), Some("0260"), "{answer:?}");
+        assert_eq!(answer.status, DocumentStatus::Approved);
+        let query = client.query_de(2, &cdc).await.expect("answer").result;
+        assert!(query.is_found(), "{query:?}");
+
+        // A lot over the same connection settings: its transmitter is recorded too.
+        let (lot_cdc, lot_xml) = schema_valid_de(2, &demo.key, |x| x);
+        let lot = client.send_lot(3, &[&lot_xml]).await.expect("answer").result;
+        let number = lot.lot_number.expect("dProtConsLote");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let result = client
+                .lot_result(4, &LotQuery::Number(number.clone()))
+                .await
+                .expect("answer")
+                .result;
+            if result.state() == LotState::Done {
+                assert_eq!(result.documents[0].status, DocumentStatus::Approved, "{result:?}");
+                break;
+            }
+            assert!(Instant::now() < deadline, "the lot never finished");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+
+        let stats = sim.simulator.stats();
+        assert_eq!(
+            stats.transmitters.get(&cdc).map(String::as_str),
+            Some("80069563-1")
+        );
+        assert_eq!(
+            stats.transmitters.get(&lot_cdc).map(String::as_str),
+            Some("80069563-1")
+        );
+        assert_eq!(stats.totals.foreign_transmissions, 0);
+        assert_eq!(stats.totals.handshakes_refused, 0);
+        std::fs::remove_file(&roots).expect("remove the root");
+    }
+
+    #[tokio::test]
+    async fn without_a_client_certificate_the_handshake_is_refused_and_nothing_was_sent() {
+        let (sim, server_pem) = https_sim(with_xsd(), ClientAuth::Required).await;
+        let demo = company(Some("80069563-1"));
+        let (cdc, xml) = schema_valid_de(1, &demo.key, |x| x);
+
+        let anonymous = SifenClient::new(&sim.base_url(), &quick(), None, Some(&server_pem)).expect("client");
+        let err = anonymous.send_de(1, &xml).await.unwrap_err();
+        assert!(matches!(err, SoapError::NotSent { .. }), "{err:?}");
+        assert_eq!(err.delivery(), Delivery::NotSent);
+
+        // Nor does a client that does not trust the simulator's certificate get through.
+        let distrustful =
+            SifenClient::new(&sim.base_url(), &quick(), Some(&demo.identity), None).expect("client");
+        let err = distrustful.send_de(2, &xml).await.unwrap_err();
+        assert_eq!(err.delivery(), Delivery::NotSent, "{err:?}");
+
+        // The server counts a refused handshake once its side of it ends, maybe just after the
+        // client's.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while sim.simulator.stats().totals.handshakes_refused < 2 {
+            assert!(Instant::now() < deadline, "{:?}", sim.simulator.stats().totals);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(sim.simulator.stats().totals.requests.is_empty());
+
+        // The same DE with the certificate: it was never received, so it is approved now.
+        let client = SifenClient::new(&sim.base_url(), &quick(), Some(&demo.identity), Some(&server_pem))
+            .expect("client");
+        let answer = client.send_de(3, &xml).await.expect("answer").result;
+        assert_eq!(answer.code(), Some("0260"), "{answer:?}");
+        assert_eq!(sim.simulator.stats().approvals.get(&cdc), Some(&1));
+    }
+
+    #[tokio::test]
+    async fn a_client_certificate_the_client_ca_did_not_sign_is_refused() {
+        let demo = company(Some("80069563-1"));
+        // The CA is the company's own self-signed certificate: only it is accepted.
+        let (sim, server_pem) =
+            https_sim(with_xsd(), ClientAuth::RequiredFromCa(demo.cert_pem.clone())).await;
+        let (_, xml) = schema_valid_de(1, &demo.key, |x| x);
+
+        let impostor = company(Some("80069563-1"));
+        let client = SifenClient::new(
+            &sim.base_url(),
+            &quick(),
+            Some(&impostor.identity),
+            Some(&server_pem),
+        )
+        .expect("client");
+        let err = client.send_de(1, &xml).await.unwrap_err();
+        assert!(matches!(err, SoapError::NotSent { .. }), "{err:?}");
+        assert!(sim.simulator.stats().totals.requests.is_empty());
+
+        let client = SifenClient::new(&sim.base_url(), &quick(), Some(&demo.identity), Some(&server_pem))
+            .expect("client");
+        let answer = client.send_de(2, &xml).await.expect("answer").result;
+        assert_eq!(answer.code(), Some("0260"), "{answer:?}");
+    }
+
+    #[tokio::test]
+    async fn the_client_certificate_must_name_a_ruc_and_one_not_the_issuers_is_recorded() {
+        let (sim, server_pem) = https_sim(with_xsd(), ClientAuth::Required).await;
+        let demo = company(Some("80069563-1"));
+        let (cdc, xml) = schema_valid_de(1, &demo.key, |x| x);
+
+        let nameless = company(None);
+        let client = SifenClient::new(
+            &sim.base_url(),
+            &quick(),
+            Some(&nameless.identity),
+            Some(&server_pem),
+        )
+        .expect("client");
+        let answer = client.send_de(1, &xml).await.expect("answer").result;
+        assert_eq!(answer.code(), Some("0007"), "{answer:?}");
+        assert_eq!(answer.status, DocumentStatus::Rejected);
+
+        // Another taxpayer's certificate transmits the DE: approved (SIFEN has no code for it)
+        // and recorded.
+        let other = company(Some("80013884-8"));
+        let client = SifenClient::new(
+            &sim.base_url(),
+            &quick(),
+            Some(&other.identity),
+            Some(&server_pem),
+        )
+        .expect("client");
+        let answer = client.send_de(2, &xml).await.expect("answer").result;
+        assert_eq!(answer.code(), Some("0260"), "{answer:?}");
+        let stats = sim.simulator.stats();
+        assert_eq!(
+            stats.transmitters.get(&cdc).map(String::as_str),
+            Some("80013884-8")
+        );
+        assert_eq!(stats.totals.foreign_transmissions, 1);
+    }
+
+    #[tokio::test]
+    async fn a_de_that_breaks_the_schema_is_answered_0160_before_any_other_rule() {
+        let demo = company(Some("80069563-1"));
+        // dDesTipEmi is mandatory in the schema, and no rule of the simulator reads it: with it
+        // removed (and the DE signed and its QR computed after), only the schema can object.
+        let remove = |x: String| x.replacen("<dDesTipEmi>Normal</dDesTipEmi>", "", 1);
+        let (cdc, broken) = schema_valid_de(1, &demo.key, remove);
+
+        let lenient = sifen_sim::start("127.0.0.1:0", SimConfig::default())
+            .await
+            .expect("simulator");
+        let client = SifenClient::new(&lenient.base_url(), &quick(), None, None).expect("client");
+        let answer = client.send_de(1, &broken).await.expect("answer").result;
+        assert_eq!(answer.code(), Some("0260"), "every other rule passes: {answer:?}");
+
+        let strict = sifen_sim::start("127.0.0.1:0", with_xsd())
+            .await
+            .expect("simulator");
+        let client = SifenClient::new(&strict.base_url(), &quick(), None, None).expect("client");
+        let answer = client.send_de(1, &broken).await.expect("answer");
+        assert_eq!(answer.result.code(), Some("0160"), "{:?}", answer.result);
+        assert_eq!(answer.result.status, DocumentStatus::Rejected);
+        let message = &answer.result.results[0].message;
+        assert!(
+            message.starts_with("XML malformado: [") && message.contains("dDesTipEmi"),
+            "{message}"
+        );
+        assert!(strict.simulator.stats().approvals.is_empty());
+
+        // In a lot the same DE ends rejected with the same code.
+        let lot = client.send_lot(2, &[&broken]).await.expect("answer").result;
+        let number = lot.lot_number.expect("dProtConsLote");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let result = client
+                .lot_result(3, &LotQuery::Number(number.clone()))
+                .await
+                .expect("answer")
+                .result;
+            if result.state() == LotState::Done {
+                assert_eq!(result.documents[0].cdc, cdc);
+                assert_eq!(result.documents[0].results[0].code, "0160", "{result:?}");
+                break;
+            }
+            assert!(Instant::now() < deadline, "the lot never finished");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+
+        // The whole document validates: approved by the strict simulator.
+        let (_, valid) = schema_valid_de(2, &demo.key, |x| x);
+        let answer = client.send_de(4, &valid).await.expect("answer").result;
+        assert_eq!(answer.code(), Some("0260"), "{answer:?}");
+
+        // An event group is validated against siRecepEvento_v150.xsd: an unsigned one fails.
+        let answer = client
+            .send_events(5, &[&cancel_event(1, &cdc)])
+            .await
+            .expect("answer")
+            .result;
+        assert_eq!(answer.events[0].results[0].code, "0160", "{answer:?}");
+    }
+}

@@ -1,0 +1,135 @@
+//! Building and signing one DE: the DE from the canonical document and its issuer, the XMLDSig,
+//! the QR appended (BRIEF §3–§5). The pipeline runs it for real documents; the sandbox for
+//! previews. CPU work: call it off the async runtime.
+
+use chrono::{DateTime, Utc};
+use kuatia_application::artifacts::sha256_hex;
+use kuatia_domain::channel::SifenEnvironment;
+use kuatia_domain::document::aggregate::DocumentNumber;
+use kuatia_domain::document::canonical::CanonicalDocument;
+use kuatia_domain::sifen::de::{self, CityNames, DeInput, Issuer};
+use kuatia_domain::sifen::qr::{self, Csc, QrData};
+use kuatia_infrastructure::sifen::sign::{self, SigningKey};
+use rand::Rng;
+
+/// What signing needs besides the document.
+pub struct SigningSetup<'a> {
+    /// The issuer as the DE names it.
+    pub issuer: &'a Issuer,
+    /// The certificate's private key and chain, PEM.
+    pub pem: &'a [u8],
+    /// `IdCSC` (`0001`).
+    pub csc_id: &'a str,
+    /// The CSC's secret.
+    pub csc: &'a str,
+    /// Test or production (the QR's base URL).
+    pub environment: SifenEnvironment,
+    /// City names beyond the issuer's own.
+    pub cities: &'a dyn CityNames,
+}
+
+/// A built and signed document.
+#[derive(Debug, Clone)]
+pub struct Signed {
+    /// The number series it was drawn from.
+    pub series: String,
+    /// Its number.
+    pub number: DocumentNumber,
+    /// Its CDC.
+    pub cdc: String,
+    /// `dCodSeg`.
+    pub security_code: String,
+    /// SHA-256 of the DE before signing.
+    pub unsigned_sha256: String,
+    /// The signed `rDE` with its QR.
+    pub xml: String,
+    /// When it was signed.
+    pub signed_at: DateTime<Utc>,
+}
+
+/// Nine digits from the CSPRNG, never all zero (`dCodSeg`).
+pub fn security_code() -> String {
+    let mut rng = rand::rng();
+    loop {
+        let code: u32 = rng.random_range(1..1_000_000_000);
+        let text = format!("{code:09}");
+        if text != "000000000" {
+            return text;
+        }
+    }
+}
+
+/// Builds the DE numbered `number` of `series`, signs it and appends its QR. The error says
+/// what could not be built; it does not go away by trying again.
+pub fn build_and_sign(
+    document: &CanonicalDocument,
+    setup: &SigningSetup<'_>,
+    series: String,
+    number: u64,
+    now: DateTime<Utc>,
+) -> Result<Signed, String> {
+    let mut code = security_code();
+    while code.parse::<u64>().ok() == Some(number) {
+        code = security_code();
+    }
+    let built = de::build_rde(&DeInput {
+        document,
+        issuer: setup.issuer,
+        number,
+        security_code: &code,
+        signed_at: kuatia_domain::local_time::paraguay(now),
+        cities: setup.cities,
+    })
+    .map_err(|e| format!("the DE cannot be built: {e}"))?;
+    let unsigned_sha256 = sha256_hex(built.xml.as_bytes());
+    let key = SigningKey::from_pem(setup.pem).map_err(|e| format!("the signing key: {e}"))?;
+    let signed = sign::sign_de(&built.xml, &key).map_err(|e| format!("signing: {e}"))?;
+    let url = qr::qr_url(
+        &QrData {
+            environment: setup.environment,
+            cdc: built.cdc.as_str(),
+            emitted_at: &built.issued_at,
+            receiver: built.qr_receiver(),
+            total: &built.total,
+            total_iva: &built.total_iva,
+            items: built.item_count,
+            digest_value: &signed.digest_value,
+        },
+        &Csc {
+            id: setup.csc_id,
+            secret: setup.csc,
+        },
+    )
+    .map_err(|e| format!("the QR: {e}"))?;
+    let mut xml = signed.xml;
+    sign::append_qr(&mut xml, &url).map_err(|e| format!("the QR: {e}"))?;
+    Ok(Signed {
+        series,
+        number: DocumentNumber {
+            timbrado: setup.issuer.timbrado.clone(),
+            establishment: setup.issuer.establishment.clone(),
+            point: setup.issuer.point.clone(),
+            number: format!("{number:07}"),
+        },
+        cdc: built.cdc.as_str().to_owned(),
+        security_code: code,
+        unsigned_sha256,
+        xml,
+        signed_at: now,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn security_codes_are_nine_digits_and_never_zero() {
+        for _ in 0..1000 {
+            let code = security_code();
+            assert_eq!(code.len(), 9);
+            assert!(code.bytes().all(|b| b.is_ascii_digit()));
+            assert_ne!(code, "000000000");
+        }
+    }
+}
