@@ -150,4 +150,47 @@ pub trait Projection: Send + Sync {
     fn tables(&self) -> &'static [&'static str];
     /// Applies one event inside the given transaction.
     async fn apply(&self, tx: &mut dyn SqlTx, event: &RecordedEvent) -> Result<(), StoreError>;
+    /// Applies several events in order inside the given transaction: the same rows as
+    /// [`Projection::apply`] on each in turn, which is what it does unless a projection writes
+    /// them with fewer statements (the append transaction of an inline projection holds the
+    /// global append lock, so every round trip there is paid by every writer).
+    async fn apply_all(&self, tx: &mut dyn SqlTx, events: &[RecordedEvent]) -> Result<(), StoreError> {
+        for event in events {
+            self.apply(tx, event).await?;
+        }
+        Ok(())
+    }
+}
+
+/// The most bytes of JSON one statement a projection writes should carry (a rows-as-JSON
+/// parameter, say): the PostgreSQL store keeps its own statements under the same size, so that
+/// over TLS none waits for a delayed ACK (see `MAX_STATEMENT_BYTES` in the store).
+pub const MAX_JSON_PARAM_BYTES: usize = 12 * 1024;
+
+/// Groups `rows` (JSON objects) into JSON arrays of at most [`MAX_JSON_PARAM_BYTES`] each (a row
+/// larger than that goes alone), in order, for statements that read their rows from one JSON
+/// parameter (`jsonb_to_recordset($1)`).
+pub fn json_row_chunks(rows: Vec<Value>) -> Vec<Value> {
+    let mut chunks = Vec::new();
+    let mut chunk = Vec::new();
+    let mut bytes = 0;
+    for row in rows {
+        let size = row.to_string().len() + 1;
+        if !chunk.is_empty() && bytes + size > MAX_JSON_PARAM_BYTES {
+            chunks.push(Value::Array(std::mem::take(&mut chunk)));
+            bytes = 0;
+        }
+        bytes += size;
+        chunk.push(row);
+    }
+    if !chunk.is_empty() {
+        chunks.push(Value::Array(chunk));
+    }
+    chunks
+}
+
+/// A timestamp as PostgreSQL stores it (microseconds, truncated as sqlx binds a `DateTime`), for
+/// rows passed as JSON.
+pub fn pg_timestamp(at: DateTime<Utc>) -> String {
+    at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
 }

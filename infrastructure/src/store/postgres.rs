@@ -14,7 +14,7 @@ use kuatia_application::event_store::{
     Store, StoreError, SubscriptionStatus,
 };
 use kuatia_application::jobs::{Job, JobCount, JobQueue, JobState, NewJob};
-use kuatia_application::projection::Projection;
+use kuatia_application::projection::{MAX_JSON_PARAM_BYTES, Projection, json_row_chunks, pg_timestamp};
 use kuatia_application::upcast::UpcasterChain;
 use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgListener, PgPoolOptions, PgRow};
@@ -79,7 +79,7 @@ const MAX_GROUP_EVENTS: usize = 1000;
 /// (transact-rs/sqlx#4335, fixed upstream by #4336 but not released as of 0.9.0): a message that
 /// TLS cuts into several 16 KiB records then waits ~40 ms for a delayed ACK (Nagle). Keeping each
 /// statement within one record avoids the stall; drop this split once sqlx sets TCP_NODELAY again.
-const MAX_STATEMENT_BYTES: usize = 12 * 1024;
+const MAX_STATEMENT_BYTES: usize = MAX_JSON_PARAM_BYTES;
 
 fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
@@ -298,11 +298,11 @@ impl BatchAppend for PgInner {
             self.insert_events(&mut tx, requests, &planned).await?;
             let events: Vec<RecordedEvent> = planned.iter().flat_map(|p| p.events.iter().cloned()).collect();
             self.apply_inline(&mut tx, &events).await?;
-            for p in &planned {
-                for job in &requests[p.index].jobs {
-                    insert_job(&mut tx, job).await?;
-                }
-            }
+            let jobs: Vec<&NewJob> = planned
+                .iter()
+                .flat_map(|p| requests[p.index].jobs.iter())
+                .collect();
+            insert_jobs(&mut tx, &jobs).await?;
         }
         tx.commit().await.map_err(db_error)?;
         if let Some(last) = planned
@@ -445,18 +445,22 @@ impl PgInner {
         conn: &mut PgConnection,
         events: &[RecordedEvent],
     ) -> Result<(), StoreError> {
+        if self.inline.is_empty() {
+            return Ok(());
+        }
+        let events: Vec<RecordedEvent> = events
+            .iter()
+            .map(|event| upcast(&self.upcasters, event.clone()))
+            .collect();
         for projection in &self.inline {
-            for event in events {
-                let event = upcast(&self.upcasters, event.clone());
-                let mut tx = PgSqlTx { conn: &mut *conn };
-                projection
-                    .apply(&mut tx, &event)
-                    .await
-                    .map_err(|e| StoreError::Projection {
-                        name: projection.name().to_owned(),
-                        message: e.to_string(),
-                    })?;
-            }
+            let mut tx = PgSqlTx { conn: &mut *conn };
+            projection
+                .apply_all(&mut tx, &events)
+                .await
+                .map_err(|e| StoreError::Projection {
+                    name: projection.name().to_owned(),
+                    message: e.to_string(),
+                })?;
         }
         Ok(())
     }
@@ -520,6 +524,44 @@ fn job_from_row(row: &PgRow) -> Result<Job, StoreError> {
         lease_expires_at: row.try_get("lease_expires_at").map_err(corrupt)?,
         last_error: row.try_get("last_error").map_err(corrupt)?,
     })
+}
+
+/// Writes jobs on an open connection (inside the caller's transaction) in as few statements as
+/// [`MAX_JSON_PARAM_BYTES`] of rows allow; a duplicate idempotency key is skipped, as
+/// [`insert_job`] skips it.
+pub(crate) async fn insert_jobs(conn: &mut PgConnection, jobs: &[&NewJob]) -> Result<(), StoreError> {
+    if let [job] = jobs {
+        return insert_job(conn, job).await.map(|_| ());
+    }
+    let rows = jobs
+        .iter()
+        .map(|job| {
+            serde_json::json!({
+                "id": Uuid::now_v7(),
+                "tenant_id": job.tenant_id.as_uuid(),
+                "kind": job.kind,
+                "idempotency_key": job.idempotency_key,
+                "payload": job.payload,
+                "max_attempts": job.max_attempts.max(1),
+                "run_at": job.run_at.map(pg_timestamp),
+            })
+        })
+        .collect();
+    for chunk in json_row_chunks(rows) {
+        sqlx::query(
+            "INSERT INTO jobs (id, tenant_id, kind, idempotency_key, payload, state, max_attempts, next_attempt_at) \
+             SELECT id, tenant_id, kind, idempotency_key, payload, 'pending', max_attempts, \
+               COALESCE(run_at, clock_timestamp()) \
+             FROM jsonb_to_recordset($1) AS r(id uuid, tenant_id uuid, kind text, idempotency_key text, \
+               payload jsonb, max_attempts integer, run_at timestamptz) \
+             ON CONFLICT (idempotency_key) DO NOTHING",
+        )
+        .bind(sqlx::types::Json(&chunk))
+        .execute(&mut *conn)
+        .await
+        .map_err(db_error)?;
+    }
+    Ok(())
 }
 
 /// Writes a job on an open connection (inside the caller's transaction).
