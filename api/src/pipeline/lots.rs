@@ -315,7 +315,19 @@ impl JobHandler for SifenLot {
         super::backoff_from_ms(1_000)
     }
 
+    /// A poll that fails comes back after the poll interval, like one that heard "processing":
+    /// the job's attempts count every earlier poll, so the exponential backoff of other jobs
+    /// would leave a lot polled many times unpolled for up to an hour after one lost answer.
     async fn run(&self, job: &Job) -> Result<(), JobFailure> {
+        match self.poll(job).await {
+            Err(JobFailure::Retry(message)) => Err(JobFailure::RetryAfter(message, self.0.lots.poll)),
+            other => other,
+        }
+    }
+}
+
+impl SifenLot {
+    async fn poll(&self, job: &Job) -> Result<(), JobFailure> {
         let p = &self.0;
         let tenant = job.tenant_id;
         let number = job.payload["lot"]

@@ -199,3 +199,31 @@ async fn a_lost_lot_answer_is_reconciled_without_sending_a_cdc_again_while_its_l
     assert!(waited >= 1, "a retry found its lot still processing");
     f.app.stop().await;
 }
+
+#[tokio::test]
+async fn a_lost_poll_answer_after_many_polls_is_asked_again_after_the_poll_interval() {
+    // The lot takes 8 s: the pipeline hears "processing" again and again, then one poll fails.
+    // The next poll comes one interval (250 ms) later, not after a backoff grown with every
+    // earlier poll (minutes by then, an hour at most).
+    let sim = SimConfig {
+        lot_processing_ms: 8_000,
+        ..SimConfig::default()
+    };
+    let f = Fx::new(sim, lots_config).await;
+    let docs = post_together(&f, "POLL", 8).await;
+    tokio::time::sleep(Duration::from_millis(6_000)).await;
+    fault(&f, "http500", "siResultLoteDE").await;
+    let status = f.settle(&docs, Duration::from_secs(20)).await;
+    for s in &status {
+        assert_eq!(s["status"], "accepted", "{s}");
+    }
+    let stats = f.stats().await;
+    approved_once(&stats, 8);
+    let totals = &stats["totals"];
+    assert!(
+        totals["lots_received"].as_u64().unwrap_or(0) >= 1,
+        "the documents went in a lot: {stats}"
+    );
+    assert_eq!(totals["faults"]["http500"], 1, "a poll failed: {stats}");
+    f.app.stop().await;
+}
