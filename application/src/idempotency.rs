@@ -8,6 +8,12 @@
 //! creates the document appends to that id's stream with "no stream yet" as the expected
 //! version, so even a request that takes over an abandoned claim (its owner crashed) cannot make
 //! a second document — it finds the first.
+//!
+//! The answer is not stored: once the claimed document exists (its row in the inline `documents`
+//! read model, written in the append transaction), a repeat is [`Claim::Stored`] and the caller
+//! rebuilds the original answer from the document's intake events, which never change. That
+//! keeps intake at one write besides the append. Rows written before this (with `response` set)
+//! still replay what they stored.
 
 use chrono::{DateTime, Duration, Utc};
 use kuatia_domain::tenancy::TenantId;
@@ -27,12 +33,18 @@ pub const MAX_KEY_LEN: usize = 255;
 /// What a request with a key may do.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Claim {
-    /// This request owns the key: create document `document_id`, then [`complete`].
+    /// This request owns the key: create document `document_id`.
     Claimed {
         /// The id the document must get.
         document_id: Uuid,
     },
-    /// The key was used with this body and answered: send this again.
+    /// The key was used with this body and its document was stored: answer its intake again.
+    Stored {
+        /// The document.
+        document_id: Uuid,
+    },
+    /// The key was used with this body and its answer was stored (rows written by earlier
+    /// versions): send this again.
     Replay {
         /// The original response body.
         response: Value,
@@ -85,8 +97,9 @@ pub async fn claim(
         }
         let rows = store
             .query(
-                "SELECT request_hash, document_id, response, created_at, expires_at FROM idempotency_keys \
-                 WHERE tenant_id = $1 AND key = $2",
+                "SELECT k.request_hash, k.document_id, k.response, k.created_at, k.expires_at, \
+                   (SELECT COUNT(*) FROM documents d WHERE d.id = k.document_id) \
+                 FROM idempotency_keys k WHERE k.tenant_id = $1 AND k.key = $2",
                 &[SqlValue::Uuid(tenant.as_uuid()), SqlValue::Text(key.to_owned())],
             )
             .await?;
@@ -119,8 +132,12 @@ pub async fn claim(
             };
             return Ok(Claim::Replay { response });
         }
+        let document_id = row[1].as_uuid().ok_or_else(corrupt)?;
+        if row[5].as_i64().is_some_and(|n| n > 0) {
+            return Ok(Claim::Stored { document_id });
+        }
         return Ok(Claim::InFlight {
-            document_id: row[1].as_uuid().ok_or_else(corrupt)?,
+            document_id,
             claimed_at: row[3].as_timestamp().ok_or_else(corrupt)?,
         });
     }
@@ -129,28 +146,9 @@ pub async fn claim(
     ))
 }
 
-/// Records the response of the request that owned the key.
-pub async fn complete(
-    store: &SharedStore,
-    tenant: TenantId,
-    key: &str,
-    response: &Value,
-) -> Result<(), StoreError> {
-    store
-        .execute(
-            "UPDATE idempotency_keys SET response = $3 WHERE tenant_id = $1 AND key = $2",
-            &[
-                SqlValue::Uuid(tenant.as_uuid()),
-                SqlValue::Text(key.to_owned()),
-                SqlValue::Json(response.clone()),
-            ],
-        )
-        .await?;
-    Ok(())
-}
-
 /// Gives a key back when its request stored nothing (a configuration error, say), so that the
-/// corrected request may use it.
+/// corrected request may use it. A key whose document exists is kept, whatever the caller
+/// believed.
 pub async fn release(
     store: &SharedStore,
     tenant: TenantId,
@@ -159,7 +157,8 @@ pub async fn release(
 ) -> Result<(), StoreError> {
     store
         .execute(
-            "DELETE FROM idempotency_keys WHERE tenant_id = $1 AND key = $2 AND document_id = $3 AND response IS NULL",
+            "DELETE FROM idempotency_keys WHERE tenant_id = $1 AND key = $2 AND document_id = $3 \
+               AND response IS NULL AND NOT EXISTS (SELECT 1 FROM documents WHERE id = $3)",
             &[
                 SqlValue::Uuid(tenant.as_uuid()),
                 SqlValue::Text(key.to_owned()),

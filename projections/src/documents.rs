@@ -403,6 +403,57 @@ async fn set_issues(
     .map(|_| ())
 }
 
+/// The row intake left for document `id` (what `POST /v1/documents` answered), rebuilt from the
+/// document's first events, which never change: the answer to a repeated request with the same
+/// Idempotency-Key, whatever happened to the document since. `None` when there is no such
+/// document.
+pub async fn intake_row(
+    store: &SharedStore,
+    tenant: TenantId,
+    id: Uuid,
+) -> Result<Option<DocumentRow>, StoreError> {
+    let events = store
+        .load_stream(&kuatia_domain::document::aggregate::stream_id(tenant, id))
+        .await?;
+    let Some((run, _)) = intake_run(&events)? else {
+        return Ok(None);
+    };
+    let (
+        received,
+        DocumentEvent::DocumentReceived {
+            routing, document, ..
+        },
+    ) = &run.events[0]
+    else {
+        return Err(corrupt("intake run"));
+    };
+    let (mut errors, mut warnings) = (Vec::new(), Vec::new());
+    let mut status = DocumentStatus::Received;
+    let mut last = *received;
+    for (event, decoded) in &run.events {
+        match decoded {
+            DocumentEvent::DocumentValidated { warnings: w, .. } => warnings.clone_from(w),
+            DocumentEvent::DocumentValidationFailed {
+                errors: e,
+                warnings: w,
+                ..
+            } => {
+                errors.clone_from(e);
+                warnings.clone_from(w);
+            }
+            _ => {}
+        }
+        status = decoded.resulting_status().unwrap_or(status);
+        last = event;
+    }
+    let mut row = DocumentRow::after_intake(id, routing, document, errors, warnings);
+    row.status = status.as_str().to_owned();
+    row.version = last.stream_version as i64;
+    row.created_at = received.recorded_at;
+    row.updated_at = last.recorded_at;
+    Ok(Some(row))
+}
+
 /// A document as the status and list endpoints show it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DocumentRow {

@@ -609,10 +609,12 @@ fn created(view: Value, replayed: bool) -> Response {
     response
 }
 
-async fn current_view(state: &AppState, caller: &Caller, id: Uuid) -> Result<Option<Value>, ApiError> {
-    Ok(read_docs::document(&state.store, caller.tenant, id)
+/// What `POST /v1/documents` answered when it stored document `id` (`read_docs::intake_row`).
+async fn intake_view(state: &AppState, caller: &Caller, id: Uuid) -> Result<Value, ApiError> {
+    let row = read_docs::intake_row(&state.store, caller.tenant, id)
         .await?
-        .map(|row| serde_json::to_value(DocumentView::from(row)).unwrap_or(Value::Null)))
+        .ok_or_else(|| ApiError::new(ErrorCode::InternalError, "the document is not readable"))?;
+    Ok(serde_json::to_value(DocumentView::from(row)).unwrap_or(Value::Null))
 }
 
 /// How long a request waits for another one holding its Idempotency-Key.
@@ -657,6 +659,9 @@ pub async fn create_document(
     let document_id = loop {
         match idempotency::claim(&state.store, caller.tenant, &key, &hash, Utc::now()).await? {
             Claim::Claimed { document_id } => break document_id,
+            Claim::Stored { document_id } => {
+                return Ok(created(intake_view(&state, &caller, document_id).await?, true));
+            }
             Claim::Replay { response } => return Ok(created(response, true)),
             Claim::Mismatch => {
                 return Err(ApiError::validation(
@@ -708,10 +713,8 @@ pub async fn create_document(
                 row.updated_at = stored.recorded_at;
                 serde_json::to_value(DocumentView::from(row)).unwrap_or(Value::Null)
             }
-            // Taken over from a request that died after storing it: answer what is stored.
-            Ok(None) => current_view(&state, &caller, document_id)
-                .await?
-                .ok_or_else(|| ApiError::new(ErrorCode::InternalError, "the document is not readable"))?,
+            // Taken over from a request that died after storing it: answer its intake.
+            Ok(None) => intake_view(&state, &caller, document_id).await?,
             Err(e) => {
                 let _ = idempotency::release(&state.store, caller.tenant, &key, document_id).await;
                 return Err(match e {
@@ -720,7 +723,6 @@ pub async fn create_document(
                 });
             }
         };
-    idempotency::complete(&state.store, caller.tenant, &key, &view).await?;
     Ok(created(view, false))
 }
 

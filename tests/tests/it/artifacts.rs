@@ -48,14 +48,15 @@ impl Fx {
         doc["company_id"] = json!(self.r.company);
         doc["external_id"] = json!("ART-1");
         doc["issue_datetime"] = json!(hours_ago(1));
-        let (status, body) = send(
+        let posted = doc;
+        let (status, created) = send(
             self.req(Method::POST, "/v1/documents")
                 .header("Idempotency-Key", "art-1")
-                .json(&doc),
+                .json(&posted),
         )
         .await;
-        assert_eq!(status, 201, "{body}");
-        let doc = id(&body);
+        assert_eq!(status, 201, "{created}");
+        let doc = id(&created);
         let deadline = std::time::Instant::now() + Duration::from_secs(60);
         loop {
             let (_, s) = send(self.req(Method::GET, &format!("/v1/documents/{doc}/status"))).await;
@@ -69,11 +70,25 @@ impl Fx {
         // the artifacts (the listing, the detail) see the same ones.
         loop {
             if self.artifacts(&doc).await.iter().any(|a| a["type"] == "kude") {
-                return doc;
+                break;
             }
             assert!(std::time::Instant::now() < deadline, "no KuDE recorded for {doc}");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+        // The same request again answers what intake answered, although the document moved on.
+        let response = self
+            .req(Method::POST, "/v1/documents")
+            .header("Idempotency-Key", "art-1")
+            .json(&posted)
+            .send()
+            .await
+            .expect("repeat");
+        assert_eq!(response.status(), 201);
+        assert_eq!(response.headers()["idempotent-replayed"], "true");
+        let replayed: Value = response.json().await.expect("json");
+        assert_eq!(replayed, created, "the original answer");
+        assert_eq!(replayed["status"], "queued");
+        doc
     }
 
     async fn artifacts(&self, doc: &str) -> Vec<Value> {

@@ -1423,23 +1423,33 @@ async fn an_idempotency_key_is_remembered_for_24_hours_then_free_and_purged() {
     let Claim::Claimed { document_id } = first else {
         panic!("the first request claims: {first:?}");
     };
-    let response = json!({"id": document_id});
-    idempotency::complete(&store, tenant, "k", &response)
-        .await
-        .expect("complete");
-    // Within the window: the same body replays, another body is a mismatch.
+    // Within the window: the same body waits for the first request while no document exists
+    // (its owner is still at work, or died), and another body is a mismatch.
     let later = now + Duration::hours(23);
-    assert_eq!(
-        idempotency::claim(&store, tenant, "k", "h1", later)
-            .await
-            .expect("claim"),
-        Claim::Replay { response }
-    );
+    assert!(matches!(
+        idempotency::claim(&store, tenant, "k", "h1", later).await.expect("claim"),
+        Claim::InFlight { document_id: waiting, .. } if waiting == document_id
+    ));
     assert_eq!(
         idempotency::claim(&store, tenant, "k", "h2", later)
             .await
             .expect("claim"),
         Claim::Mismatch
+    );
+    // A row written by an earlier version with its answer replays that answer.
+    kuatia_tests::execute(
+        &database,
+        "UPDATE idempotency_keys SET response = '{\"id\": \"stored answer\"}'",
+    )
+    .await
+    .expect("an answer stored the old way");
+    assert_eq!(
+        idempotency::claim(&store, tenant, "k", "h1", later)
+            .await
+            .expect("claim"),
+        Claim::Replay {
+            response: json!({"id": "stored answer"})
+        }
     );
     // After 24 hours the key is free again, whatever the body.
     let after = now + Duration::hours(24) + Duration::seconds(1);
