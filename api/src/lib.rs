@@ -41,6 +41,7 @@ use crate::state::AppState;
 pub fn api_router() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     let (router, mut api) = routes();
     utoipa::Modify::modify(&openapi::RolesListing, &mut api);
+    utoipa::Modify::modify(&openapi::StandardResponses, &mut api);
     (router, api)
 }
 

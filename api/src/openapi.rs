@@ -114,6 +114,93 @@ impl Modify for RolesListing {
     }
 }
 
+/// Documents the refusals every operation of a kind can answer, where its own annotation does not
+/// list them already: 400 for a missing or malformed `X-Tenant-Id` or parameter, 401 and 403
+/// where credentials are required, 413 and 415 where there is a request body. Each in the
+/// contract's error shape (`ErrorBody`). Applied once the router has added its paths.
+pub struct StandardResponses;
+
+impl Modify for StandardResponses {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::path::{Operation, ParameterIn};
+        use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
+        let error = |description: &str| {
+            RefOr::T(
+                ResponseBuilder::new()
+                    .description(description)
+                    .content(
+                        "application/json",
+                        ContentBuilder::new()
+                            .schema(Some(Ref::from_schema_name("ErrorBody")))
+                            .build(),
+                    )
+                    .build(),
+            )
+        };
+        let complete = |operation: &mut Operation| {
+            let parameters = operation.parameters.as_deref().unwrap_or_default();
+            let tenant_header = parameters.iter().any(|p| match p {
+                RefOr::T(p) => {
+                    p.parameter_in == ParameterIn::Header
+                        && p.name.eq_ignore_ascii_case(crate::auth::TENANT_HEADER)
+                }
+                RefOr::Ref(_) => false,
+            });
+            let has_body = operation.request_body.is_some();
+            let secured = operation.security.as_ref().is_some_and(|requirements| {
+                !requirements.is_empty()
+                    && requirements
+                        .iter()
+                        .all(|r| r != &utoipa::openapi::security::SecurityRequirement::default())
+            });
+            let mut add = |status: &str, description: &str| {
+                operation
+                    .responses
+                    .responses
+                    .entry(status.to_owned())
+                    .or_insert_with(|| error(description));
+            };
+            if tenant_header || !parameters.is_empty() || has_body {
+                add(
+                    "400",
+                    "The request is malformed: X-Tenant-Id missing or not a UUID, a parameter or the body \
+                     unreadable (validation_error)",
+                );
+            }
+            if secured {
+                add("401", "No valid API key or session (authentication_error)");
+            }
+            if tenant_header {
+                add(
+                    "403",
+                    "X-Tenant-Id is not the credentials' tenant, or the role may not do this (permission_error)",
+                );
+            }
+            if has_body {
+                add("413", "The body is too large (validation_error)");
+                add(
+                    "415",
+                    "The body is not declared as the documented content type (validation_error)",
+                );
+            }
+        };
+        for item in openapi.paths.paths.values_mut() {
+            for operation in [
+                item.get.as_mut(),
+                item.post.as_mut(),
+                item.put.as_mut(),
+                item.patch.as_mut(),
+                item.delete.as_mut(),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                complete(operation);
+            }
+        }
+    }
+}
+
 impl Modify for SecuritySchemes {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let components = openapi.components.get_or_insert_with(Default::default);

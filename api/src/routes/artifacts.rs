@@ -15,6 +15,7 @@
 //! URLs with nothing more to configure. Rotating either invalidates the URLs handed out (they
 //! last 15 minutes anyway).
 
+use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
@@ -270,9 +271,14 @@ fn file_name(document_id: Uuid, a: &kuatia_projections::artifacts::Download) -> 
 )]
 pub async fn download_artifact(
     State(state): State<AppState>,
-    Path((id, artifact_id)): Path<(Uuid, Uuid)>,
-    Query(q): Query<DownloadQuery>,
+    path: Result<Path<(Uuid, Uuid)>, PathRejection>,
+    query: Result<Query<DownloadQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
+    // A URL that is not one we sign (ids that are not UUIDs, a repeated or unreadable query) is
+    // refused as any changed URL is.
+    let (Ok(Path((id, artifact_id))), Ok(Query(q))) = (path, query) else {
+        return Err(refused());
+    };
     let (Some(expires), Some(signature)) = (q.expires, q.signature) else {
         return Err(refused());
     };

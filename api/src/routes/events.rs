@@ -44,8 +44,10 @@ pub struct EventView {
     pub event_type: String,
     /// Schema version of `data` (current after upcasting).
     pub schema_version: u32,
-    /// The event body.
-    #[schema(value_type = Object)]
+    /// The event body as stored: an object named after the event type carrying its fields, or
+    /// just the event type's name (a string) for an event without fields
+    /// (`"WebhookEndpointDeactivated"`).
+    #[schema(value_type = Value)]
     pub data: serde_json::Value,
     /// Actor, request, correlation and causation ids.
     #[schema(value_type = Object)]

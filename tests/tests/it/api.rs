@@ -371,3 +371,78 @@ async fn shutdown_lets_in_flight_requests_finish_and_stops_accepting() {
         .await;
     assert!(refused.is_err(), "no new connections after shutdown began");
 }
+
+/// What an error answer must be: 4xx, documented for the operation, in the contract's shape.
+async fn documented_refusal(operation: &Value, what: &str, response: reqwest::Response) -> u16 {
+    let status = response.status().as_u16();
+    assert!((400..500).contains(&status), "{what}: HTTP {status}");
+    assert!(
+        operation["responses"][status.to_string()].is_object(),
+        "{what}: {status} is not documented"
+    );
+    let body: Value = response.json().await.unwrap_or(Value::Null);
+    for field in ["code", "message", "request_id"] {
+        assert!(body[field].is_string(), "{what}: no {field} in {body}");
+    }
+    status
+}
+
+#[tokio::test]
+async fn every_tenant_route_documents_and_answers_its_refusals_in_the_error_shape() {
+    let app = TestApp::spawn().await;
+    let (tenant, key) = app.tenant("refusals").await;
+    let doc: Value = app.get("/openapi.json").await.json().await.expect("json");
+    let mut checked = 0;
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, operation) in item.as_object().expect("item") {
+            let takes_tenant = operation["parameters"].as_array().is_some_and(|ps| {
+                ps.iter()
+                    .any(|p| p["in"] == "header" && p["name"].as_str() == Some("X-Tenant-Id"))
+            });
+            if !takes_tenant {
+                continue;
+            }
+            // Every path parameter a UUID that names nothing.
+            let url: String = path
+                .split('/')
+                .map(|part| {
+                    if part.starts_with('{') {
+                        uuid::Uuid::now_v7().to_string()
+                    } else {
+                        part.to_owned()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("/");
+            let method = reqwest::Method::from_bytes(method.to_uppercase().as_bytes()).expect("method");
+            let what = format!("{method} {path}");
+            // Without X-Tenant-Id: 400.
+            let response = app
+                .client
+                .request(method.clone(), format!("{}{url}", app.base))
+                .bearer_auth(&key)
+                .send()
+                .await
+                .expect("send");
+            assert_eq!(
+                documented_refusal(operation, &format!("{what} without X-Tenant-Id"), response).await,
+                400,
+                "{what}"
+            );
+            // With a body that is not JSON: refused (415, or 400 where another type is also taken).
+            if operation["requestBody"].is_object() {
+                let response = app
+                    .as_key(method.clone(), &url, &key, &tenant)
+                    .header("Content-Type", "text/plain")
+                    .body("not json")
+                    .send()
+                    .await
+                    .expect("send");
+                documented_refusal(operation, &format!("{what} with a text body"), response).await;
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 30, "walked {checked} tenant operations");
+    app.stop().await;
+}

@@ -194,6 +194,11 @@ async fn a_presigned_url_downloads_the_exact_stored_bytes_and_a_changed_one_is_4
         format!("{path}?expires={expires}"),
         format!("{path}?signature={signature}"),
         format!("{path}?expires=soon&signature={signature}"),
+        format!("{path}?expires={expires}&expires={expires}&signature={signature}"),
+        format!(
+            "{}?expires={expires}&signature={signature}",
+            path.replace(xml["id"].as_str().expect("id"), "not-a-uuid")
+        ),
         path.to_owned(),
     ] {
         forbidden(f.get(&bad).await).await;
