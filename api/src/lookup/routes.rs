@@ -6,8 +6,9 @@
 //! designation and registry match). Every `/api` request has been counted by [`super::meter`]
 //! before it gets here.
 
+use crate::extract::{Path, Query};
 use axum::Json;
-use axum::extract::{Extension, Path, Query, State};
+use axum::extract::{Extension, State};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use kuatia_domain::lookup::query::{DEFAULT_LIMIT, MAX_LIMIT, RucLookup, SearchQuery, parse_query};

@@ -1,7 +1,8 @@
 //! Contract §4.3: `POST /v1/api-keys`, `GET /v1/api-keys/current`, and `DELETE /v1/api-keys/{id}`
 //! (DECISIONS §2).
 
-use axum::extract::{Path, State};
+use crate::extract::Path;
+use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use kuatia_application::access::{self, KeyRequest};

@@ -15,8 +15,9 @@
 //! URLs with nothing more to configure. Rotating either invalidates the URLs handed out (they
 //! last 15 minutes anyway).
 
+use crate::extract::Path;
+use axum::extract::State;
 use axum::extract::rejection::{PathRejection, QueryRejection};
-use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, TimeZone, Utc};
@@ -271,12 +272,12 @@ fn file_name(document_id: Uuid, a: &kuatia_projections::artifacts::Download) -> 
 )]
 pub async fn download_artifact(
     State(state): State<AppState>,
-    path: Result<Path<(Uuid, Uuid)>, PathRejection>,
-    query: Result<Query<DownloadQuery>, QueryRejection>,
+    path: Result<axum::extract::Path<(Uuid, Uuid)>, PathRejection>,
+    query: Result<axum::extract::Query<DownloadQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     // A URL that is not one we sign (ids that are not UUIDs, a repeated or unreadable query) is
     // refused as any changed URL is.
-    let (Ok(Path((id, artifact_id))), Ok(Query(q))) = (path, query) else {
+    let (Ok(axum::extract::Path((id, artifact_id))), Ok(axum::extract::Query(q))) = (path, query) else {
         return Err(refused());
     };
     let (Some(expires), Some(signature)) = (q.expires, q.signature) else {

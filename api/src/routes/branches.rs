@@ -1,6 +1,7 @@
 //! Contract §4.3: `GET|POST /v1/branches`, `POST /v1/issuance-points` (DECISIONS §3).
 
-use axum::extract::{Query, State};
+use crate::extract::Query;
+use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use kuatia_application::configuration;

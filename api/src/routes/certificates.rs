@@ -5,7 +5,8 @@
 //! `pfx` file part and the same fields as text parts. The password and the file never reach a log
 //! line or an error message; responses carry only what the certificate says.
 
-use axum::extract::{FromRequest, Multipart, Path, Request, State};
+use crate::extract::Path;
+use axum::extract::{FromRequest, Multipart, Request, State};
 use axum::http::{StatusCode, header};
 use base64::Engine;
 use chrono::{DateTime, Utc};

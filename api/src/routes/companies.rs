@@ -1,6 +1,7 @@
 //! Contract §4.3: `GET|POST /v1/companies`, `PATCH /v1/companies/{id}` (DECISIONS §3).
 
-use axum::extract::{Path, State};
+use crate::extract::Path;
+use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use kuatia_application::configuration::{self, ConfigurationError};

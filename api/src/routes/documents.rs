@@ -15,8 +15,9 @@
 //! 400 (nothing stored), and stores a document that passed them as `validated` (then `queued`)
 //! or `validation_failed`.
 
+use crate::extract::{Path, Query};
 use axum::body::Bytes;
-use axum::extract::{FromRequest, Path, Query, Request, State};
+use axum::extract::{FromRequest, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;

@@ -5,7 +5,8 @@
 //! says only whether one is on file. A PATCH changes the fields it names (nested objects merge
 //! key by key) and keeps every secret it does not name.
 
-use axum::extract::{Path, Query, State};
+use crate::extract::{Path, Query};
+use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, NaiveDate, Utc};
 use kuatia_application::configuration::{self, ChannelSecrets};

@@ -2,7 +2,8 @@
 //! auditors (ARCHITECTURE "Read side"). A job keeps the last `position` it read and asks for
 //! `after` it next time; nothing is skipped or repeated, because positions are commit-ordered.
 
-use axum::extract::{Query, State};
+use crate::extract::Query;
+use axum::extract::State;
 use chrono::{DateTime, Utc};
 use kuatia_application::event_store::{EventMetadata, ReadFilter};
 use kuatia_domain::access::Permission;

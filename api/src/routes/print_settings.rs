@@ -1,6 +1,7 @@
 //! Contract §4.3: `GET|PUT /v1/print-settings` (§2.13, DECISIONS §3).
 
-use axum::extract::{Query, State};
+use crate::extract::Query;
+use axum::extract::State;
 use chrono::{DateTime, Utc};
 use kuatia_application::configuration;
 use kuatia_domain::access::Permission;

@@ -3,7 +3,8 @@
 //! request is an event (`PdfRegenerationRequested`) whose job renders and records the new
 //! version (`crate::printing`); earlier versions stay listed.
 
-use axum::extract::{Path, State};
+use crate::extract::Path;
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;

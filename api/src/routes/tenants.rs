@@ -1,6 +1,7 @@
 //! Contract §4.2: `POST /v1/tenants`, `GET /v1/tenants/{id}` (DECISIONS §2).
 
-use axum::extract::{Path, State};
+use crate::extract::Path;
+use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use kuatia_application::access::{self, AccessError};

@@ -6,7 +6,8 @@
 //! and a host that resolves to public addresses only (the sender checks again before every
 //! attempt). A company-scoped key sees and manages only its company's endpoints.
 
-use axum::extract::{Path, Query, State};
+use crate::extract::{Path, Query};
+use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use kuatia_application::webhooks::{self as app, DeliveryRow, DeliveryStatus, WebhooksError};

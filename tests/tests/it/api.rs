@@ -429,6 +429,36 @@ async fn every_tenant_route_documents_and_answers_its_refusals_in_the_error_shap
                 400,
                 "{what}"
             );
+            // An id that is not a UUID: 400, saying the path is not valid.
+            if path.contains('{') && !path.ends_with("/download") {
+                let bad: String = url
+                    .split('/')
+                    .map(|part| {
+                        if part.parse::<uuid::Uuid>().is_ok() {
+                            "not-a-uuid"
+                        } else {
+                            part
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join("/");
+                let response = app
+                    .as_key(method.clone(), &bad, &key, &tenant)
+                    .json(&json!({}))
+                    .send()
+                    .await
+                    .expect("send");
+                let message = response.headers().get("content-type").cloned();
+                let body_status = response.status().as_u16();
+                let body: Value = response.json().await.unwrap_or(Value::Null);
+                assert_eq!(body_status, 400, "{what} with a bad id: {body} ({message:?})");
+                assert!(
+                    body["message"]
+                        .as_str()
+                        .is_some_and(|m| m.contains("path is not valid")),
+                    "{what}: {body}"
+                );
+            }
             // With a body that is not JSON: refused (415, or 400 where another type is also taken).
             if operation["requestBody"].is_object() {
                 let response = app
