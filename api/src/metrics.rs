@@ -55,6 +55,11 @@ fn describe() {
     );
     metrics::describe_gauge!("kuatia_jobs", "Jobs in the queue, by kind and state.");
     metrics::describe_gauge!(
+        "kuatia_certificate_expiry_seconds",
+        metrics::Unit::Seconds,
+        "Time left until each signing certificate expires (negative once expired), by tenant, company and certificate."
+    );
+    metrics::describe_gauge!(
         "kuatia_webhook_deliveries",
         "Webhook deliveries, by status (pending, delivering, delivered, retrying, failed)."
     );

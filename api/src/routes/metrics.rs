@@ -81,6 +81,21 @@ pub async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Resul
         metrics::gauge!("kuatia_webhook_deliveries", "status" => status.as_str()).set(n as f64);
     }
 
+    // Time left on each certificate (negative once it has expired): alert well before SIFEN and
+    // the signature refuse it (the `certificate.expiring` webhook warns at 30, 7 and 1 days).
+    let now = chrono::Utc::now();
+    for (tenant, company, certificate) in kuatia_projections::webhooks::all_certificates(&state.store).await?
+    {
+        let left = (certificate.facts.not_after - now).num_seconds() as f64;
+        metrics::gauge!(
+            "kuatia_certificate_expiry_seconds",
+            "tenant_id" => tenant.to_string(),
+            "company_id" => company.to_string(),
+            "certificate_id" => certificate.certificate_id.to_string()
+        )
+        .set(left);
+    }
+
     let body = state.prometheus.render();
     Ok((
         [(

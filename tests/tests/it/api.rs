@@ -72,6 +72,8 @@ async fn metrics_are_disabled_without_a_token_and_guarded_with_one() {
         .await
         .expect("enqueue");
     app.get("/health").await;
+    // A company with a certificate valid for 365 days.
+    crate::documents::ready_at(&app, "metrics", "http://127.0.0.1:9").await;
     let response = app.get_with_bearer("/metrics", "m3trics-token").await;
     assert_eq!(response.status(), 200);
     assert!(
@@ -93,6 +95,14 @@ async fn metrics_are_disabled_without_a_token_and_guarded_with_one() {
     ] {
         assert!(text.contains(needle), "missing {needle} in\n{text}");
     }
+    let days: Vec<f64> = text
+        .lines()
+        .filter(|l| l.starts_with("kuatia_certificate_expiry_seconds{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .map(|seconds| seconds / 86_400.0)
+        .collect();
+    assert_eq!(days.len(), 1, "one certificate, one series:\n{text}");
+    assert!((363.0..=366.0).contains(&days[0]), "days to expiry: {}", days[0]);
     promtool_accepts(&text);
     app.stop().await;
 }
