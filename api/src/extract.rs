@@ -47,54 +47,47 @@ fn rejection_to_error(rejection: JsonRejection) -> ApiError {
     }
 }
 
-/// `axum::extract::Path`, but a path segment that does not parse (an id that is not a UUID) is
-/// answered 400 `validation_error` in our error body, naming what could not be read.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Path<T>(pub T);
+/// A wrapper of an axum parts extractor whose rejection is answered 400 `validation_error` in our
+/// error body, the parser's message after `what`.
+macro_rules! parts_extractor {
+    ($(#[$doc:meta])* $name:ident, $what:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, Default)]
+        pub struct $name<T>(pub T);
 
-impl<S, T> axum::extract::FromRequestParts<S> for Path<T>
-where
-    T: DeserializeOwned + Send,
-    S: Send + Sync,
-{
-    type Rejection = ApiError;
+        impl<S, T> axum::extract::FromRequestParts<S> for $name<T>
+        where
+            T: DeserializeOwned + Send,
+            S: Send + Sync,
+        {
+            type Rejection = ApiError;
 
-    async fn from_request_parts(
-        parts: &mut axum::http::request::Parts,
-        state: &S,
-    ) -> Result<Self, Self::Rejection> {
-        match axum::extract::Path::<T>::from_request_parts(parts, state).await {
-            Ok(axum::extract::Path(value)) => Ok(Self(value)),
-            Err(rejection) => Err(ApiError::validation(format!(
-                "the path is not valid: {}",
-                rejection.body_text()
-            ))),
+            async fn from_request_parts(
+                parts: &mut axum::http::request::Parts,
+                state: &S,
+            ) -> Result<Self, Self::Rejection> {
+                match axum::extract::$name::<T>::from_request_parts(parts, state).await {
+                    Ok(axum::extract::$name(value)) => Ok(Self(value)),
+                    Err(rejection) => Err(ApiError::validation(format!(
+                        concat!($what, " is not valid: {}"),
+                        rejection.body_text()
+                    ))),
+                }
+            }
         }
-    }
+    };
 }
 
-/// `axum::extract::Query`, but a query string that does not match (a repeated or unreadable
-/// parameter) is answered 400 `validation_error` in our error body, with the parser's message.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Query<T>(pub T);
+parts_extractor!(
+    /// `axum::extract::Path`, but a path segment that does not parse (an id that is not a UUID)
+    /// is answered 400 `validation_error` in our error body, naming what could not be read.
+    Path,
+    "the path"
+);
 
-impl<S, T> axum::extract::FromRequestParts<S> for Query<T>
-where
-    T: DeserializeOwned,
-    S: Send + Sync,
-{
-    type Rejection = ApiError;
-
-    async fn from_request_parts(
-        parts: &mut axum::http::request::Parts,
-        state: &S,
-    ) -> Result<Self, Self::Rejection> {
-        match axum::extract::Query::<T>::from_request_parts(parts, state).await {
-            Ok(axum::extract::Query(value)) => Ok(Self(value)),
-            Err(rejection) => Err(ApiError::validation(format!(
-                "the query string is not valid: {}",
-                rejection.body_text()
-            ))),
-        }
-    }
-}
+parts_extractor!(
+    /// `axum::extract::Query`, but a query string that does not match (a repeated or unreadable
+    /// parameter) is answered 400 `validation_error` in our error body, with the parser's message.
+    Query,
+    "the query string"
+);

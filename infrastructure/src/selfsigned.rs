@@ -31,6 +31,33 @@ pub struct SelfSigned {
     pub not_after: DateTime<Utc>,
 }
 
+/// An X.509 v3 builder for a self-signed certificate: a random 64-bit serial, `name` as subject
+/// and issuer, `key`'s public key, valid from `not_before` to `not_after`. The caller adds its
+/// extensions and signs with `key`.
+pub(crate) fn self_signed_builder(
+    name: &openssl::x509::X509NameRef,
+    key: &PKey<Private>,
+    not_before: DateTime<Utc>,
+    not_after: DateTime<Utc>,
+) -> Result<openssl::x509::X509Builder, ErrorStack> {
+    let mut serial = BigNum::new()?;
+    serial.rand(64, MsbOption::MAYBE_ZERO, false)?;
+    let mut builder = X509::builder()?;
+    builder.set_version(2)?;
+    let serial = Asn1Integer::from_bn(&serial)?;
+    builder.set_serial_number(&serial)?;
+    builder.set_subject_name(name)?;
+    builder.set_issuer_name(name)?;
+    builder.set_pubkey(key)?;
+    let (not_before, not_after) = (
+        Asn1Time::from_unix(not_before.timestamp())?,
+        Asn1Time::from_unix(not_after.timestamp())?,
+    );
+    builder.set_not_before(&not_before)?;
+    builder.set_not_after(&not_after)?;
+    Ok(builder)
+}
+
 impl SelfSigned {
     /// A certificate for `ruc`, valid from yesterday for `days` days.
     pub fn for_ruc(common_name: &str, ruc: &str, days: i64) -> Self {
@@ -54,20 +81,7 @@ impl SelfSigned {
             name.append_entry_by_nid(Nid::SERIALNUMBER, &format!("RUC{ruc}"))?;
         }
         name.append_entry_by_nid(Nid::COUNTRYNAME, "PY")?;
-        let name = name.build();
-        let mut serial = BigNum::new()?;
-        serial.rand(64, MsbOption::MAYBE_ZERO, false)?;
-        let mut builder = X509::builder()?;
-        builder.set_version(2)?;
-        let serial = Asn1Integer::from_bn(&serial)?;
-        builder.set_serial_number(&serial)?;
-        builder.set_subject_name(&name)?;
-        builder.set_issuer_name(&name)?;
-        builder.set_pubkey(&key)?;
-        let not_before = Asn1Time::from_unix(self.not_before.timestamp())?;
-        builder.set_not_before(&not_before)?;
-        let not_after = Asn1Time::from_unix(self.not_after.timestamp())?;
-        builder.set_not_after(&not_after)?;
+        let mut builder = self_signed_builder(&name.build(), &key, self.not_before, self.not_after)?;
         builder.append_extension(BasicConstraints::new().critical().build()?)?;
         builder.append_extension(
             KeyUsage::new()

@@ -227,6 +227,45 @@ struct IntakeRun<'a> {
     events: Vec<(&'a RecordedEvent, DocumentEvent)>,
 }
 
+/// What a document's intake events leave: its issues, the status after each event, the last event.
+struct IntakeState<'a> {
+    errors: Vec<Issue>,
+    warnings: Vec<Issue>,
+    statuses: Vec<(&'a RecordedEvent, DocumentStatus)>,
+    status: DocumentStatus,
+    last: &'a RecordedEvent,
+}
+
+impl<'a> IntakeRun<'a> {
+    /// Folds the run as `apply` does event by event.
+    fn fold(&self) -> IntakeState<'a> {
+        let mut state = IntakeState {
+            errors: Vec::new(),
+            warnings: Vec::new(),
+            statuses: Vec::with_capacity(self.events.len()),
+            status: DocumentStatus::Received,
+            last: self.events[0].0,
+        };
+        for (event, decoded) in &self.events {
+            match decoded {
+                DocumentEvent::DocumentValidated { warnings, .. } => {
+                    state.errors.clear();
+                    state.warnings.clone_from(warnings);
+                }
+                DocumentEvent::DocumentValidationFailed { errors, warnings, .. } => {
+                    state.errors.clone_from(errors);
+                    state.warnings.clone_from(warnings);
+                }
+                _ => {}
+            }
+            state.status = decoded.resulting_status().unwrap_or(state.status);
+            state.statuses.push((event, state.status));
+            state.last = event;
+        }
+        state
+    }
+}
+
 /// A run of intake events at the head of `events`: a `DocumentReceived` at version 1, then
 /// adjacent events of the same stream, one version apart, that intake appends after it. `None`
 /// when `events` does not start with one; the length of the run otherwise.
@@ -279,28 +318,8 @@ impl IntakeRows {
             return Err(corrupt("intake run"));
         };
         let document_id = document_id(received)?;
-        let mut errors = Value::Array(Vec::new());
-        let mut warnings = Value::Array(Vec::new());
-        let mut status = DocumentStatus::Received;
-        let mut last = *received;
-        for (event, decoded) in &run.events {
-            match decoded {
-                DocumentEvent::DocumentValidated { warnings: w, .. } => {
-                    errors = json(&Vec::<Issue>::new())?;
-                    warnings = json(w)?;
-                }
-                DocumentEvent::DocumentValidationFailed {
-                    errors: e,
-                    warnings: w,
-                    ..
-                } => {
-                    errors = json(e)?;
-                    warnings = json(w)?;
-                }
-                _ => {}
-            }
-            status = decoded.resulting_status().unwrap_or(status);
-            last = event;
+        let state = run.fold();
+        for (event, status) in &state.statuses {
             self.timeline.push(serde_json::json!({
                 "document_id": document_id,
                 "version": event.stream_version,
@@ -314,6 +333,8 @@ impl IntakeRows {
                 "data": event.payload,
             }));
         }
+        let (status, last) = (state.status, state.last);
+        let (errors, warnings) = (json(&state.errors)?, json(&state.warnings)?);
         self.documents.push(serde_json::json!({
             "id": document_id,
             "tenant_id": received.tenant_id.as_uuid(),
@@ -427,26 +448,9 @@ pub async fn intake_row(
     else {
         return Err(corrupt("intake run"));
     };
-    let (mut errors, mut warnings) = (Vec::new(), Vec::new());
-    let mut status = DocumentStatus::Received;
-    let mut last = *received;
-    for (event, decoded) in &run.events {
-        match decoded {
-            DocumentEvent::DocumentValidated { warnings: w, .. } => warnings.clone_from(w),
-            DocumentEvent::DocumentValidationFailed {
-                errors: e,
-                warnings: w,
-                ..
-            } => {
-                errors.clone_from(e);
-                warnings.clone_from(w);
-            }
-            _ => {}
-        }
-        status = decoded.resulting_status().unwrap_or(status);
-        last = event;
-    }
-    let mut row = DocumentRow::after_intake(id, routing, document, errors, warnings);
+    let state = run.fold();
+    let (status, last) = (state.status, state.last);
+    let mut row = DocumentRow::after_intake(id, routing, document, state.errors, state.warnings);
     row.status = status.as_str().to_owned();
     row.version = last.stream_version as i64;
     row.created_at = received.recorded_at;

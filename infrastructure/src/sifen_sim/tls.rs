@@ -185,37 +185,27 @@ impl ServerCertificate {
     /// not a CA) for `hosts`: names and IP addresses, e.g. `["localhost", "127.0.0.1"]`. For
     /// tests and local runs; clients trust it by taking `cert_pem` as an extra root.
     pub fn self_signed(hosts: &[&str]) -> Result<Self, SimError> {
-        use openssl::asn1::{Asn1Integer, Asn1Time};
-        use openssl::bn::{BigNum, MsbOption};
         use openssl::ec::{EcGroup, EcKey};
         use openssl::hash::MessageDigest;
         use openssl::nid::Nid;
         use openssl::pkey::PKey;
+        use openssl::x509::X509NameBuilder;
         use openssl::x509::extension::{
             BasicConstraints, ExtendedKeyUsage, KeyUsage, SubjectAlternativeName,
         };
-        use openssl::x509::{X509, X509NameBuilder};
         let build = || -> Result<Self, openssl::error::ErrorStack> {
             let group = EcGroup::from_curve_name(Nid::X9_62_PRIME256V1)?;
             let key = PKey::from_ec_key(EcKey::generate(&group)?)?;
             let mut name = X509NameBuilder::new()?;
             name.append_entry_by_nid(Nid::COMMONNAME, hosts.first().copied().unwrap_or("localhost"))?;
             name.append_entry_by_nid(Nid::ORGANIZATIONNAME, "kuatia SIFEN simulator")?;
-            let name = name.build();
-            let mut serial = BigNum::new()?;
-            serial.rand(64, MsbOption::MAYBE_ZERO, false)?;
-            let mut builder = X509::builder()?;
-            builder.set_version(2)?;
-            let serial = Asn1Integer::from_bn(&serial)?;
-            builder.set_serial_number(&serial)?;
-            builder.set_subject_name(&name)?;
-            builder.set_issuer_name(&name)?;
-            builder.set_pubkey(&key)?;
             let now = chrono::Utc::now();
-            let not_before = Asn1Time::from_unix((now - chrono::Duration::days(1)).timestamp())?;
-            builder.set_not_before(&not_before)?;
-            let not_after = Asn1Time::from_unix((now + chrono::Duration::days(365)).timestamp())?;
-            builder.set_not_after(&not_after)?;
+            let mut builder = crate::selfsigned::self_signed_builder(
+                &name.build(),
+                &key,
+                now - chrono::Duration::days(1),
+                now + chrono::Duration::days(365),
+            )?;
             builder.append_extension(BasicConstraints::new().critical().build()?)?;
             builder.append_extension(KeyUsage::new().critical().digital_signature().build()?)?;
             builder.append_extension(ExtendedKeyUsage::new().server_auth().build()?)?;
