@@ -40,6 +40,18 @@ pub enum Command {
     /// manage its API keys.
     #[command(subcommand)]
     Lookup(crate::lookup::cli::LookupCommand),
+    /// The sealed secrets (certificate keys, CSCs, credentials).
+    #[command(subcommand)]
+    Secrets(SecretsCommand),
+}
+
+/// `kuatia secrets …`
+#[derive(Debug, Subcommand)]
+pub enum SecretsCommand {
+    /// Re-seal under KUATIA_MASTER_KEY every secret sealed under an earlier key (given in
+    /// KUATIA_MASTER_KEY_PREVIOUS); exit 1 if any secret does not open. Safe beside running
+    /// instances and safe to run again.
+    Rotate,
 }
 
 /// `kuatia sifen-sim …`
@@ -184,6 +196,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Events(cmd) => events(&config, cmd).await,
         Command::SifenSim(args) => sifen_sim(args).await,
         Command::Lookup(cmd) => crate::lookup::cli::run(&config, cmd).await,
+        Command::Secrets(SecretsCommand::Rotate) => rotate_secrets(&config).await,
     };
     match result {
         Ok(code) => code,
@@ -252,6 +265,41 @@ async fn sifen_sim(args: SifenSimArgs) -> anyhow::Result<ExitCode> {
     }
     .context("serving the SIFEN simulator")?;
     Ok(ExitCode::SUCCESS)
+}
+
+async fn rotate_secrets(config: &Config) -> anyhow::Result<ExitCode> {
+    let sealer = crate::compose::sealer(config)?;
+    let current = kuatia_application::vault::Sealer::key_id(&sealer).to_owned();
+    let previous: Vec<String> = sealer.previous_key_ids().into_iter().map(str::to_owned).collect();
+    let database = crate::compose::open_database(config).await?;
+    let vault = kuatia_application::vault::Vault::new(database.store(), std::sync::Arc::new(sealer));
+    let report = vault.rotate(500).await;
+    database.close().await;
+    let report = report.context("rotating the sealed secrets")?;
+    println!(
+        "current master key {current}; earlier keys held: {}",
+        if previous.is_empty() {
+            "none".to_owned()
+        } else {
+            previous.join(", ")
+        }
+    );
+    let total: u64 = report.rotated.values().sum();
+    for (key, n) in &report.rotated {
+        println!("re-sealed {n} secret(s) sealed under {key}");
+    }
+    println!("re-sealed {total} secret(s) in all");
+    if report.failed.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    for (id, key, why) in &report.failed {
+        eprintln!("kuatia: secret {id} (under key {key}) left as it is: {why}");
+    }
+    eprintln!(
+        "kuatia: {} secret(s) did not open; add their master key to KUATIA_MASTER_KEY_PREVIOUS and run again",
+        report.failed.len()
+    );
+    Ok(ExitCode::FAILURE)
 }
 
 async fn migrate(config: &Config) -> anyhow::Result<ExitCode> {

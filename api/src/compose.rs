@@ -41,8 +41,19 @@ pub async fn open_database(config: &Config) -> anyhow::Result<Database> {
     Ok(database)
 }
 
-/// The master key: `KUATIA_MASTER_KEY`, or in demo mode the generated `<data_dir>/master.key`.
-fn sealer(config: &Config) -> anyhow::Result<AesGcmSealer> {
+/// The master key: `KUATIA_MASTER_KEY`, or in demo mode the generated `<data_dir>/master.key`;
+/// with the earlier keys of `KUATIA_MASTER_KEY_PREVIOUS` during a rotation.
+pub fn sealer(config: &Config) -> anyhow::Result<AesGcmSealer> {
+    let current = current_sealer(config)?;
+    match &config.master_key_previous {
+        Some(list) => current
+            .with_previous(list.expose())
+            .context("KUATIA_MASTER_KEY_PREVIOUS"),
+        None => Ok(current),
+    }
+}
+
+fn current_sealer(config: &Config) -> anyhow::Result<AesGcmSealer> {
     match &config.master_key {
         Some(key) => Ok(AesGcmSealer::from_base64(key.expose())?),
         None if config.demo_mode() => {
@@ -122,6 +133,21 @@ impl Service {
 
 /// Starts the invoicing API, the subscription runtime and the job workers.
 pub async fn start(config: Config) -> anyhow::Result<Service> {
+    // Trace export for this service's spans, when configured; stopped (flushed) last, below.
+    let otlp = match config.otlp_endpoint.as_deref() {
+        Some(endpoint) => {
+            if !kuatia_infrastructure::telemetry::is_installed() {
+                tracing::warn!(
+                    "KUATIA_OTLP_ENDPOINT is set but the trace layer is not installed; no span will be exported"
+                );
+            }
+            let exporter = kuatia_infrastructure::telemetry::otlp::OtlpExporter::start(endpoint, "kuatia")
+                .context("starting the OTLP trace exporter")?;
+            tracing::info!(endpoint, "exporting traces over OTLP/HTTP");
+            Some(exporter)
+        }
+        None => None,
+    };
     let database = open_database(&config).await?;
     let store = database.store();
     let jobs = database.jobs();
@@ -251,26 +277,37 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     let deliveries =
         crate::delivery::Deliveries::new(store.clone(), jobs.clone(), artifacts.clone(), &config);
     let printing = crate::printing::Printing::new(store.clone(), artifacts.clone(), printer.clone());
-    let workers = pipeline
+    // The KuDE job waits on renders of background priority (`Printer::render_background`):
+    // it gets a pool of its own, one worker per core, so that a backlog of KuDEs under load never
+    // holds the workers the SIFEN pipeline and the deliveries need.
+    let (renders, handlers): (Vec<_>, Vec<_>) = pipeline
         .handlers()
         .into_iter()
         .chain(printing.handlers())
         .chain(autoimpresor.handlers())
         .chain(webhooks.handlers())
         .chain(deliveries.handlers())
-        .fold(
-            WorkerPool::new(
-                jobs,
-                WorkerConfig {
-                    workers: config.workers,
-                    shutdown_grace: grace,
-                    ..WorkerConfig::default()
-                },
+        .partition(|h| h.kind() == kuatia_application::documents::KUDE_RENDER);
+    let pool = |handlers: Vec<Arc<dyn kuatia_application::worker::JobHandler>>, workers: usize| {
+        handlers
+            .into_iter()
+            .fold(
+                WorkerPool::new(
+                    jobs.clone(),
+                    WorkerConfig {
+                        workers,
+                        shutdown_grace: grace,
+                        ..WorkerConfig::default()
+                    },
+                )
+                .with_wake(store.position_hint()),
+                WorkerPool::with_handler,
             )
-            .with_wake(store.position_hint()),
-            WorkerPool::with_handler,
-        )
-        .spawn(shutdown.clone());
+            .spawn(shutdown.clone())
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let workers = pool(handlers, config.workers);
+    let render_workers = pool(renders, config.workers.min(cores));
 
     let flusher = limiter.spawn_flusher(Duration::from_secs(1), shutdown.clone());
     // The certificate.expiring scan: every instance's timer queues the same job per period (its key
@@ -338,6 +375,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         server_shutdown.cancel();
         let _ = subscriptions.await;
         let _ = workers.await;
+        let _ = render_workers.await;
         let _ = flusher.await;
         let _ = purger.await;
         let _ = certificate_timer.await;
@@ -345,6 +383,9 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
             let _ = lookup.stop().await;
         }
         db.close().await;
+        if let Some(otlp) = otlp {
+            otlp.shutdown(Duration::from_secs(2)).await;
+        }
         tracing::info!("kuatia stopped");
         served
     });

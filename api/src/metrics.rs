@@ -1,8 +1,11 @@
 //! The process-wide Prometheus recorder and the metric descriptions.
 //!
-//! HTTP counters and histograms are recorded by the request middleware; job and subscription
-//! gauges are read from the database when `/metrics` is scraped, so they are right even when
-//! another instance did the work.
+//! HTTP counters and histograms are recorded by the request middleware; job attempts and run
+//! times by the worker (`kuatia_application::worker`); SIFEN answers and latencies by the SOAP
+//! client (`kuatia_infrastructure::sifen_soap::client`); span export by the OTLP exporter. Job,
+//! document, webhook-delivery, certificate and subscription gauges are read from the database
+//! when `/metrics` is scraped, so they are right even when another instance did the work.
+//! Every name is described here; `docs/operations.md` lists them with what to alert on.
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use std::sync::OnceLock;
@@ -14,20 +17,31 @@ const LATENCY_BUCKETS: [f64; 12] = [
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
 ];
 
+/// Job run times in seconds (10 ms to 5 min: a render, a SIFEN call and its timeouts).
+const JOB_BUCKETS: [f64; 13] = [
+    0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+];
+
+/// SIFEN call latency in seconds (50 ms to 2 min; the read timeout is 45 s by default).
+const SIFEN_BUCKETS: [f64; 13] = [
+    0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 45.0, 60.0, 120.0,
+];
+
 /// Installs the recorder once per process and returns its handle.
 pub fn handle() -> PrometheusHandle {
     HANDLE
         .get_or_init(|| {
-            let builder = PrometheusBuilder::new()
-                .set_buckets_for_metric(
-                    Matcher::Full("http_request_duration_seconds".into()),
-                    &LATENCY_BUCKETS,
-                )
-                .and_then(|b| {
-                    b.set_buckets_for_metric(
-                        Matcher::Full("kuatia_webhook_delivery_seconds".into()),
-                        &LATENCY_BUCKETS,
-                    )
+            // Without buckets a histogram would be rendered as a summary.
+            let histograms: [(&str, &[f64]); 4] = [
+                ("http_request_duration_seconds", &LATENCY_BUCKETS),
+                ("kuatia_webhook_delivery_seconds", &LATENCY_BUCKETS),
+                ("kuatia_job_duration_seconds", &JOB_BUCKETS),
+                ("kuatia_sifen_request_duration_seconds", &SIFEN_BUCKETS),
+            ];
+            let builder = histograms
+                .into_iter()
+                .try_fold(PrometheusBuilder::new(), |b, (name, buckets)| {
+                    b.set_buckets_for_metric(Matcher::Full(name.into()), buckets)
                 })
                 .unwrap_or_else(|_| PrometheusBuilder::new());
             let recorder = builder.build_recorder();
@@ -54,6 +68,36 @@ fn describe() {
         "Time to serve an HTTP request, by method and route template."
     );
     metrics::describe_gauge!("kuatia_jobs", "Jobs in the queue, by kind and state.");
+    metrics::describe_counter!(
+        "kuatia_job_attempts_total",
+        "Job attempts run by this instance, by kind and outcome (succeeded, retry, dead, lease_lost, interrupted)."
+    );
+    metrics::describe_histogram!(
+        "kuatia_job_duration_seconds",
+        metrics::Unit::Seconds,
+        "Time a job attempt's handler ran, by kind."
+    );
+    metrics::describe_gauge!(
+        "kuatia_documents",
+        "Documents by pipeline status (queued, signing, submitting, accepted, …), read from the documents read model."
+    );
+    metrics::describe_counter!(
+        "kuatia_sifen_responses_total",
+        "SIFEN answers received by this instance, by operation and code (SIFEN's dCodRes, one per document of a lot result besides the lot's own, or not_sent, timeout, transport_error, fault, invalid_answer)."
+    );
+    metrics::describe_histogram!(
+        "kuatia_sifen_request_duration_seconds",
+        metrics::Unit::Seconds,
+        "Time from sending a SIFEN request to its parsed answer or failure, by operation."
+    );
+    metrics::describe_counter!(
+        "kuatia_otlp_spans_exported_total",
+        "Trace spans the OTLP exporter delivered to the collector."
+    );
+    metrics::describe_counter!(
+        "kuatia_otlp_spans_dropped_total",
+        "Trace spans dropped instead of exported, by reason (queue_full, export_failed)."
+    );
     metrics::describe_gauge!(
         "kuatia_certificate_expiry_seconds",
         metrics::Unit::Seconds,

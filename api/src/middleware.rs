@@ -3,7 +3,11 @@
 //! One layer around every route and the fallback, so nothing escapes it:
 //! - the request id is the incoming `X-Request-Id` when it is sane (1–128 visible ASCII
 //!   characters), else a new UUIDv7; it is echoed in the `X-Request-Id` response header;
-//! - the handler runs inside a `request` span carrying the id, so every log line names it;
+//! - the handler runs inside a `request` span carrying the id and the trace id, so every log
+//!   line names both; the span continues the trace of an incoming W3C `traceparent` header (or
+//!   starts one), and the response's `traceparent` header names it, so a client can find its
+//!   request in the traces; jobs the request queues carry the context on (see
+//!   `kuatia_infrastructure::telemetry`);
 //! - an [`ApiError`] left in the response extensions is rendered as our JSON body with the id,
 //!   and any other error status without a JSON body (axum's 404/405, a layer's 413) is turned
 //!   into one, keeping headers such as `Allow` or `Retry-After`;
@@ -27,6 +31,9 @@ pub struct RequestId(pub String);
 /// Header carrying the request id both ways.
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
 
+/// The W3C trace context header, read from the request and written on the response.
+pub const TRACEPARENT_HEADER: &str = "traceparent";
+
 fn incoming_request_id(req: &Request) -> Option<String> {
     let value = req.headers().get(REQUEST_ID_HEADER)?.to_str().ok()?;
     let sane = !value.is_empty() && value.len() <= 128 && value.bytes().all(|b| b.is_ascii_graphic());
@@ -44,7 +51,27 @@ pub async fn request_context(mut req: Request, next: Next) -> Response {
         .extensions()
         .get::<MatchedPath>()
         .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
-    let span = tracing::info_span!("request", request_id = %request_id, method = %method, route = %route);
+    let incoming = req
+        .headers()
+        .get(TRACEPARENT_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let span = tracing::info_span!(
+        "request",
+        otel.name = %format!("{method} {route}"),
+        otel.kind = "server",
+        trace_parent = incoming.as_deref(),
+        request_id = %request_id,
+        trace_id = tracing::field::Empty,
+        method = %method,
+        route = %route,
+        http.response.status_code = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+    );
+    let trace = kuatia_infrastructure::telemetry::context_of(&span);
+    if let Some(trace) = &trace {
+        span.record("trace_id", trace.trace_id_hex());
+    }
     let started = Instant::now();
 
     let mut response = next.run(req).instrument(span.clone()).await;
@@ -61,8 +88,17 @@ pub async fn request_context(mut req: Request, next: Next) -> Response {
     if let Ok(value) = HeaderValue::from_str(&request_id) {
         response.headers_mut().insert(REQUEST_ID_HEADER, value);
     }
+    if let Some(trace) = &trace
+        && let Ok(value) = HeaderValue::from_str(&trace.traceparent())
+    {
+        response.headers_mut().insert(TRACEPARENT_HEADER, value);
+    }
 
     let status = response.status().as_u16();
+    span.record("http.response.status_code", status);
+    if status >= 500 {
+        span.record("otel.status_code", "error");
+    }
     let elapsed = started.elapsed();
     metrics::counter!("http_requests_total", "method" => method.clone(), "route" => route.clone(), "status" => status.to_string())
         .increment(1);

@@ -4,7 +4,9 @@
 //! - [`RenderKude`] (`printing.kude`, queued when a SIFEN document is accepted): renders the
 //!   KuDE from the signed XML exactly as stored (artifact store) with the company's print
 //!   settings (defaults until it saves its own) and records it as `kude` version 1. Run again, it
-//!   finds the KuDE recorded and does nothing.
+//!   finds the KuDE recorded and does nothing. Nobody waits on it, so it renders at background
+//!   priority (`Printer::render_background`): under load the KuDE comes when the load eases,
+//!   and the cores go to intake and the SIFEN pipeline meanwhile.
 //! - [`Regenerate`] (`printing.regenerate`, queued by `POST /v1/documents/{id}/regenerate-pdf`
 //!   through `PdfRegenerationRequested`): renders the document's printable again (`kude`, or the
 //!   autoimpresor `printable_pdf`) and records it as the next version; earlier versions stay.
@@ -143,14 +145,15 @@ impl Printing {
         state: &DocumentState,
         kind: ArtifactKind,
         printable: Printable,
+        priority: Priority,
     ) -> Result<(), JobFailure> {
         let settings = self.settings(tenant, state.routing.company_id).await?;
         let started = std::time::Instant::now();
-        let pdf = self
-            .printer
-            .render(printable, &settings)
-            .await
-            .map_err(print_failure)?;
+        let pdf = match priority {
+            Priority::Asked => self.printer.render(printable, &settings).await,
+            Priority::Background => self.printer.render_background(printable, &settings).await,
+        }
+        .map_err(print_failure)?;
         tracing::debug!(
             document = %state.document_id,
             %kind,
@@ -207,9 +210,19 @@ impl JobHandler for RenderKude {
             return Ok(());
         }
         let input = p.kude_input(&state).await?;
-        p.render_and_record(tenant, &state, ArtifactKind::Kude, input)
+        p.render_and_record(tenant, &state, ArtifactKind::Kude, input, Priority::Background)
             .await
     }
+}
+
+/// How soon a render is needed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Priority {
+    /// Someone asked for it (`POST /regenerate-pdf`): render at normal priority.
+    Asked,
+    /// Nobody is waiting (the KuDE of a document just accepted): below requests and the SIFEN
+    /// pipeline (`Printer::render_background`).
+    Background,
 }
 
 /// `printing.regenerate`.
@@ -238,7 +251,7 @@ impl JobHandler for Regenerate {
         match state.printable_kind() {
             Some(ArtifactKind::Kude) => {
                 let input = p.kude_input(&state).await?;
-                p.render_and_record(tenant, &state, ArtifactKind::Kude, input)
+                p.render_and_record(tenant, &state, ArtifactKind::Kude, input, Priority::Asked)
                     .await
             }
             Some(ArtifactKind::PrintablePdf) => {
@@ -248,6 +261,7 @@ impl JobHandler for Regenerate {
                     &state,
                     ArtifactKind::PrintablePdf,
                     Printable::Autoimpresor(Box::new(printable)),
+                    Priority::Asked,
                 )
                 .await
             }

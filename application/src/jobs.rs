@@ -35,8 +35,12 @@ pub struct NewJob {
 }
 
 impl NewJob {
-    /// A job to run now, with 10 attempts.
+    /// A job to run now, with 10 attempts. An object payload written while a span is current
+    /// also carries that span's trace context (`trace_parent`, [`crate::trace_context`]), so the
+    /// job runs in the same trace.
     pub fn new(kind: impl Into<String>, key: impl Into<String>, tenant_id: TenantId, payload: Value) -> Self {
+        let mut payload = payload;
+        crate::trace_context::stamp(&mut payload);
         Self {
             kind: kind.into(),
             idempotency_key: key.into(),

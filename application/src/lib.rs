@@ -19,6 +19,7 @@ pub mod jobs;
 pub mod printables;
 pub mod projection;
 pub mod rate_limit;
+pub mod trace_context;
 pub mod upcast;
 pub mod vault;
 pub mod webhooks;

@@ -78,4 +78,15 @@ pub trait Printer: Send + Sync {
     /// The PDF of `printable` laid out per the company's print `settings` (A4 unless the settings
     /// give another page size, such as the 80 mm ticket).
     async fn render(&self, printable: Printable, settings: &PrintSettings) -> Result<Vec<u8>, PrintError>;
+
+    /// [`render`](Self::render) for work nobody is waiting on (the KuDE of a document just
+    /// accepted): it may run below the priority of requests and the SIFEN pipeline, and finish
+    /// later when the service is busy.
+    async fn render_background(
+        &self,
+        printable: Printable,
+        settings: &PrintSettings,
+    ) -> Result<Vec<u8>, PrintError> {
+        self.render(printable, settings).await
+    }
 }

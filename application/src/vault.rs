@@ -27,6 +27,12 @@ pub enum VaultError {
     /// tampering).
     #[error("a sealed secret does not open: wrong master key or altered data")]
     Unsealable,
+    /// The secret was sealed under a master key this instance does not hold (a rotation under
+    /// way: set `KUATIA_MASTER_KEY_PREVIOUS`).
+    #[error(
+        "a secret is sealed under master key {0}, which this instance does not hold (KUATIA_MASTER_KEY_PREVIOUS)"
+    )]
+    KeyUnavailable(String),
     /// No such secret for this tenant.
     #[error("no such secret")]
     Missing,
@@ -41,8 +47,9 @@ pub trait Sealer: Send + Sync {
     fn key_id(&self) -> &str;
     /// Encrypts `plaintext`, binding `aad`.
     fn seal(&self, aad: &[u8], plaintext: &[u8]) -> Vec<u8>;
-    /// Decrypts what [`Sealer::seal`] returned with the same `aad`.
-    fn open(&self, aad: &[u8], sealed: &[u8]) -> Result<Zeroizing<Vec<u8>>, VaultError>;
+    /// Decrypts what [`Sealer::seal`] returned with the same `aad`, under the key named
+    /// `key_id` (the current one or an earlier one it still holds).
+    fn open(&self, key_id: &str, aad: &[u8], sealed: &[u8]) -> Result<Zeroizing<Vec<u8>>, VaultError>;
 }
 
 /// A PKCS#12 file, opened.
@@ -132,17 +139,102 @@ impl Vault {
         let rows = self
             .store
             .query(
-                "SELECT kind, sealed FROM sealed_secrets WHERE tenant_id = $1 AND id = $2",
+                "SELECT kind, sealed, key_id FROM sealed_secrets WHERE tenant_id = $1 AND id = $2",
                 &[SqlValue::Uuid(tenant.as_uuid()), SqlValue::Uuid(id)],
             )
             .await?;
         let row = rows.first().ok_or(VaultError::Missing)?;
-        let (Some(kind), Some(sealed)) = (row[0].as_text(), row[1].as_text()) else {
+        let (Some(kind), Some(sealed), Some(key_id)) = (row[0].as_text(), row[1].as_text(), row[2].as_text())
+        else {
             return Err(VaultError::Unsealable);
         };
         let sealed = base64::engine::general_purpose::STANDARD
             .decode(sealed)
             .map_err(|_| VaultError::Unsealable)?;
-        self.sealer.open(&aad(tenant, id, &kind), &sealed)
+        self.sealer.open(&key_id, &aad(tenant, id, &kind), &sealed)
     }
+
+    /// Re-seals under the current master key every secret sealed under another one
+    /// (`kuatia secrets rotate`), `batch` rows at a time. Each row is replaced only if it still
+    /// holds what was read (same `key_id` and bytes), so it is safe beside running instances and
+    /// safe to run again after an interruption. Rows that do not open (a key not held, altered
+    /// bytes) are counted and left as they are.
+    pub async fn rotate(&self, batch: usize) -> Result<Rotation, VaultError> {
+        use base64::Engine;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let current = self.sealer.key_id().to_owned();
+        let mut report = Rotation::default();
+        // Rows that did not open are skipped by id on later pages.
+        let mut after = Uuid::nil();
+        loop {
+            let rows = self
+                .store
+                .query(
+                    "SELECT id, tenant_id, kind, key_id, sealed FROM sealed_secrets                      WHERE key_id <> $1 AND id > $2 ORDER BY id LIMIT $3",
+                    &[
+                        SqlValue::Text(current.clone()),
+                        SqlValue::Uuid(after),
+                        SqlValue::Int(i64::try_from(batch.max(1)).unwrap_or(i64::MAX)),
+                    ],
+                )
+                .await?;
+            if rows.is_empty() {
+                break;
+            }
+            for row in &rows {
+                let (Some(id), Some(tenant), Some(kind), Some(key_id), Some(text)) = (
+                    row[0].as_uuid(),
+                    row[1].as_uuid(),
+                    row[2].as_text(),
+                    row[3].as_text(),
+                    row[4].as_text(),
+                ) else {
+                    return Err(VaultError::Store(StoreError::Corrupt(
+                        "unreadable sealed_secrets row".into(),
+                    )));
+                };
+                after = id;
+                let context = aad(TenantId::from_uuid(tenant), id, &kind);
+                let opened = b64
+                    .decode(text.as_bytes())
+                    .map_err(|_| VaultError::Unsealable)
+                    .and_then(|sealed| self.sealer.open(&key_id, &context, &sealed));
+                let plaintext = match opened {
+                    Ok(p) => p,
+                    Err(VaultError::Store(e)) => return Err(VaultError::Store(e)),
+                    Err(e) => {
+                        report.failed.push((id, key_id.clone(), e.to_string()));
+                        continue;
+                    }
+                };
+                let resealed = b64.encode(self.sealer.seal(&context, &plaintext));
+                let changed = self
+                    .store
+                    .execute(
+                        "UPDATE sealed_secrets SET sealed = $1, key_id = $2                          WHERE id = $3 AND key_id = $4 AND sealed = $5",
+                        &[
+                            SqlValue::Text(resealed),
+                            SqlValue::Text(current.clone()),
+                            SqlValue::Uuid(id),
+                            SqlValue::Text(key_id.clone()),
+                            SqlValue::Text(text.clone()),
+                        ],
+                    )
+                    .await?;
+                if changed == 1 {
+                    *report.rotated.entry(key_id).or_default() += 1;
+                }
+            }
+        }
+        Ok(report)
+    }
+}
+
+/// What [`Vault::rotate`] did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Rotation {
+    /// Secrets re-sealed under the current key, by the id of the key they were under.
+    pub rotated: std::collections::BTreeMap<String, u64>,
+    /// Secrets left as they were: id, the key they are under, why.
+    pub failed: Vec<(Uuid, String, String)>,
 }

@@ -8,11 +8,13 @@
 use async_trait::async_trait;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::jobs::{Backoff, Job, JobQueue, JobState};
+use crate::trace_context;
 
 /// Why a job attempt failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,11 +68,18 @@ impl Default for WorkerConfig {
 }
 
 /// The pool.
+///
+/// Idle workers wake one at a time: the store's position hint (or the poll interval) wakes one,
+/// and a worker that claims a job wakes the next before running it, so a burst of N jobs gets
+/// N + 1 claims instead of one claim per idle worker per commit, most of them finding nothing
+/// (and each a write on the jobs table).
 pub struct WorkerPool {
     queue: Arc<dyn JobQueue>,
     handlers: HashMap<String, Arc<dyn JobHandler>>,
     config: WorkerConfig,
     wake: Option<tokio::sync::watch::Receiver<i64>>,
+    /// Wakes one idle worker.
+    idle: tokio::sync::Notify,
 }
 
 impl WorkerPool {
@@ -81,6 +90,7 @@ impl WorkerPool {
             handlers: HashMap::new(),
             config,
             wake: None,
+            idle: tokio::sync::Notify::new(),
         }
     }
 
@@ -108,6 +118,24 @@ impl WorkerPool {
                 return;
             }
             let mut tasks = Vec::new();
+            // The position hint moved (a commit may have queued a job): wake one idle worker.
+            if let Some(mut wake) = shared.wake.clone() {
+                let (pool, shutdown) = (shared.clone(), shutdown.clone());
+                tasks.push(tokio::spawn(async move {
+                    wake.borrow_and_update();
+                    loop {
+                        tokio::select! {
+                            () = shutdown.cancelled() => return,
+                            changed = wake.changed() => {
+                                if changed.is_err() {
+                                    return;
+                                }
+                                pool.idle.notify_one();
+                            }
+                        }
+                    }
+                }));
+            }
             // Zero workers: an instance that serves the API and leaves the jobs to others.
             for n in 0..shared.config.workers {
                 let pool = shared.clone();
@@ -125,34 +153,21 @@ impl WorkerPool {
     }
 
     async fn work(&self, worker: String, kinds: Vec<String>, shutdown: CancellationToken) {
-        // This worker's own view of the hint: `changed` marks what it has seen.
-        let mut wake = self.wake.clone();
-        if let Some(w) = wake.as_mut() {
-            w.borrow_and_update();
-        }
         while !shutdown.is_cancelled() {
             let claimed = self.queue.claim(&worker, &kinds, 1, self.config.lease).await;
             match claimed {
                 Ok(jobs) if !jobs.is_empty() => {
+                    // There may be more: let the next idle worker look.
+                    self.idle.notify_one();
                     for job in jobs {
                         self.run_one(&worker, job, &shutdown).await;
                     }
                 }
                 Ok(_) => {
-                    let woken = async {
-                        match wake.as_mut() {
-                            Some(w) => {
-                                if w.changed().await.is_err() {
-                                    std::future::pending::<()>().await;
-                                }
-                            }
-                            None => std::future::pending().await,
-                        }
-                    };
                     tokio::select! {
                         _ = shutdown.cancelled() => {}
                         _ = tokio::time::sleep(self.config.poll_interval) => {}
-                        () = woken => {}
+                        () = self.idle.notified() => {}
                     }
                 }
                 Err(err) => {
@@ -175,51 +190,99 @@ impl WorkerPool {
         let Some(handler) = self.handlers.get(&job.kind).cloned() else {
             return;
         };
-        // interval() panics on zero; a lease shorter than 300 ms still heartbeats every 100 ms.
-        let heartbeat_every = (self.config.lease / 3).max(Duration::from_millis(100));
-        let run = handler.run(&job);
-        tokio::pin!(run);
-        let mut heartbeat = tokio::time::interval(heartbeat_every);
-        heartbeat.tick().await;
-        let grace_over = async {
-            shutdown.cancelled().await;
-            tokio::time::sleep(self.config.shutdown_grace).await;
-        };
-        tokio::pin!(grace_over);
-        let outcome = loop {
-            tokio::select! {
-                result = &mut run => break Some(result),
-                _ = heartbeat.tick() => {
-                    if let Ok(false) = self.queue.extend_lease(job.id, worker, self.config.lease).await {
-                        tracing::warn!(job_id = %job.id, "lost the lease of a running job");
-                    }
-                }
-                _ = &mut grace_over => break None,
-            }
-        };
-        let Some(result) = outcome else {
-            tracing::warn!(job_id = %job.id, kind = %job.kind, "job still running after the shutdown grace; its lease is released");
-            return;
-        };
-        let recorded = match result {
-            Ok(()) => self.queue.complete(job.id, worker).await.map(|_| ()),
-            Err(failure) => {
-                let (message, retry_in) = match failure {
-                    JobFailure::Retry(m) => (m, Some(handler.backoff().delay(job.attempts))),
-                    JobFailure::RetryAfter(m, d) => (m, Some(d)),
-                    JobFailure::Permanent(m) => (m, None),
-                };
-                let state = self.queue.fail(job.id, worker, &message, retry_in).await;
-                if let Ok(Some(JobState::Dead)) = state {
-                    tracing::error!(job_id = %job.id, kind = %job.kind, error = %message, "job is dead after its last attempt");
-                } else {
-                    tracing::warn!(job_id = %job.id, kind = %job.kind, attempt = job.attempts, error = %message, "job attempt failed");
-                }
-                state.map(|_| ())
-            }
-        };
-        if let Err(err) = recorded {
-            tracing::error!(job_id = %job.id, error = %err, "recording a job outcome failed; the lease will expire and the job run again");
+        // The attempt runs in a span of its own (never a child of whatever the worker task had
+        // current) whose trace parent is the context the job was written in, so a request and
+        // the jobs it causes are one trace.
+        let span = tracing::info_span!(
+            parent: None,
+            "job",
+            otel.name = %job.kind,
+            otel.kind = "consumer",
+            trace_parent = trace_context::of_payload(&job.payload),
+            trace_id = tracing::field::Empty,
+            job.id = %job.id,
+            job.kind = %job.kind,
+            job.attempt = job.attempts,
+            tenant_id = %job.tenant_id,
+            otel.status_code = tracing::field::Empty,
+            otel.status_message = tracing::field::Empty,
+        );
+        if let Some(traceparent) = span.in_scope(trace_context::current)
+            && let Some(trace_id) = trace_context::trace_id(&traceparent)
+        {
+            span.record("trace_id", trace_id);
         }
+        let attempt = async {
+            // interval() panics on zero; a lease shorter than 300 ms still heartbeats every 100 ms.
+            let heartbeat_every = (self.config.lease / 3).max(Duration::from_millis(100));
+            let started = Instant::now();
+            let run = handler.run(&job);
+            tokio::pin!(run);
+            let mut heartbeat = tokio::time::interval(heartbeat_every);
+            heartbeat.tick().await;
+            let grace_over = async {
+                shutdown.cancelled().await;
+                tokio::time::sleep(self.config.shutdown_grace).await;
+            };
+            tokio::pin!(grace_over);
+            let outcome = loop {
+                tokio::select! {
+                    result = &mut run => break Some(result),
+                    _ = heartbeat.tick() => {
+                        if let Ok(false) = self.queue.extend_lease(job.id, worker, self.config.lease).await {
+                            tracing::warn!(job_id = %job.id, "lost the lease of a running job");
+                        }
+                    }
+                    _ = &mut grace_over => break None,
+                }
+            };
+            let Some(result) = outcome else {
+                tracing::warn!(job_id = %job.id, kind = %job.kind, "job still running after the shutdown grace; its lease is released");
+                metrics::counter!("kuatia_job_attempts_total", "kind" => job.kind.clone(), "outcome" => "interrupted")
+                    .increment(1);
+                return;
+            };
+            metrics::histogram!("kuatia_job_duration_seconds", "kind" => job.kind.clone())
+                .record(started.elapsed().as_secs_f64());
+            let (recorded, outcome) = match result {
+                Ok(()) => {
+                    let completed = self.queue.complete(job.id, worker).await;
+                    let outcome = if matches!(completed, Ok(false)) {
+                        "lease_lost"
+                    } else {
+                        "succeeded"
+                    };
+                    (completed.map(|_| ()), outcome)
+                }
+                Err(failure) => {
+                    let (message, retry_in) = match failure {
+                        JobFailure::Retry(m) => (m, Some(handler.backoff().delay(job.attempts))),
+                        JobFailure::RetryAfter(m, d) => (m, Some(d)),
+                        JobFailure::Permanent(m) => (m, None),
+                    };
+                    let current = tracing::Span::current();
+                    current.record("otel.status_code", "error");
+                    current.record("otel.status_message", message.as_str());
+                    let state = self.queue.fail(job.id, worker, &message, retry_in).await;
+                    let outcome = match &state {
+                        Ok(Some(JobState::Dead)) => "dead",
+                        Ok(None) => "lease_lost",
+                        _ => "retry",
+                    };
+                    if outcome == "dead" {
+                        tracing::error!(job_id = %job.id, kind = %job.kind, error = %message, "job is dead after its last attempt");
+                    } else {
+                        tracing::warn!(job_id = %job.id, kind = %job.kind, attempt = job.attempts, error = %message, "job attempt failed");
+                    }
+                    (state.map(|_| ()), outcome)
+                }
+            };
+            metrics::counter!("kuatia_job_attempts_total", "kind" => job.kind.clone(), "outcome" => outcome)
+                .increment(1);
+            if let Err(err) = recorded {
+                tracing::error!(job_id = %job.id, error = %err, "recording a job outcome failed; the lease will expire and the job run again");
+            }
+        };
+        attempt.instrument(span).await;
     }
 }

@@ -88,6 +88,10 @@ pub struct Config {
     // --- end of the lookup settings ---
     /// `METRICS_BEARER_TOKEN`: enables `/metrics` behind this bearer token; unset answers 404.
     pub metrics_bearer_token: Option<Secret>,
+    /// `KUATIA_OTLP_ENDPOINT`: an OpenTelemetry collector's OTLP/HTTP base URL
+    /// (`http://127.0.0.1:4318`); finished spans are posted as JSON to `<endpoint>/v1/traces`.
+    /// Unset or empty: no trace is exported (trace contexts still propagate). Default unset.
+    pub otlp_endpoint: Option<String>,
     /// `KUATIA_MAX_BODY_BYTES`: largest request body. Default 1 MiB.
     pub max_body_bytes: usize,
     /// `KUATIA_DB_ROLE`: PostgreSQL role the service switches to; empty to stay the login user.
@@ -118,6 +122,10 @@ pub struct Config {
     /// credentials (AES-256-GCM). Required outside demo mode; demo mode generates one into
     /// `<data_dir>/master.key`.
     pub master_key: Option<Secret>,
+    /// `KUATIA_MASTER_KEY_PREVIOUS`: earlier master keys (base64, comma-separated) that still
+    /// open secrets sealed under them, during a rotation (`kuatia secrets rotate` re-seals those
+    /// under `KUATIA_MASTER_KEY`). Empty by default.
+    pub master_key_previous: Option<Secret>,
     /// `KUATIA_DEMO`: seed a demo tenant at first start. Default: on with the embedded default
     /// database, off otherwise.
     #[serde(deserialize_with = "optional_flag")]
@@ -219,6 +227,7 @@ impl Default for Config {
             lookup_key_cache_secs: 10,
             lookup_cache_entries: 20_000,
             metrics_bearer_token: None,
+            otlp_endpoint: None,
             max_body_bytes: 1024 * 1024,
             db_role: "kuatia_app".to_owned(),
             db_max_connections: 16,
@@ -230,6 +239,7 @@ impl Default for Config {
             rate_limit_per_key: 600,
             rate_limit_per_ip: 60,
             master_key: None,
+            master_key_previous: None,
             demo: None,
             sifen_sim_listen: SocketAddr::from(([127, 0, 0, 1], 8082)),
             sifen_connect_timeout_ms: 15_000,
@@ -280,6 +290,7 @@ impl std::fmt::Debug for Config {
             .field("lookup_key_cache_secs", &self.lookup_key_cache_secs)
             .field("lookup_cache_entries", &self.lookup_cache_entries)
             .field("metrics_bearer_token", &self.metrics_bearer_token)
+            .field("otlp_endpoint", &self.otlp_endpoint)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("db_role", &self.db_role)
             .field("db_max_connections", &self.db_max_connections)
@@ -291,6 +302,7 @@ impl std::fmt::Debug for Config {
             .field("rate_limit_per_key", &self.rate_limit_per_key)
             .field("rate_limit_per_ip", &self.rate_limit_per_ip)
             .field("master_key", &self.master_key)
+            .field("master_key_previous", &self.master_key_previous)
             .field("demo", &self.demo)
             .field("sifen_sim_listen", &self.sifen_sim_listen)
             .field("sifen_connect_timeout_ms", &self.sifen_connect_timeout_ms)
@@ -434,6 +446,13 @@ impl Config {
         {
             config.metrics_bearer_token = None;
         }
+        if config.otlp_endpoint.as_ref().is_some_and(|e| e.trim().is_empty()) {
+            config.otlp_endpoint = None;
+        }
+        if let Some(endpoint) = &config.otlp_endpoint {
+            crate::telemetry::otlp::traces_url(endpoint)
+                .map_err(|e| ConfigError(format!("KUATIA_OTLP_ENDPOINT: {e}")))?;
+        }
         if config.max_body_bytes < 1024 {
             return Err(ConfigError("KUATIA_MAX_BODY_BYTES must be at least 1024".into()));
         }
@@ -543,6 +562,24 @@ mod tests {
                     .expect("valid")
                     .demo_mode()
             );
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn trace_export_is_off_unless_an_otlp_endpoint_is_set() {
+        figment::Jail::expect_with(|jail| {
+            let config = Config::from_figment(Config::figment(None)).expect("valid");
+            assert_eq!(config.otlp_endpoint, None);
+            jail.set_env("KUATIA_OTLP_ENDPOINT", "");
+            let config = Config::from_figment(Config::figment(None)).expect("valid");
+            assert_eq!(config.otlp_endpoint, None);
+            jail.set_env("KUATIA_OTLP_ENDPOINT", "http://127.0.0.1:4318");
+            let config = Config::from_figment(Config::figment(None)).expect("valid");
+            assert_eq!(config.otlp_endpoint.as_deref(), Some("http://127.0.0.1:4318"));
+            jail.set_env("KUATIA_OTLP_ENDPOINT", "collector:4318");
+            let err = Config::from_figment(Config::figment(None)).expect_err("no scheme");
+            assert!(err.to_string().contains("KUATIA_OTLP_ENDPOINT"), "{err}");
             Ok(())
         });
     }

@@ -40,27 +40,63 @@ pub enum MasterKeyError {
     },
 }
 
-/// AES-256-GCM under the master key.
+/// AES-256-GCM under the master key; during a rotation, earlier keys too.
+///
+/// New secrets are sealed under the current key only. A secret opens under the key its row names
+/// (`key_id`): the current one, or one of the earlier keys given with [`with_previous`]
+/// (`KUATIA_MASTER_KEY_PREVIOUS`), so instances keep working while `kuatia secrets rotate`
+/// re-seals the old rows.
+///
+/// [`with_previous`]: AesGcmSealer::with_previous
 pub struct AesGcmSealer {
     cipher: Aes256Gcm,
     key_id: String,
+    /// Earlier keys by id.
+    previous: Vec<(String, Aes256Gcm)>,
+}
+
+/// The cipher and public id of a base64 key of 32 bytes.
+fn key_of(text: &str) -> Result<(Aes256Gcm, String), MasterKeyError> {
+    let bytes = Zeroizing::new(
+        base64::engine::general_purpose::STANDARD
+            .decode(text.trim())
+            .map_err(|_| MasterKeyError::Malformed)?,
+    );
+    if bytes.len() != 32 {
+        return Err(MasterKeyError::Malformed);
+    }
+    let cipher = Aes256Gcm::new_from_slice(&bytes).map_err(|_| MasterKeyError::Malformed)?;
+    // A public name for the key: a hash of a hash, so it reveals nothing usable.
+    let key_id = hex::encode(&Sha256::digest(Sha256::digest(bytes.as_slice()))[..8]);
+    Ok((cipher, key_id))
 }
 
 impl AesGcmSealer {
     /// A sealer from `KUATIA_MASTER_KEY` (base64 of 32 bytes).
     pub fn from_base64(text: &str) -> Result<Self, MasterKeyError> {
-        let bytes = Zeroizing::new(
-            base64::engine::general_purpose::STANDARD
-                .decode(text.trim())
-                .map_err(|_| MasterKeyError::Malformed)?,
-        );
-        if bytes.len() != 32 {
-            return Err(MasterKeyError::Malformed);
+        let (cipher, key_id) = key_of(text)?;
+        Ok(Self {
+            cipher,
+            key_id,
+            previous: Vec::new(),
+        })
+    }
+
+    /// Also opens secrets sealed under these earlier keys (`KUATIA_MASTER_KEY_PREVIOUS`: base64
+    /// keys separated by commas; blanks ignored). The current key among them is ignored.
+    pub fn with_previous(mut self, list: &str) -> Result<Self, MasterKeyError> {
+        for text in list.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+            let (cipher, key_id) = key_of(text)?;
+            if key_id != self.key_id && !self.previous.iter().any(|(id, _)| *id == key_id) {
+                self.previous.push((key_id, cipher));
+            }
         }
-        let cipher = Aes256Gcm::new_from_slice(&bytes).map_err(|_| MasterKeyError::Malformed)?;
-        // A public name for the key: a hash of a hash, so it reveals nothing usable.
-        let key_id = hex::encode(&Sha256::digest(Sha256::digest(bytes.as_slice()))[..8]);
-        Ok(Self { cipher, key_id })
+        Ok(self)
+    }
+
+    /// The ids of the earlier keys this sealer can open with.
+    pub fn previous_key_ids(&self) -> Vec<&str> {
+        self.previous.iter().map(|(id, _)| id.as_str()).collect()
     }
 
     /// Demo mode: the key in `dir/master.key`, created (mode 0600) on first use. Returns the
@@ -123,7 +159,15 @@ impl Sealer for AesGcmSealer {
         out
     }
 
-    fn open(&self, aad: &[u8], sealed: &[u8]) -> Result<Zeroizing<Vec<u8>>, VaultError> {
+    fn open(&self, key_id: &str, aad: &[u8], sealed: &[u8]) -> Result<Zeroizing<Vec<u8>>, VaultError> {
+        let cipher = if key_id == self.key_id {
+            &self.cipher
+        } else {
+            match self.previous.iter().find(|(id, _)| id == key_id) {
+                Some((_, cipher)) => cipher,
+                None => return Err(VaultError::KeyUnavailable(key_id.to_owned())),
+            }
+        };
         let [VERSION, rest @ ..] = sealed else {
             return Err(VaultError::Unsealable);
         };
@@ -132,7 +176,7 @@ impl Sealer for AesGcmSealer {
         }
         let (nonce, ciphertext) = rest.split_at(NONCE_LEN);
         let nonce: [u8; NONCE_LEN] = nonce.try_into().map_err(|_| VaultError::Unsealable)?;
-        self.cipher
+        cipher
             .decrypt(&Nonce::from(nonce), Payload { msg: ciphertext, aad })
             .map(Zeroizing::new)
             .map_err(|_| VaultError::Unsealable)
@@ -251,27 +295,67 @@ mod tests {
         let sealed = s.seal(b"tenant:a", b"ABCD0000000000000000000000000000");
         assert!(!sealed.windows(4).any(|w| w == b"ABCD"));
         assert_eq!(
-            s.open(b"tenant:a", &sealed).unwrap().as_slice(),
+            s.open(s.key_id(), b"tenant:a", &sealed).unwrap().as_slice(),
             b"ABCD0000000000000000000000000000"
         );
         assert!(matches!(
-            s.open(b"tenant:b", &sealed),
+            s.open(s.key_id(), b"tenant:b", &sealed),
             Err(VaultError::Unsealable)
         ));
         let other =
             AesGcmSealer::from_base64(&base64::engine::general_purpose::STANDARD.encode([8u8; 32])).unwrap();
         assert!(matches!(
-            other.open(b"tenant:a", &sealed),
+            other.open(s.key_id(), b"tenant:a", &sealed),
+            Err(VaultError::KeyUnavailable(id)) if id == s.key_id()
+        ));
+        // Under another key's name, the bytes still do not open.
+        assert!(matches!(
+            other.open(other.key_id(), b"tenant:a", &sealed),
             Err(VaultError::Unsealable)
         ));
         let mut tampered = sealed.clone();
         let last = tampered.len() - 1;
         tampered[last] ^= 1;
         assert!(matches!(
-            s.open(b"tenant:a", &tampered),
+            s.open(s.key_id(), b"tenant:a", &tampered),
             Err(VaultError::Unsealable)
         ));
         assert_ne!(s.seal(b"x", b"same"), s.seal(b"x", b"same"), "nonces differ");
+    }
+
+    #[test]
+    fn during_a_rotation_secrets_of_an_earlier_key_open_and_new_ones_seal_under_the_current_key() {
+        let b64 = |n: u8| base64::engine::general_purpose::STANDARD.encode([n; 32]);
+        let old = sealer();
+        let sealed_before = old.seal(b"ctx", b"csc");
+        let new = AesGcmSealer::from_base64(&b64(9))
+            .unwrap()
+            .with_previous(&format!(" {} , ,{}", b64(7), b64(9)))
+            .unwrap();
+        assert_eq!(
+            new.previous_key_ids(),
+            vec![old.key_id()],
+            "the current key is not listed twice"
+        );
+        assert_eq!(
+            new.open(old.key_id(), b"ctx", &sealed_before).unwrap().as_slice(),
+            b"csc"
+        );
+        let sealed_now = new.seal(b"ctx", b"csc");
+        assert!(matches!(
+            old.open(old.key_id(), b"ctx", &sealed_now),
+            Err(VaultError::Unsealable)
+        ));
+        assert_eq!(
+            new.open(new.key_id(), b"ctx", &sealed_now).unwrap().as_slice(),
+            b"csc"
+        );
+        assert!(
+            AesGcmSealer::from_base64(&b64(9))
+                .unwrap()
+                .with_previous("short")
+                .is_err()
+        );
     }
 
     #[test]
@@ -289,7 +373,10 @@ mod tests {
         let (second, created) = AesGcmSealer::load_or_create(&dir).unwrap();
         assert!(!created);
         let sealed = first.seal(b"", b"secret");
-        assert_eq!(second.open(b"", &sealed).unwrap().as_slice(), b"secret");
+        assert_eq!(
+            second.open(first.key_id(), b"", &sealed).unwrap().as_slice(),
+            b"secret"
+        );
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;

@@ -595,6 +595,18 @@ pub async fn document(
     rows.first().map(|r| row(r)).transpose()
 }
 
+/// Documents per status over every tenant, for the `kuatia_documents` gauge (read when
+/// `/metrics` is scraped, so every instance reports the whole pipeline).
+pub async fn count_by_status(store: &SharedStore) -> Result<Vec<(String, i64)>, StoreError> {
+    let rows = store
+        .query("SELECT status, count(*) FROM documents GROUP BY status", &[])
+        .await?;
+    Ok(rows
+        .iter()
+        .filter_map(|r| Some((r[0].as_text()?, r[1].as_i64().unwrap_or(0))))
+        .collect())
+}
+
 /// The list filters (contract §4.4); `None` means "any".
 #[derive(Debug, Clone, Default)]
 pub struct Filter {

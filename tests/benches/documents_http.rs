@@ -25,6 +25,17 @@
 //! Client and service share the machine (and one tokio runtime): on a small machine the figures
 //! are those of the whole loop, not of the service alone.
 //!
+//! # At a fixed rate (`KUATIA_BENCH_RATE=N`)
+//!
+//! Back to back, 64 clients that always wait measure the queue as much as the service: by
+//! Little's law the mean latency is 64 / throughput whatever the service does. With
+//! `KUATIA_BENCH_RATE=N` the same 64 clients offer `N` documents/s in all instead (open loop, as
+//! wrk2 does): client `c` sends its `k`-th request at `start + (k·64 + c) / N`. A client whose
+//! previous answer is late sends at once, and the latency is counted from the moment the request
+//! was *due*, not from when it could be sent, so a slow service is not hidden by clients that
+//! waited for it (coordinated omission). The table then answers "at N documents/s, how long does
+//! an answer take"; `docs/s` shows whether the service kept up with the offered rate.
+//!
 //! # End to end (`KUATIA_BENCH_E2E=1`)
 //!
 //! The same load, but with 16 job workers and the channel pointing at an in-process SIFEN
@@ -85,6 +96,18 @@ fn end_to_end() -> bool {
     std::env::var("KUATIA_BENCH_E2E").is_ok_and(|v| v == "1")
 }
 
+/// `KUATIA_BENCH_RATE=N`: the documents/s the clients offer together (open loop); `None`: back
+/// to back.
+fn offered_rate() -> Result<Option<f64>> {
+    match std::env::var("KUATIA_BENCH_RATE") {
+        Ok(v) => match v.trim().parse::<f64>() {
+            Ok(rate) if rate.is_finite() && rate > 0.0 => Ok(Some(rate)),
+            _ => bail!("KUATIA_BENCH_RATE={v:?}: expected documents per second, more than 0"),
+        },
+        Err(_) => Ok(None),
+    }
+}
+
 /// Largest share of failed requests tolerated per backend.
 const MAX_FAILURE_RATE: f64 = 0.01;
 
@@ -99,9 +122,10 @@ fn main() -> Result<()> {
     if secs == 0 {
         bail!("KUATIA_BENCH_SECS must be at least 1");
     }
+    let rate = offered_rate()?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let failed = runtime.block_on(run(Duration::from_secs(secs), cores))?;
+    let failed = runtime.block_on(run(Duration::from_secs(secs), cores, rate))?;
     if !failed.is_empty() {
         bail!(
             "more than {:.0} % of the requests failed on: {}",
@@ -113,19 +137,24 @@ fn main() -> Result<()> {
 }
 
 /// Runs every reachable backend; returns those whose failure rate is too high.
-async fn run(window: Duration, cores: usize) -> Result<Vec<&'static str>> {
+async fn run(window: Duration, cores: usize, rate: Option<f64>) -> Result<Vec<&'static str>> {
     if end_to_end() {
         println!("kuatia end-to-end benchmark: POST /v1/documents → accepted by the SIFEN simulator");
     } else {
         println!("kuatia POST /v1/documents benchmark");
     }
-    let secs_env = std::env::var("KUATIA_BENCH_SECS")
-        .map(|v| format!("KUATIA_BENCH_SECS={v} "))
-        .unwrap_or_default();
-    println!("command: {secs_env}cargo bench -p kuatia-tests --bench documents_http");
+    let env: String = ["KUATIA_BENCH_E2E", "KUATIA_BENCH_RATE", "KUATIA_BENCH_SECS"]
+        .iter()
+        .filter_map(|name| std::env::var(name).ok().map(|v| format!("{name}={v} ")))
+        .collect();
+    println!("command: {env}cargo bench -p kuatia-tests --bench documents_http");
     println!("argv:    {}", std::env::args().collect::<Vec<_>>().join(" "));
+    let load = rate.map_or_else(
+        || "back to back".to_owned(),
+        |r| format!("{r} documents/s offered, latency from the due time"),
+    );
     println!(
-        "cores={cores}  clients={CLIENTS}  warm-up={}s  window={}s  body={} bytes",
+        "cores={cores}  clients={CLIENTS} ({load})  warm-up={}s  window={}s  body={} bytes",
         WARM_UP.as_secs(),
         window.as_secs(),
         invoice_body(
@@ -156,7 +185,7 @@ async fn run(window: Duration, cores: usize) -> Result<Vec<&'static str>> {
 
     let mut rows = Vec::new();
     for backend in &backends {
-        let row = bench_backend(backend, window)
+        let row = bench_backend(backend, window, rate)
             .await
             .with_context(|| format!("benchmarking {}", backend.name()))?;
         rows.push(row);
@@ -206,7 +235,7 @@ struct Setup {
     template: Value,
 }
 
-async fn bench_backend(backend: &Backend, window: Duration) -> Result<Row> {
+async fn bench_backend(backend: &Backend, window: Duration, rate: Option<f64>) -> Result<Row> {
     let db = TestDb::on(backend).await.context("creating the database")?;
     match backend {
         Backend::Sqlite => println!("sqlite:   {}", db.url),
@@ -232,7 +261,7 @@ async fn bench_backend(backend: &Backend, window: Duration) -> Result<Row> {
     let endpoint = sim
         .as_ref()
         .map_or_else(|| "http://127.0.0.1:9".to_owned(), |s| s.base_url());
-    let result = drive(backend.name(), &app, window, &endpoint).await;
+    let result = drive(backend.name(), &app, window, rate, &endpoint).await;
     let result = match (result, &sim) {
         (Ok(row), Some(_)) => settle(backend.name(), &app, row).await,
         (result, _) => result,
@@ -242,7 +271,13 @@ async fn bench_backend(backend: &Backend, window: Duration) -> Result<Row> {
     result
 }
 
-async fn drive(backend: &'static str, app: &TestApp, window: Duration, endpoint: &str) -> Result<Row> {
+async fn drive(
+    backend: &'static str,
+    app: &TestApp,
+    window: Duration,
+    rate: Option<f64>,
+    endpoint: &str,
+) -> Result<Row> {
     let setup = setup(app, endpoint).await?;
 
     // One shared client for the load, with a connection per task kept alive.
@@ -272,6 +307,7 @@ async fn drive(backend: &'static str, app: &TestApp, window: Duration, endpoint:
         setup,
         first_error: AtomicBool::new(false),
         backend,
+        rate,
     });
     let start = Arc::new(Barrier::new(CLIENTS + 1));
     let mut tasks = Vec::with_capacity(CLIENTS);
@@ -283,6 +319,7 @@ async fn drive(backend: &'static str, app: &TestApp, window: Duration, endpoint:
             shared.clone(),
             start.clone(),
             task,
+            began,
             measure_from,
             measure_to,
         )));
@@ -383,6 +420,8 @@ struct Shared {
     /// Whether an error body has been printed already.
     first_error: AtomicBool,
     backend: &'static str,
+    /// Documents/s offered by all clients together; `None`: back to back.
+    rate: Option<f64>,
 }
 
 /// What one client task did.
@@ -400,6 +439,7 @@ async fn client_task(
     shared: Arc<Shared>,
     start: Arc<Barrier>,
     task: usize,
+    began: Instant,
     measure_from: Instant,
     measure_to: Instant,
 ) -> Result<TaskOutcome> {
@@ -413,7 +453,16 @@ async fn client_task(
     start.wait().await;
     let mut n = 0u64;
     loop {
-        let sent = Instant::now();
+        // Back to back: now. At a rate: when this request is due, even if that has passed.
+        let sent = match shared.rate {
+            None => Instant::now(),
+            Some(rate) => {
+                let slot = n as f64 * CLIENTS as f64 + task as f64;
+                let due = began + Duration::from_secs_f64(slot / rate);
+                tokio::time::sleep_until(due.into()).await;
+                due
+            }
+        };
         if sent >= measure_to {
             break;
         }

@@ -71,6 +71,15 @@ pub async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Resul
                 .set(n as f64);
         }
     }
+    // Documents by pipeline status, every status so a drained one reads 0.
+    let documents = kuatia_projections::documents::count_by_status(&state.store).await?;
+    for status in kuatia_domain::document::aggregate::DocumentStatus::ALL {
+        let n = documents
+            .iter()
+            .find(|(s, _)| s == status.as_str())
+            .map_or(0, |(_, n)| *n);
+        metrics::gauge!("kuatia_documents", "status" => status.as_str()).set(n as f64);
+    }
     // Webhook deliveries by status (DECISIONS §7), every status so a drained one reads 0.
     let deliveries = kuatia_application::webhooks::counts(&state.store).await?;
     for status in kuatia_application::webhooks::DeliveryStatus::ALL {

@@ -11,7 +11,8 @@
 //! Fonts, the standard library and the parsed templates are built once per printer and shared
 //! by every render ([`Shared`]); Typst's own memoisation (comemo) then reuses layout work
 //! between renders, and is trimmed after each one so it cannot grow without bound. Rendering is
-//! CPU work and runs under `spawn_blocking`.
+//! CPU work: a render someone waits for runs under `spawn_blocking`, one nobody waits for (the
+//! KuDE job) on the low-priority threads of [`background`].
 //!
 //! Layout follows the print settings (contract §2.13, DECISIONS §3): `page_width`/`page_height`
 //! in millimetres (A4 by default); a width of 110 mm or less is a till roll and gets the ticket
@@ -20,6 +21,7 @@
 //! KuDE that is not in the signed XML but the logo and the legends.
 
 pub mod autoimpresor;
+pub mod background;
 pub mod format;
 pub mod kude;
 
@@ -341,6 +343,17 @@ impl Printer for TypstPrinter {
         tokio::task::spawn_blocking(move || printer.render_blocking(&printable, &settings))
             .await
             .map_err(|e| PrintError::Render(format!("the rendering task: {e}")))?
+    }
+
+    async fn render_background(
+        &self,
+        printable: Printable,
+        settings: &PrintSettings,
+    ) -> Result<Vec<u8>, PrintError> {
+        let (printer, settings) = (self.clone(), settings.clone());
+        background::run(move || printer.render_blocking(&printable, &settings))
+            .await
+            .map_err(|_| PrintError::Render("the background rendering task stopped".into()))?
     }
 }
 

@@ -11,13 +11,20 @@
 //! anything after the request may have left (read timeout, connection dropped, a body cut
 //! short) is [`SoapError::OutcomeUnknown`]. The client never retries by itself: whether to
 //! resend, and after which reconciliation, is the pipeline's decision (BRIEF §6.4).
+//!
+//! Every exchange is observed here, once for every caller: a client span (`SIFEN siRecepDE`, …)
+//! whose context goes to SIFEN as a `traceparent` header, the latency histogram
+//! `kuatia_sifen_request_duration_seconds{operation}` and the counter
+//! `kuatia_sifen_responses_total{operation,code}` — SIFEN's `dCodRes` per answer (per document
+//! of a lot result, besides the lot's own code), or what went wrong instead ([`failure_code`]).
 
 use super::messages::{
     self, DeQuery, DeReception, EventReception, LotQuery, LotReception, LotResult, RucQuery,
 };
 use super::{Delivery, Environment, Service, SoapError};
 use serde::{Deserialize, Serialize};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+use tracing::Instrument;
 use zeroize::Zeroizing;
 
 /// Largest answer read (SIFEN's are far smaller: a siConsDE container is one DE and its events).
@@ -243,14 +250,19 @@ impl SifenClient {
     /// [`SoapError::OutcomeUnknown`].
     pub async fn post(&self, service: Service, envelope: String) -> Result<(u16, Vec<u8>), SoapError> {
         let url = self.url(service);
-        let mut response = self
+        let mut request = self
             .http
             .post(&url)
             .header(reqwest::header::CONTENT_TYPE, &self.content_type)
             .header(
                 reqwest::header::ACCEPT,
                 "application/soap+xml, application/xml, text/xml",
-            )
+            );
+        // The trace continues at SIFEN's side (or the simulator's), if it reads W3C context.
+        if let Some(context) = crate::telemetry::current_context() {
+            request = request.header("traceparent", context.traceparent());
+        }
+        let mut response = request
             .body(envelope)
             .send()
             .await
@@ -293,17 +305,61 @@ impl SifenClient {
         Ok((status, body))
     }
 
-    async fn exchange<T>(
+    async fn exchange<T: AnswerCodes>(
         &self,
         service: Service,
         envelope: String,
         parse: fn(u16, &[u8]) -> Result<T, SoapError>,
     ) -> Result<Answered<T>, SoapError> {
-        let (status, body) = self.post(service, envelope).await?;
-        let result = parse(status, &body)?;
-        // The parsers accept only UTF-8, so this is lossless.
-        let raw = String::from_utf8_lossy(&body).into_owned();
-        Ok(Answered { result, status, raw })
+        let operation = service.operation();
+        let span = tracing::info_span!(
+            "sifen",
+            otel.name = %format!("SIFEN {}", service.name()),
+            otel.kind = "client",
+            trace_id = tracing::field::Empty,
+            sifen.operation = operation,
+            url.full = %self.url(service),
+            sifen.code = tracing::field::Empty,
+            http.response.status_code = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+            otel.status_message = tracing::field::Empty,
+        );
+        if let Some(context) = crate::telemetry::context_of(&span) {
+            span.record("trace_id", context.trace_id_hex());
+        }
+        let started = Instant::now();
+        let answered = async {
+            let (status, body) = self.post(service, envelope).await?;
+            let result = parse(status, &body)?;
+            // The parsers accept only UTF-8, so this is lossless.
+            let raw = String::from_utf8_lossy(&body).into_owned();
+            Ok(Answered { result, status, raw })
+        }
+        .instrument(span.clone())
+        .await;
+        metrics::histogram!("kuatia_sifen_request_duration_seconds", "operation" => operation)
+            .record(started.elapsed().as_secs_f64());
+        match &answered {
+            Ok(answered) => {
+                let codes = answered.result.codes();
+                for code in &codes {
+                    metrics::counter!("kuatia_sifen_responses_total", "operation" => operation, "code" => code_label(code))
+                        .increment(1);
+                }
+                span.record("sifen.code", codes.first().map_or("none", |c| c.as_str()));
+                span.record("http.response.status_code", answered.status);
+            }
+            Err(e) => {
+                metrics::counter!("kuatia_sifen_responses_total", "operation" => operation, "code" => failure_code(e))
+                    .increment(1);
+                if let Some(status) = e.http_status() {
+                    span.record("http.response.status_code", status);
+                }
+                span.record("otel.status_code", "error");
+                span.record("otel.status_message", e.to_string());
+            }
+        }
+        answered
     }
 
     /// siRecepDE: one signed DE (the `rDE` exactly as signed).
@@ -355,6 +411,89 @@ impl SifenClient {
         let envelope = messages::recep_evento(d_id, signed_events)?;
         self.exchange(Service::RecepEvento, envelope, messages::parse_recep_evento)
             .await
+    }
+}
+
+/// The `code` label of an exchange that brought no SIFEN code: the connection never opened
+/// (`not_sent`), the answer did not come in time (`timeout`), the connection broke after the
+/// request went (`transport_error`), a SOAP fault (`fault`), or an answer that is not the
+/// expected SOAP (`invalid_answer`: an HTML error page, another root, …).
+pub fn failure_code(error: &SoapError) -> &'static str {
+    match error {
+        SoapError::NotSent { .. } if error.is_timeout() => "timeout",
+        SoapError::NotSent { .. } => "not_sent",
+        SoapError::OutcomeUnknown { timeout: true, .. } => "timeout",
+        SoapError::OutcomeUnknown { .. } => "transport_error",
+        SoapError::Fault { .. } => "fault",
+        SoapError::NotSoap { .. } | SoapError::UnexpectedResponse { .. } => "invalid_answer",
+        SoapError::InvalidRequest(_) => "invalid_request",
+        SoapError::Config(_) => "config",
+    }
+}
+
+/// SIFEN's code as a label: its digits, or `other` for anything that is not a short number (a
+/// label must not take whatever text a server sends).
+fn code_label(code: &str) -> String {
+    if (1..=8).contains(&code.len()) && code.bytes().all(|b| b.is_ascii_digit()) {
+        code.to_owned()
+    } else {
+        "other".to_owned()
+    }
+}
+
+/// The codes an answer carries, one per answer (one per document or event where SIFEN answers
+/// per item); `none` when SIFEN gave none.
+pub trait AnswerCodes {
+    /// The codes, first the answer's own.
+    fn codes(&self) -> Vec<String>;
+}
+
+fn first_or_none(results: &[messages::ResultCode]) -> String {
+    results
+        .first()
+        .map_or_else(|| "none".to_owned(), |r| r.code.clone())
+}
+
+impl AnswerCodes for DeReception {
+    fn codes(&self) -> Vec<String> {
+        vec![first_or_none(&self.results)]
+    }
+}
+
+impl AnswerCodes for LotReception {
+    fn codes(&self) -> Vec<String> {
+        vec![self.code.clone()]
+    }
+}
+
+impl AnswerCodes for LotResult {
+    /// The lot's `dCodResLot`, then each document's first `dCodRes`.
+    fn codes(&self) -> Vec<String> {
+        std::iter::once(self.code.clone())
+            .chain(self.documents.iter().map(|d| first_or_none(&d.results)))
+            .collect()
+    }
+}
+
+impl AnswerCodes for DeQuery {
+    fn codes(&self) -> Vec<String> {
+        vec![self.code.clone()]
+    }
+}
+
+impl AnswerCodes for RucQuery {
+    fn codes(&self) -> Vec<String> {
+        vec![self.code.clone()]
+    }
+}
+
+impl AnswerCodes for EventReception {
+    /// Each event's first `dCodRes`.
+    fn codes(&self) -> Vec<String> {
+        if self.events.is_empty() {
+            return vec!["none".to_owned()];
+        }
+        self.events.iter().map(|e| first_or_none(&e.results)).collect()
     }
 }
 
@@ -551,6 +690,71 @@ mod tests {
         assert!(
             matches!(err, SoapError::NotSoap { status: 503, ref snippet } if snippet.contains("Service Unavailable")),
             "{err:?}"
+        );
+    }
+
+    #[test]
+    fn a_lot_result_counts_its_own_code_and_each_documents() {
+        let result = LotResult {
+            processed_at: None,
+            code: "0362".into(),
+            message: String::new(),
+            documents: vec![
+                messages::LotDocument {
+                    cdc: CDC.into(),
+                    status: messages::DocumentStatus::Approved,
+                    authorization: None,
+                    results: vec![messages::ResultCode {
+                        code: "0260".into(),
+                        message: String::new(),
+                    }],
+                },
+                messages::LotDocument {
+                    cdc: CDC.into(),
+                    status: messages::DocumentStatus::Rejected,
+                    authorization: None,
+                    results: Vec::new(),
+                },
+            ],
+        };
+        assert_eq!(result.codes(), vec!["0362", "0260", "none"]);
+        assert_eq!(code_label("0260"), "0260");
+        assert_eq!(code_label("<html>"), "other");
+        assert_eq!(code_label(""), "other");
+    }
+
+    #[test]
+    fn failures_are_labelled_by_what_they_mean() {
+        let url = "http://x".to_owned();
+        assert_eq!(
+            failure_code(&SoapError::NotSent {
+                url: url.clone(),
+                reason: "refused".into()
+            }),
+            "not_sent"
+        );
+        assert_eq!(
+            failure_code(&SoapError::OutcomeUnknown {
+                url: url.clone(),
+                timeout: true,
+                reason: String::new()
+            }),
+            "timeout"
+        );
+        assert_eq!(
+            failure_code(&SoapError::OutcomeUnknown {
+                url,
+                timeout: false,
+                reason: String::new()
+            }),
+            "transport_error"
+        );
+        assert_eq!(
+            failure_code(&SoapError::NotSoap {
+                status: 503,
+                snippet: String::new()
+            }),
+            "invalid_answer"
         );
     }
 

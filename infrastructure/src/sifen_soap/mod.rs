@@ -15,6 +15,12 @@ pub mod client;
 pub mod messages;
 pub(crate) mod xml;
 
+/// The XML reader, for the fuzz targets in `fuzz/` only: not part of the crate's API.
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use super::xml::{Element, XmlError, parse, strip_prolog};
+}
+
 pub use client::{ClientIdentity, SifenClient, SoapClientConfig};
 pub use messages::{
     ContainedDe, DeQuery, DeReception, DocumentStatus, EventOutcome, EventReception, LotDocument, LotQuery,
@@ -114,6 +120,18 @@ impl Service {
             Self::ConsDe => "rEnviConsDeResponse",
             Self::ConsRuc => "rResEnviConsRUC",
             Self::RecepEvento => "rRetEnviEventoDe",
+        }
+    }
+
+    /// The `operation` label of the SIFEN metrics (`kuatia_sifen_responses_total`, …).
+    pub fn operation(self) -> &'static str {
+        match self {
+            Self::RecepDe => "recep_de",
+            Self::RecepLoteDe => "recep_lote",
+            Self::ResultLoteDe => "result_lote",
+            Self::ConsDe => "cons_de",
+            Self::ConsRuc => "cons_ruc",
+            Self::RecepEvento => "recep_evento",
         }
     }
 

@@ -50,7 +50,12 @@ async fn metrics_are_disabled_without_a_token_and_guarded_with_one() {
     assert_error_shape(&response.json().await.expect("json"), "not_found");
     app.stop().await;
 
-    let app = TestApp::spawn_with(|c| c.metrics_bearer_token = Some(Secret::new("m3trics-token"))).await;
+    // A company with a certificate valid for 365 days, issuing to a SIFEN simulator.
+    let f = crate::sifen_pipeline::Fx::new(kuatia_infrastructure::sifen_sim::SimConfig::default(), |c| {
+        c.metrics_bearer_token = Some(Secret::new("m3trics-token"));
+    })
+    .await;
+    let app = &f.app;
     for token in [None, Some("wrong")] {
         let response = match token {
             None => app.get("/metrics").await,
@@ -72,8 +77,12 @@ async fn metrics_are_disabled_without_a_token_and_guarded_with_one() {
         .await
         .expect("enqueue");
     app.get("/health").await;
-    // A company with a certificate valid for 365 days.
-    crate::documents::ready_at(&app, "metrics", "http://127.0.0.1:9").await;
+    // One document through the pipeline: jobs run, SIFEN answers.
+    let doc = f.post(&f.invoice("metrics-1")).await;
+    let settled = f
+        .settle(std::slice::from_ref(&doc), Duration::from_secs(60))
+        .await;
+    assert_eq!(settled[0]["status"], "accepted", "{}", settled[0]);
     let response = app.get_with_bearer("/metrics", "m3trics-token").await;
     assert_eq!(response.status(), 200);
     assert!(
@@ -92,25 +101,50 @@ async fn metrics_are_disabled_without_a_token_and_guarded_with_one() {
         "kuatia_jobs{kind=\"metrics.probe\",state=\"dead\"} 0",
         "kuatia_subscription_lag_events{subscription=\"event_type_counts\"}",
         "kuatia_events_head_position",
+        // Pipeline stages, read from the documents read model.
+        "# TYPE kuatia_documents gauge",
+        // (At least this test's document: the gauges are the process's, and another test's scrape
+        // may set them between this scrape's read and its rendering.)
+        "kuatia_documents{status=\"accepted\"} ",
+        "kuatia_documents{status=\"queued\"} ",
+        // Job attempts and run times, recorded by the worker.
+        "# TYPE kuatia_job_attempts_total counter",
+        "kuatia_job_attempts_total{kind=\"sifen.prepare\",outcome=\"succeeded\"}",
+        "kuatia_job_attempts_total{kind=\"sifen.submit\",outcome=\"succeeded\"}",
+        "# TYPE kuatia_job_duration_seconds histogram",
+        "kuatia_job_duration_seconds_bucket{kind=\"sifen.prepare\",le=\"0.01\"}",
+        // SIFEN's answer by operation and code, and the call's latency, from the SOAP client.
+        "# TYPE kuatia_sifen_responses_total counter",
+        "kuatia_sifen_responses_total{operation=\"recep_de\",code=\"0260\"}",
+        "# TYPE kuatia_sifen_request_duration_seconds histogram",
+        "kuatia_sifen_request_duration_seconds_bucket{operation=\"recep_de\",le=\"0.05\"}",
     ] {
         assert!(text.contains(needle), "missing {needle} in\n{text}");
     }
+    let accepted = text.lines().find_map(|l| {
+        l.strip_prefix("kuatia_documents{status=\"accepted\"} ")?
+            .parse::<f64>()
+            .ok()
+    });
+    assert!(accepted.is_some_and(|n| n >= 1.0), "{accepted:?}");
+    // This tenant's certificate (other tests' services scrape into the same process-wide gauges).
+    let tenant = format!("tenant_id=\"{}\"", f.r.tenant);
     let days: Vec<f64> = text
         .lines()
-        .filter(|l| l.starts_with("kuatia_certificate_expiry_seconds{"))
+        .filter(|l| l.starts_with("kuatia_certificate_expiry_seconds{") && l.contains(&tenant))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .map(|seconds| seconds / 86_400.0)
         .collect();
     assert_eq!(days.len(), 1, "one certificate, one series:\n{text}");
     assert!((363.0..=366.0).contains(&days[0]), "days to expiry: {}", days[0]);
     promtool_accepts(&text);
-    app.stop().await;
+    f.app.stop().await;
 }
 
 /// `promtool check metrics` (from Debian's prometheus package, installed by .ci/run) must accept
 /// the exposition. On a developer machine without it the check is skipped with a note; in CI
 /// (`CI=true`) its absence fails the test.
-fn promtool_accepts(text: &str) {
+pub(crate) fn promtool_accepts(text: &str) {
     use std::io::Write;
     let child = std::process::Command::new("promtool")
         .args(["check", "metrics"])

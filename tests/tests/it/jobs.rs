@@ -311,3 +311,118 @@ async fn on_shutdown_a_worker_gives_back_the_lease_of_a_job_it_could_not_finish(
         "an interrupted attempt is not counted against the job"
     );
 }
+
+/// The real queue, counting claims.
+struct CountingClaims {
+    inner: Arc<dyn JobQueue>,
+    claims: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait]
+impl JobQueue for CountingClaims {
+    async fn enqueue(&self, job: &NewJob) -> Result<bool, StoreError> {
+        self.inner.enqueue(job).await
+    }
+    async fn claim(
+        &self,
+        worker: &str,
+        kinds: &[String],
+        limit: usize,
+        lease: Duration,
+    ) -> Result<Vec<Job>, StoreError> {
+        self.claims.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.claim(worker, kinds, limit, lease).await
+    }
+    async fn complete(&self, job_id: uuid::Uuid, worker: &str) -> Result<bool, StoreError> {
+        self.inner.complete(job_id, worker).await
+    }
+    async fn fail(
+        &self,
+        job_id: uuid::Uuid,
+        worker: &str,
+        error: &str,
+        retry_in: Option<Duration>,
+    ) -> Result<Option<JobState>, StoreError> {
+        self.inner.fail(job_id, worker, error, retry_in).await
+    }
+    async fn extend_lease(
+        &self,
+        job_id: uuid::Uuid,
+        worker: &str,
+        lease: Duration,
+    ) -> Result<bool, StoreError> {
+        self.inner.extend_lease(job_id, worker, lease).await
+    }
+    async fn release(&self, worker: &str) -> Result<u64, StoreError> {
+        self.inner.release(worker).await
+    }
+    async fn get(&self, job_id: uuid::Uuid) -> Result<Option<Job>, StoreError> {
+        self.inner.get(job_id).await
+    }
+    async fn get_by_key(&self, key: &str) -> Result<Option<Job>, StoreError> {
+        self.inner.get_by_key(key).await
+    }
+    async fn counts(&self) -> Result<Vec<kuatia_application::jobs::JobCount>, StoreError> {
+        self.inner.counts().await
+    }
+}
+
+#[tokio::test]
+async fn a_commit_wakes_one_idle_worker_not_all_of_them_and_every_job_still_runs_at_once() {
+    let db = TestDb::new().await;
+    let database = db.open().await;
+    let store = database.store();
+    let queue = Arc::new(CountingClaims {
+        inner: database.jobs(),
+        claims: Default::default(),
+    });
+    const WORKERS: usize = 16;
+    const COMMITS: usize = 40;
+    let runs = Arc::new(Mutex::new(HashMap::new()));
+    let shutdown = CancellationToken::new();
+    let pool = WorkerPool::new(
+        queue.clone(),
+        WorkerConfig {
+            workers: WORKERS,
+            // Only the position hint wakes the workers here.
+            poll_interval: Duration::from_secs(600),
+            ..WorkerConfig::default()
+        },
+    )
+    .with_wake(store.position_hint())
+    .with_handler(Arc::new(Counting { runs: runs.clone() }))
+    .spawn(shutdown.clone());
+    // Every worker looks once when it starts.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let at_start = queue.claims.load(std::sync::atomic::Ordering::Relaxed);
+    let t = tenant();
+    for i in 0..COMMITS {
+        let mut request = append(
+            stream(t, &format!("doc-{i}")),
+            ExpectedVersion::NoStream,
+            &["Queued"],
+        );
+        request.jobs = vec![job(&format!("wake-{i}"))];
+        store.append(request).await.expect("append with a job");
+        // Each job starts at once, woken by its commit (the poll interval is ten minutes).
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while !runs.lock().expect("lock").contains_key(&format!("wake-{i}")) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "job {i} did not start after its commit"
+            );
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+    shutdown.cancel();
+    pool.await.expect("pool");
+    let claims = queue.claims.load(std::sync::atomic::Ordering::Relaxed) - at_start;
+    // One wake per commit: the woken worker claims the job and wakes another, which finds
+    // nothing; the first looks again after running it. Waking every idle worker would make about
+    // WORKERS claims per commit.
+    assert!(
+        claims <= COMMITS * 4,
+        "{claims} claims for {COMMITS} commits of one job each with {WORKERS} idle workers"
+    );
+    assert_eq!(runs.lock().expect("lock").len(), COMMITS);
+}

@@ -15,6 +15,7 @@ mod first_hour;
 mod identity;
 mod jobs;
 mod lookup;
+mod observability;
 mod ordering;
 mod printables;
 mod projections;

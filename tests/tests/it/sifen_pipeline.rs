@@ -1038,3 +1038,95 @@ async fn buyers_and_sellers_in_other_cities_are_named_and_accepted_and_unknown_c
     assert_eq!(f.stored().await, 4, "only the accepted ones are stored");
     f.app.stop().await;
 }
+
+/// Stops the service and starts it again on the same database with another configuration.
+async fn restart(app: TestApp, adjust: impl FnOnce(&mut kuatia_infrastructure::config::Config)) -> TestApp {
+    let TestApp { service, db, .. } = app;
+    service.expect("running").stop().await.expect("clean stop");
+    TestApp::spawn_on(db, |c| {
+        c.rate_limit_per_key = 100_000;
+        adjust(c);
+    })
+    .await
+    .expect("restart")
+}
+
+#[tokio::test]
+async fn after_a_master_key_rotation_every_secret_opens_under_the_new_key_alone() {
+    use kuatia_infrastructure::config::Secret;
+    let new_key = "bmV3LW1hc3Rlci1rZXktb2Yta3VhdGlhLTMyLWJ5dGU=";
+    let mut fx = Fx::new(SimConfig::default(), |_| {}).await;
+    let first = fx.post(&fx.invoice("ROTATE-1")).await;
+    fx.settle(std::slice::from_ref(&first), Duration::from_secs(30))
+        .await;
+    let old_id = kuatia_application::vault::Sealer::key_id(
+        &kuatia_api::compose::sealer(&fx.app.db.config()).expect("the old key"),
+    )
+    .to_owned();
+    let sealed_before = sealed_under(&fx.app, &old_id).await;
+    assert!(
+        sealed_before >= 2,
+        "the certificate and the CSC are sealed: {sealed_before}"
+    );
+
+    // Step 1 of a rotation: every instance runs with the new key and still holds the old one.
+    let rotating = |c: &mut kuatia_infrastructure::config::Config| {
+        c.master_key = Some(Secret::new(new_key));
+        c.master_key_previous = Some(Secret::new(kuatia_tests::TEST_MASTER_KEY));
+    };
+    fx.app = restart(fx.app, rotating).await;
+    let second = fx.post(&fx.invoice("ROTATE-2")).await;
+    let settled = fx
+        .settle(std::slice::from_ref(&second), Duration::from_secs(30))
+        .await;
+    assert_eq!(
+        settled[0]["status"], "accepted",
+        "signed with the certificate sealed under the old key"
+    );
+
+    // Step 2: re-seal (what `kuatia secrets rotate` runs), twice: the second finds nothing to do.
+    let mut config = fx.app.db.config();
+    rotating(&mut config);
+    let sealer = kuatia_api::compose::sealer(&config).expect("both keys");
+    let new_id = kuatia_application::vault::Sealer::key_id(&sealer).to_owned();
+    let vault =
+        kuatia_application::vault::Vault::new(fx.app.service().database.store(), std::sync::Arc::new(sealer));
+    let report = vault.rotate(1).await.expect("rotation");
+    assert!(report.failed.is_empty(), "{report:?}");
+    assert_eq!(
+        report.rotated.get(&old_id).copied(),
+        Some(sealed_before as u64),
+        "{report:?}"
+    );
+    assert_eq!(sealed_under(&fx.app, &old_id).await, 0);
+    let again = vault.rotate(100).await.expect("second rotation");
+    assert!(again.rotated.is_empty() && again.failed.is_empty(), "{again:?}");
+
+    // Step 3: the old key is gone from the configuration; everything still opens.
+    fx.app = restart(fx.app, |c| c.master_key = Some(Secret::new(new_key))).await;
+    let third = fx.post(&fx.invoice("ROTATE-3")).await;
+    let settled = fx
+        .settle(std::slice::from_ref(&third), Duration::from_secs(30))
+        .await;
+    assert_eq!(
+        settled[0]["status"], "accepted",
+        "signed after the old key was dropped"
+    );
+    assert!(sealed_under(&fx.app, &new_id).await >= sealed_before);
+}
+
+/// Secrets sealed under the master key `key_id`.
+async fn sealed_under(app: &TestApp, key_id: &str) -> i64 {
+    use kuatia_application::projection::SqlValue;
+    let rows = app
+        .service()
+        .database
+        .store()
+        .query(
+            "SELECT COUNT(*) FROM sealed_secrets WHERE key_id = $1",
+            &[SqlValue::Text(key_id.to_owned())],
+        )
+        .await
+        .expect("count");
+    rows[0][0].as_i64().expect("a count")
+}
