@@ -661,11 +661,37 @@ async fn verdict(
     }
 }
 
+/// How many times a reconciliation question is asked in one attempt before the attempt counts as
+/// an operational failure.
+const RECONCILE_TRIES: u32 = 3;
+
+/// Asks a reconciliation question (siConsDE, siResultLoteDE: reads, safe to repeat) again at once
+/// when it goes unanswered, up to [`RECONCILE_TRIES`] times, 200 ms apart, then 400 ms. A retry
+/// needs every question answered before it may resend, and each unanswered one would otherwise be
+/// recorded as an operational failure that moves the retry schedule a step further (30 s, 2 min,
+/// 10 min, … 2 h): with SIFEN failing half its answers, a document would wait hours.
+async fn asking<T, F, Fut>(mut ask: F) -> Result<T, kuatia_infrastructure::sifen_soap::SoapError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, kuatia_infrastructure::sifen_soap::SoapError>>,
+{
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match ask().await {
+            Ok(answer) => return Ok(answer),
+            Err(e) if tries >= RECONCILE_TRIES => return Err(e),
+            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(200 * u64::from(tries))).await,
+        }
+    }
+}
+
 /// Before any attempt after the first: what SIFEN already holds for the CDC. `Some` is the
 /// outcome to record instead of sending (approved; decided in a lot; a lot still processing; the
-/// question unanswered); `None`: SIFEN has no verdict and no lot is processing it, so send.
+/// question unanswered after [`RECONCILE_TRIES`] tries); `None`: SIFEN has no verdict and no lot
+/// is processing it, so send.
 async fn reconcile(client: &SifenClient, d_id: u64, cdc: &str) -> Option<(Outcome, Option<String>)> {
-    match client.query_de(d_id, cdc).await {
+    match asking(|| client.query_de(d_id, cdc)).await {
         Ok(answer) if answer.result.is_found() => {
             let outcome = Outcome::Accepted {
                 code: answer.result.code.clone(),
@@ -689,7 +715,7 @@ async fn reconcile(client: &SifenClient, d_id: u64, cdc: &str) -> Option<(Outcom
     // Not approved: a lot holding it may still be processing, or have rejected it (GMP item 3:
     // the lot is found by one of its CDCs).
     let query = kuatia_infrastructure::sifen_soap::messages::LotQuery::Cdc(cdc.to_owned());
-    match client.lot_result(d_id + 1, &query).await {
+    match asking(|| client.lot_result(d_id + 1, &query)).await {
         Ok(answer) => match answer.result.state() {
             LotState::Processing => Some((
                 Outcome::Failed(format!(

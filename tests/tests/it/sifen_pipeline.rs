@@ -1130,3 +1130,52 @@ async fn sealed_under(app: &TestApp, key_id: &str) -> i64 {
         .expect("count");
     rows[0][0].as_i64().expect("a count")
 }
+
+#[tokio::test]
+async fn an_unanswered_reconciliation_question_is_asked_again_at_once_not_after_the_next_retry_step() {
+    // The first send is processed but its answer lost; the retry must ask SIFEN for the CDC
+    // before anything else, and the first two of those questions fail.
+    let f = Fx::new(
+        SimConfig {
+            hang_ms: 5_000,
+            ..SimConfig::default()
+        },
+        |c| {
+            c.sifen_read_timeout_ms = 300;
+            c.sifen_retry_scale = 0.01;
+        },
+    )
+    .await;
+    let client = reqwest::Client::new();
+    for (fault, service) in [("drop", "siRecepDE"), ("http500", "siConsDE")] {
+        let times = if service == "siConsDE" { 2 } else { 1 };
+        let injected = client
+            .post(format!("{}/sim/faults", f.sim.base_url()))
+            .json(&json!({"fault": fault, "times": times, "service": service}))
+            .send()
+            .await
+            .expect("inject");
+        assert!(injected.status().is_success(), "{fault} on {service}");
+    }
+    let doc = f.post(&f.invoice("RECONCILE-1")).await;
+    let settled = f
+        .settle(std::slice::from_ref(&doc), Duration::from_secs(30))
+        .await;
+    assert_eq!(settled[0]["status"], "accepted", "{}", settled[0]);
+    let timeline = f.timeline(&doc).await;
+    let types = types(&timeline);
+    // One operational failure (the lost answer); the failed questions were asked again within
+    // the same attempt instead of each scheduling a later one (30 s, then 2 min, …).
+    assert_eq!(
+        types.iter().filter(|t| *t == "DocumentRetryScheduled").count(),
+        1,
+        "{types:?}"
+    );
+    let stats = f.stats().await;
+    assert_eq!(stats["totals"]["requests"]["siRecepDE"], 1, "sent once: {stats}");
+    assert!(
+        stats["totals"]["requests"]["siConsDE"].as_u64().unwrap_or(0) >= 3,
+        "asked three times: {stats}"
+    );
+    f.app.stop().await;
+}
