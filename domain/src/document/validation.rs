@@ -83,7 +83,7 @@ use crate::channel::{ChannelKind, SifenEnvironment};
 use crate::check_digit::modulo11;
 use crate::local_time;
 use crate::ruc::{Ruc, RucError};
-use crate::sifen::de::{CityNames, cities_to_look_up};
+use crate::sifen::de::{CityNames, cities_to_look_up, is_sifen_email};
 
 /// What validation needs besides the document; built per request, it lives as long as the call.
 #[derive(Debug, Clone)]
@@ -145,6 +145,9 @@ pub fn validate(doc: &CanonicalDocument, ctx: &ValidationContext<'_>) -> Validat
     payment_rules(doc, grand_total, &mut errors);
     associated_document_rules(doc, &mut errors);
     type_field_rules(doc, &mut errors);
+    if ctx.channel == ChannelKind::Sifen {
+        control_character_rules(doc, &mut errors);
+    }
     Validation {
         errors,
         warnings: warnings(doc, ctx),
@@ -663,6 +666,9 @@ fn buyer_rules(
     if let Some(name) = &buyer.legal_name {
         text_length(out, "buyer.legal_name", name, 4, 255);
     }
+    if ctx.channel == ChannelKind::Sifen {
+        sifen_contact_rules(buyer, out);
+    }
     country_rules(buyer, op, out);
     let foreign = op == OperationType::Foreign;
     let needed = if doc.doc_type == DocumentType::Remision {
@@ -675,6 +681,82 @@ fn buyer_rules(
     address_rules(out, "buyer", buyer, needed, !foreign);
     if anonymous {
         anonymous_limit(doc, grand_total, out);
+    }
+}
+
+/// What SIFEN's `gDatRec` takes of the buyer's contact fields (`dNomFanRec`, `dEmailRec`), checked
+/// at intake so that a document accepted on the `sifen` channel is one `build_rde` can write (the
+/// fuzzer found an email with a blank inside accepted here and refused there). Other channels
+/// print these fields as given.
+fn sifen_contact_rules(buyer: &Party, out: &mut Vec<Issue>) {
+    if let Some(name) = &buyer.trade_name {
+        text_length(out, "buyer.trade_name", name, 4, 255);
+    }
+    if let Some(email) = &buyer.email {
+        pattern_issue(
+            out,
+            "buyer.email",
+            is_sifen_email(email),
+            "an email address SIFEN accepts (tEmail: letters, digits, '.', '-' and '_', then \
+             @domain.tld, no blanks)",
+        );
+    }
+}
+
+/// Top-level fields SIFEN's document does not carry: free-form, or kuatia's own.
+const NOT_IN_THE_DE: &[&str] = &["external_id", "metadata", "delivery"];
+
+/// No text of a `sifen` document holds a control character (line breaks and tabs included) or
+/// U+FFFE / U+FFFF: `build_rde` refuses them in every element it writes, so intake refuses them
+/// first (the fuzzer found a `\r` in an address and a `\t` in a name let in here). Every string
+/// of the document is checked, by its JSON path, but for [`NOT_IN_THE_DE`] and fields that
+/// already have an issue.
+fn control_character_rules(doc: &CanonicalDocument, out: &mut Vec<Issue>) {
+    let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(doc) else {
+        return;
+    };
+    let mut stack: Vec<(String, &serde_json::Value)> = fields
+        .iter()
+        .filter(|(key, _)| !NOT_IN_THE_DE.contains(&key.as_str()))
+        .map(|(key, value)| (key.clone(), value))
+        .collect();
+    let mut found = Vec::new();
+    while let Some((path, value)) = stack.pop() {
+        match value {
+            serde_json::Value::String(text)
+                if text
+                    .chars()
+                    .any(|c| c.is_control() || matches!(c, '\u{FFFE}' | '\u{FFFF}')) =>
+            {
+                found.push(path);
+            }
+            serde_json::Value::Array(values) => {
+                stack.extend(
+                    values
+                        .iter()
+                        .enumerate()
+                        .map(|(i, v)| (format!("{path}[{i}]"), v)),
+                );
+            }
+            serde_json::Value::Object(fields) => {
+                stack.extend(fields.iter().map(|(key, v)| (format!("{path}.{key}"), v)));
+            }
+            _ => {}
+        }
+    }
+    found.sort();
+    for path in found {
+        if !out.iter().any(|issue| issue.field == path) {
+            push(
+                out,
+                path.clone(),
+                codes::INVALID_PATTERN,
+                format!(
+                    "{path} must be one line of text, without control characters (line breaks and tabs \
+                     included): SIFEN refuses them"
+                ),
+            );
+        }
     }
 }
 
@@ -2261,6 +2343,86 @@ mod tests {
     /// A RUC with its right check digit.
     fn ruc_of(number: &str) -> String {
         Ruc::from_number(number).expect("a number").to_string()
+    }
+
+    #[test]
+    fn a_buyer_email_or_trade_name_sifen_cannot_write_is_refused_on_the_sifen_channel() {
+        // Found by the canonical_document fuzz target: validation accepted the blank inside the
+        // address, and build_rde then refused the document it had let in.
+        expect(
+            edit(|d| d["buyer"]["email"] = json!("c ompras@cliente.com.py")),
+            &[("buyer.email", "invalid_pattern")],
+        );
+        expect(
+            edit(|d| d["buyer"]["email"] = json!("compras@localhost")),
+            &[("buyer.email", "invalid_pattern")],
+        );
+        expect(
+            edit(|d| d["buyer"]["trade_name"] = json!("ABC")),
+            &[("buyer.trade_name", "invalid_length")],
+        );
+        valid(edit(|d| {
+            d["buyer"]["email"] = json!(" compras_01@cliente-sa.com.py ");
+            d["buyer"]["trade_name"] = json!("Cliente");
+        }));
+        let printed = check_with(
+            edit(|d| d["buyer"]["email"] = json!("c ompras@cliente.com.py")),
+            |ctx| {
+                ctx.channel = ChannelKind::Autoimpresor;
+                ctx.environment = None;
+            },
+        );
+        assert!(
+            !pairs(&printed.errors)
+                .iter()
+                .any(|(field, _)| *field == "buyer.email"),
+            "autoimpresor prints the email as given: {:#?}",
+            printed.errors
+        );
+    }
+
+    #[test]
+    fn control_characters_sifen_refuses_are_refused_on_the_sifen_channel() {
+        // Found by the canonical_document fuzz target: an autofactura seller's address with a
+        // carriage return, accepted here and refused by build_rde.
+        expect(
+            edit(|d| {
+                d["buyer"]["legal_name"] = json!("CLIENTE\tS.A.");
+                d["items"][1]["description"] = json!("Soporte\r\n(horas)");
+            }),
+            &[
+                ("buyer.legal_name", "invalid_pattern"),
+                ("items[1].description", "invalid_pattern"),
+            ],
+        );
+        expect(
+            edit(|d| {
+                d["buyer"]["address"] = json!("Palma\u{0}");
+                d["buyer"]["house_number"] = json!("12");
+                d["buyer"]["department_code"] = json!(1);
+                d["buyer"]["city_code"] = json!(1);
+                d["buyer"]["city_name"] = json!("ASUNCION\n");
+                d["metadata"] = json!({"note": "free\ntext"});
+            }),
+            &[
+                ("buyer.city_name", "invalid_pattern"),
+                ("buyer.address", "invalid_pattern"),
+            ],
+        );
+        let printed = check_with(
+            edit(|d| d["items"][0]["description"] = json!("Línea 1\nLínea 2")),
+            |ctx| {
+                ctx.channel = ChannelKind::Autoimpresor;
+                ctx.environment = None;
+            },
+        );
+        assert!(
+            !pairs(&printed.errors)
+                .iter()
+                .any(|(field, _)| *field == "items[0].description"),
+            "{:#?}",
+            printed.errors
+        );
     }
 
     #[test]

@@ -504,8 +504,10 @@ fn id_number<'v>(field: &str, value: &'v str) -> Result<&'v str, DeError> {
     }
 }
 
-/// `tEmail`: `[0-9a-zA-Z][0-9a-zA-Z.\-_]*@([0-9a-zA-Z][0-9a-zA-Z\-_]*\.)+[a-zA-Z]{2,9}`.
-fn email<'v>(field: &str, value: &'v str) -> Result<&'v str, DeError> {
+/// Whether `value` (blanks around aside) matches SIFEN's `tEmail`:
+/// `[0-9a-zA-Z][0-9a-zA-Z.\-_]*@([0-9a-zA-Z][0-9a-zA-Z\-_]*\.)+[a-zA-Z]{2,9}`. Validation
+/// refuses, at intake, what [`build_rde`] would refuse here.
+pub fn is_sifen_email(value: &str) -> bool {
     let value = value.trim();
     let local_ok = |s: &str| {
         let mut bytes = s.bytes();
@@ -517,7 +519,7 @@ fn email<'v>(field: &str, value: &'v str) -> Result<&'v str, DeError> {
         bytes.next().is_some_and(|b| b.is_ascii_alphanumeric())
             && bytes.all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_'))
     };
-    let ok = value.split_once('@').is_some_and(|(local, domain)| {
+    value.split_once('@').is_some_and(|(local, domain)| {
         let labels: Vec<&str> = domain.split('.').collect();
         local_ok(local)
             && labels.len() >= 2
@@ -526,8 +528,13 @@ fn email<'v>(field: &str, value: &'v str) -> Result<&'v str, DeError> {
                     && tld.bytes().all(|b| b.is_ascii_alphabetic())
                     && rest.iter().all(|l| label_ok(l))
             })
-    });
-    if ok {
+    })
+}
+
+/// `tEmail` ([`is_sifen_email`]).
+fn email<'v>(field: &str, value: &'v str) -> Result<&'v str, DeError> {
+    let value = value.trim();
+    if is_sifen_email(value) {
         Ok(value)
     } else {
         Err(invalid(
@@ -2580,6 +2587,23 @@ mod tests {
                 name.starts_with('/') || !xml[i + 3..].starts_with(&format!("{name}>")),
                 "empty element {name}"
             );
+        }
+    }
+
+    #[test]
+    fn is_sifen_email_follows_t_email() {
+        assert!(is_sifen_email("compras@cliente.com.py"));
+        assert!(is_sifen_email(" a_b.c-d@x-y.com "));
+        for bad in [
+            "c ompras@cliente.com.py",
+            "a+b@x.com",
+            "compras@localhost",
+            ".a@x.com",
+            "a@x.c0m",
+            "a@-x.com",
+            "",
+        ] {
+            assert!(!is_sifen_email(bad), "{bad:?}");
         }
     }
 
