@@ -140,4 +140,36 @@ fn describe() {
         "kuatia_subscription_failing",
         "1 when the subscription's last batch failed, else 0."
     );
+    // The taxpayer lookup service shares the process's recorder: its series appear on both
+    // services' /metrics and need their help text too.
+    metrics::describe_gauge!(
+        "kuatia_lookup_registry_generation",
+        "Generation of the taxpayer registry the lookup index serves (moves on each import)."
+    );
+    metrics::describe_gauge!(
+        "kuatia_lookup_registry_taxpayers",
+        "Taxpayers in the lookup index."
+    );
+    metrics::describe_gauge!(
+        "kuatia_lookup_index_bytes",
+        metrics::Unit::Bytes,
+        "Heap memory held by the lookup index."
+    );
+    metrics::describe_gauge!(
+        "kuatia_lookup_index_load_seconds",
+        metrics::Unit::Seconds,
+        "How long the last load of the lookup index took."
+    );
+    metrics::describe_gauge!(
+        "kuatia_lookup_cache_hits",
+        "Lookup answers served from the answer cache since the index was loaded."
+    );
+    metrics::describe_gauge!(
+        "kuatia_lookup_cache_misses",
+        "Lookup answers computed (not in the answer cache) since the index was loaded."
+    );
+    metrics::describe_counter!(
+        "kuatia_lookup_quota_refusals_total",
+        "Lookup requests refused for a spent allowance, by plan."
+    );
 }

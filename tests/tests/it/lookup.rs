@@ -979,6 +979,8 @@ async fn a_running_service_picks_up_a_new_import_and_serves_its_own_openapi_heal
         metrics.contains("route=\"/api/search\""),
         "request metrics by route"
     );
+    // Every series has its help text (the lookup's own gauges included).
+    crate::api::promtool_accepts(&metrics);
     let (status, body) = get_json(&app.client, &format!("{base}/nothing/here")).await;
     assert_eq!((status, body["code"].as_str()), (404, Some("not_found")));
     app.stop().await;
