@@ -18,7 +18,6 @@ pub mod otlp;
 
 use crate::config::LogFormat;
 use std::sync::atomic::{AtomicBool, Ordering};
-use tracing::Level;
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::Layer as _;
 use tracing_subscriber::layer::SubscriberExt;
@@ -51,13 +50,11 @@ where
     W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
 {
     let filter = EnvFilter::try_new(directives).unwrap_or_else(|_| EnvFilter::new(DEFAULT_LOG_FILTER));
-    let trace = TraceLayer.with_filter(tracing_subscriber::filter::filter_fn(|meta| {
-        if meta.is_span() {
-            *meta.level() <= Level::INFO
-        } else {
-            *meta.level() == Level::ERROR
-        }
-    }));
+    // A level filter, not a `filter_fn`: its interest is fixed per callsite (always or never),
+    // while a function's "sometimes" left spans created on some worker threads without their
+    // context under load (seen on PostgreSQL in CI: a request answered without `traceparent`).
+    // The layer itself skips events other than ERROR.
+    let trace = TraceLayer.with_filter(tracing_subscriber::filter::LevelFilter::INFO);
     let registry = tracing_subscriber::registry().with(trace);
     let fmt = tracing_subscriber::fmt::layer().with_writer(writer);
     let installed = match format {
