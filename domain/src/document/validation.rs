@@ -831,6 +831,18 @@ fn country_rules(buyer: &Party, op: OperationType, out: &mut Vec<Issue>) {
         );
         return;
     }
+    if let Some(code) = country
+        && !crate::sifen::de::is_sifen_country(code)
+    {
+        // Found by the fuzzer: "ARO" passed here and the DE builder refused it.
+        push(
+            out,
+            "buyer.country",
+            codes::INVALID_CODE,
+            format!("country {code} is not in SIFEN's list of countries (ISO 3166 alpha-3)"),
+        );
+        return;
+    }
     if op == OperationType::Foreign {
         if required(
             out,
@@ -2453,6 +2465,12 @@ mod tests {
         );
         expect(
             edit(|d| d["buyer"]["country"] = json!("py")),
+            &[("buyer.country", "invalid_code")],
+        );
+        // Three capital letters, but no country SIFEN knows (the fuzzer's "ARO").
+        expect(
+            with_buyer(json!({"operation_type": "foreign", "legal_name": "ACME Corp",
+                "country": "ARO", "address": "Av. Corrientes", "house_number": "1234"})),
             &[("buyer.country", "invalid_code")],
         );
         expect(

@@ -1044,6 +1044,12 @@ fn party_address(
     }))
 }
 
+/// Whether `code` is in SIFEN's list of countries (ISO 3166 alpha-3, `cPaisRec`): what intake
+/// checks so that the builder never refuses a country it let in.
+pub fn is_sifen_country(code: &str) -> bool {
+    COUNTRIES.binary_search_by_key(&code, |(c, _)| c).is_ok()
+}
+
 fn country_name(field: &str, code: &str) -> Result<&'static str, DeError> {
     COUNTRIES
         .binary_search_by(|(c, _)| (*c).cmp(code))
