@@ -408,11 +408,20 @@ fn series(text: &str, name_and_labels: &str) -> f64 {
 
 #[tokio::test]
 async fn a_lot_result_counts_sifen_s_code_for_each_document() {
-    let f = crate::sifen_pipeline::Fx::new(SimConfig::default(), |c| {
-        c.metrics_bearer_token = Some(Secret::new("m3trics-token"));
-        // Documents posted together share one lot.
-        c.sifen_lot_window_ms = 1_000;
-    })
+    // A first submission goes alone unless another is running at that moment: the first of the
+    // three is sent through siRecepDE, and SIFEN taking half a second to answer it makes sure the
+    // other two find it running and share a lot (without the delay, whether they overlap depends
+    // on the machine: seen alone, all three, in CI).
+    let f = crate::sifen_pipeline::Fx::new(
+        SimConfig {
+            latency_ms: 500,
+            ..SimConfig::default()
+        },
+        |c| {
+            c.metrics_bearer_token = Some(Secret::new("m3trics-token"));
+            c.sifen_lot_window_ms = 1_000;
+        },
+    )
     .await;
     let scrape = || async {
         let response = f.app.get_with_bearer("/metrics", "m3trics-token").await;
@@ -443,7 +452,7 @@ async fn a_lot_result_counts_sifen_s_code_for_each_document() {
 
     let after = scrape().await;
     assert!(
-        series(&after, per_document) - series(&before, per_document) >= 3.0,
+        series(&after, per_document) - series(&before, per_document) >= 2.0,
         "one 0260 per document of the lot:\n{after}"
     );
     assert!(series(&after, lot_done) > series(&before, lot_done), "{after}");
