@@ -27,16 +27,20 @@ const SIFEN_BUCKETS: [f64; 13] = [
     0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 45.0, 60.0, 120.0,
 ];
 
+/// Documents numbered in one turn of a series (1 to the turn's limit of 50).
+const TURN_BUCKETS: [f64; 7] = [1.0, 2.0, 5.0, 10.0, 20.0, 35.0, 50.0];
+
 /// Installs the recorder once per process and returns its handle.
 pub fn handle() -> PrometheusHandle {
     HANDLE
         .get_or_init(|| {
             // Without buckets a histogram would be rendered as a summary.
-            let histograms: [(&str, &[f64]); 4] = [
+            let histograms: [(&str, &[f64]); 5] = [
                 ("http_request_duration_seconds", &LATENCY_BUCKETS),
                 ("kuatia_webhook_delivery_seconds", &LATENCY_BUCKETS),
                 ("kuatia_job_duration_seconds", &JOB_BUCKETS),
                 ("kuatia_sifen_request_duration_seconds", &SIFEN_BUCKETS),
+                ("kuatia_sifen_numbering_turn_documents", &TURN_BUCKETS),
             ];
             let builder = histograms
                 .into_iter()
@@ -89,6 +93,10 @@ fn describe() {
         "kuatia_sifen_request_duration_seconds",
         metrics::Unit::Seconds,
         "Time from sending a SIFEN request to its parsed answer or failure, by operation."
+    );
+    metrics::describe_histogram!(
+        "kuatia_sifen_numbering_turn_documents",
+        "SIFEN documents numbered, signed and recorded together in one turn of their series (sifen.prepare jobs waiting at the same time share a turn)."
     );
     metrics::describe_counter!(
         "kuatia_otlp_spans_exported_total",

@@ -25,6 +25,7 @@
 use async_trait::async_trait;
 use chrono::{DateTime, TimeDelta, Utc};
 use kuatia_application::artifacts::ArtifactStore;
+use kuatia_application::combine::{Combiner, Waiting};
 use kuatia_application::documents::{self, DocumentsError, SIFEN_EVENT, SIFEN_PREPARE, SIFEN_SUBMIT};
 use kuatia_application::event_store::{EventMetadata, SharedStore, StoreError};
 use kuatia_application::jobs::{Backoff, Job, JobQueue};
@@ -93,9 +94,9 @@ pub struct Pipeline {
     soap: SoapClientConfig,
     /// SOAP clients by (endpoint, certificate): building one sets up TLS.
     clients: Arc<Mutex<HashMap<(String, Uuid), SifenClient>>>,
-    /// Transforms of one series in this process take turns (other instances are kept honest by
-    /// the number series projection).
-    series_locks: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
+    /// Transforms of one series in this process take turns, several documents per turn (other
+    /// instances are kept honest by the number series projection).
+    series_turns: Arc<Mutex<HashMap<String, Arc<SeriesTurns>>>>,
     retry_scale: f64,
     /// Lots: when first attempts share one, how it is polled.
     lots: LotSettings,
@@ -152,7 +153,7 @@ impl Pipeline {
             artifacts,
             soap,
             clients: Arc::default(),
-            series_locks: Arc::default(),
+            series_turns: Arc::default(),
             retry_scale: 1.0,
             lots: LotSettings {
                 window: std::time::Duration::ZERO,
@@ -222,15 +223,18 @@ impl Pipeline {
         documents::commands(&self.store, tenant, id, commands, metadata()).await
     }
 
-    fn series_lock(&self, series: &str) -> Arc<tokio::sync::Mutex<()>> {
-        let mut locks = self
-            .series_locks
+    fn series_turns(&self, series: &str) -> Arc<SeriesTurns> {
+        let mut turns = self
+            .series_turns
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if locks.len() > 10_000 {
-            locks.retain(|_, l| Arc::strong_count(l) > 1);
+        if turns.len() > 10_000 {
+            turns.retain(|_, t| Arc::strong_count(t) > 1);
         }
-        locks.entry(series.to_owned()).or_default().clone()
+        turns
+            .entry(series.to_owned())
+            .or_insert_with(|| Arc::new(Combiner::new(MAX_PREPARE_TURN, |_| 1)))
+            .clone()
     }
 
     /// The company's SIFEN setup for a document: issuer, channel settings, signing PEM, CSC.
@@ -398,60 +402,211 @@ impl JobHandler for Prepare {
             &setup.issuer.point,
             doc_type,
         );
-        let lock = p.series_lock(&series);
-        let _turn = lock.lock().await;
-        let number = number_series::next_number(&p.store, tenant, &series)
-            .await
-            .map_err(retry)?;
-        let now = Utc::now();
-        let signed = {
-            let (state, setup, series) = (Arc::new(state.clone()), setup.clone(), series.clone());
-            tokio::task::spawn_blocking(move || build_and_sign(&state, &setup, series, number, now))
-                .await
-                .map_err(|e| retry(format!("the signing task: {e}")))??
+        let turns = p.series_turns(&format!("{tenant}/{series}"));
+        let preparing = Preparing {
+            tenant,
+            id,
+            state,
+            setup,
+            span: tracing::Span::current(),
         };
-        let sha = p.artifacts.put(signed.xml.as_bytes()).await.map_err(retry)?;
-        let artifact_id = Uuid::now_v7();
-        let mut commands = Vec::new();
-        if state.status == DocumentStatus::Queued {
-            commands.push(DocumentCommand::StartTransform { at: now });
-        }
-        commands.extend([
-            DocumentCommand::RecordTransformed {
-                series: signed.series,
-                number: signed.number,
-                cdc: signed.cdc,
-                security_code: signed.security_code,
-                xml_sha256: signed.unsigned_sha256,
-                at: now,
-            },
-            DocumentCommand::RecordArtifact {
-                artifact_id,
-                kind: ArtifactKind::SignedXml,
-                content_type: "application/xml".into(),
-                sha256: sha,
-                size: signed.xml.len() as u64,
-                version: state.next_artifact_version(ArtifactKind::SignedXml),
-                at: now,
-            },
-            DocumentCommand::RecordSigned {
-                signed_xml_artifact_id: artifact_id,
-                signed_at: signed.signed_at,
-                at: now,
-            },
-        ]);
-        match p.run(tenant, id, commands).await {
-            Ok(()) => Ok(()),
-            // Another instance drew this number first, or the document changed: start over.
-            Err(DocumentsError::Store(StoreError::Projection { message, .. }))
-                if message.contains(number_series::NOT_NEXT) =>
-            {
-                Err(retry(format!("number {number} was taken; drawing again")))
-            }
-            Err(DocumentsError::Conflict) => Err(retry("the document changed meanwhile")),
-            Err(e) => Err(retry(e)),
+        turns
+            .submit(preparing, |batch| {
+                let (p, series) = (p.clone(), series.clone());
+                tokio::spawn(async move { p.prepare_turn(&series, batch).await })
+            })
+            .await
+            .unwrap_or_else(|| Err(retry("the numbering turn ended without an answer")))
+    }
+}
+
+/// Documents of one series numbered in one turn, at most.
+const MAX_PREPARE_TURN: usize = 50;
+
+/// `sifen.prepare` jobs of one series waiting for their turn.
+type SeriesTurns = Combiner<Preparing, Result<(), JobFailure>>;
+
+/// A queued document waiting for its number.
+struct Preparing {
+    tenant: TenantId,
+    id: Uuid,
+    state: DocumentState,
+    setup: Arc<Setup>,
+    /// The job's span: the document's commands run in it, so `sifen.submit` joins its trace.
+    span: tracing::Span,
+}
+
+impl Pipeline {
+    /// One turn of a series: draws the next number once, gives the queued documents consecutive
+    /// numbers in queue order, builds and signs them on every core, stores the signed bytes, and
+    /// records each document's transformed → artifact → signed in appends queued together and in
+    /// number order (one transaction, usually). A document that fails leaves its number unused:
+    /// the ones after it in the turn find their number not next and draw again (a retry).
+    async fn prepare_turn(&self, series: &str, batch: Vec<Waiting<Preparing, Result<(), JobFailure>>>) {
+        let (preparing, replies): (Vec<Preparing>, Vec<_>) =
+            batch.into_iter().map(|w| (w.request, w.reply)).unzip();
+        let Some(tenant) = preparing.first().map(|p| p.tenant) else {
+            return;
+        };
+        metrics::histogram!("kuatia_sifen_numbering_turn_documents").record(preparing.len() as f64);
+        let results = match number_series::next_number(&self.store, tenant, series).await {
+            Ok(first) => self.number_and_record(tenant, series, first, preparing).await,
+            Err(e) => preparing.iter().map(|_| Err(retry(&e))).collect(),
+        };
+        for (reply, result) in replies.into_iter().zip(results) {
+            let _ = reply.send(result);
         }
     }
+
+    async fn number_and_record(
+        &self,
+        tenant: TenantId,
+        series: &str,
+        first: u64,
+        preparing: Vec<Preparing>,
+    ) -> Vec<Result<(), JobFailure>> {
+        let now = Utc::now();
+        let preparing = Arc::new(preparing);
+        let signed = sign_turn(&preparing, series, first, now).await;
+        // The signed bytes are stored (concurrently) before anything refers to them.
+        let puts: Vec<_> = signed
+            .iter()
+            .map(|s| {
+                s.as_ref().ok().map(|signed| {
+                    let (artifacts, xml) = (self.artifacts.clone(), signed.xml.clone());
+                    tokio::spawn(async move { artifacts.put(xml.as_bytes()).await })
+                })
+            })
+            .collect();
+        let mut results: Vec<Option<Result<(), JobFailure>>> = Vec::with_capacity(preparing.len());
+        let (mut work, mut numbers) = (Vec::new(), Vec::new());
+        for (i, ((doc, signed), put)) in preparing.iter().zip(signed).zip(puts).enumerate() {
+            let sha = match put {
+                Some(put) => put.await.map_err(retry).and_then(|r| r.map_err(retry)),
+                None => Err(retry("not signed")),
+            };
+            let (signed, sha) = match (signed, sha) {
+                (Ok(signed), Ok(sha)) => (signed, sha),
+                (Err(e), _) | (Ok(_), Err(e)) => {
+                    results.push(Some(Err(e)));
+                    continue;
+                }
+            };
+            results.push(None);
+            numbers.push(first + i as u64);
+            work.push((
+                doc.id,
+                prepared_commands(&doc.state, signed, sha, now),
+                doc.span.clone(),
+            ));
+        }
+        let mut recorded = documents::commands_each(&self.store, tenant, work, metadata())
+            .await
+            .into_iter()
+            .zip(numbers);
+        results
+            .into_iter()
+            .map(|r| {
+                r.unwrap_or_else(|| match recorded.next() {
+                    Some((Ok(()), _)) => Ok(()),
+                    // Another instance drew this number first, an earlier document of the turn
+                    // failed, or the document changed: start over.
+                    Some((Err(DocumentsError::Store(StoreError::Projection { message, .. })), number))
+                        if message.contains(number_series::NOT_NEXT) =>
+                    {
+                        Err(retry(format!("number {number} was taken; drawing again")))
+                    }
+                    Some((Err(DocumentsError::Conflict), _)) => Err(retry("the document changed meanwhile")),
+                    Some((Err(e), _)) => Err(retry(e)),
+                    None => Err(retry("no answer from the append")),
+                })
+            })
+            .collect()
+    }
+}
+
+/// Builds and signs a turn's documents, numbered `first`, `first + 1`, … in order, spread over
+/// the cores (signing is CPU work: off the runtime).
+async fn sign_turn(
+    preparing: &Arc<Vec<Preparing>>,
+    series: &str,
+    first: u64,
+    now: DateTime<Utc>,
+) -> Vec<Result<Signed, JobFailure>> {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    let lanes = cores.min(preparing.len()).max(1);
+    let tasks: Vec<_> = (0..lanes)
+        .map(|lane| {
+            let (preparing, series) = (preparing.clone(), series.to_owned());
+            tokio::task::spawn_blocking(move || {
+                (lane..preparing.len())
+                    .step_by(lanes)
+                    .map(|i| {
+                        let doc = &preparing[i];
+                        let _span = doc.span.enter();
+                        (
+                            i,
+                            build_and_sign(&doc.state, &doc.setup, series.clone(), first + i as u64, now),
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let mut signed: Vec<Option<Result<Signed, JobFailure>>> = (0..preparing.len()).map(|_| None).collect();
+    for task in tasks {
+        match task.await {
+            Ok(lane) => {
+                for (i, result) in lane {
+                    signed[i] = Some(result);
+                }
+            }
+            Err(e) => tracing::error!(error = %e, "a signing lane failed"),
+        }
+    }
+    signed
+        .into_iter()
+        .map(|s| s.unwrap_or_else(|| Err(retry("the signing task failed"))))
+        .collect()
+}
+
+/// What a signed document records: transformed → signed XML artifact → signed, one append.
+fn prepared_commands(
+    state: &DocumentState,
+    signed: Signed,
+    sha256: String,
+    now: DateTime<Utc>,
+) -> Vec<DocumentCommand> {
+    let artifact_id = Uuid::now_v7();
+    let mut commands = Vec::new();
+    if state.status == DocumentStatus::Queued {
+        commands.push(DocumentCommand::StartTransform { at: now });
+    }
+    commands.extend([
+        DocumentCommand::RecordTransformed {
+            series: signed.series,
+            number: signed.number,
+            cdc: signed.cdc,
+            security_code: signed.security_code,
+            xml_sha256: signed.unsigned_sha256,
+            at: now,
+        },
+        DocumentCommand::RecordArtifact {
+            artifact_id,
+            kind: ArtifactKind::SignedXml,
+            content_type: "application/xml".into(),
+            sha256,
+            size: signed.xml.len() as u64,
+            version: state.next_artifact_version(ArtifactKind::SignedXml),
+            at: now,
+        },
+        DocumentCommand::RecordSigned {
+            signed_xml_artifact_id: artifact_id,
+            signed_at: signed.signed_at,
+            at: now,
+        },
+    ]);
+    commands
 }
 
 /// SIFEN's answer to one attempt, as the document records it.

@@ -14,6 +14,7 @@ use kuatia_domain::tenancy::TenantId;
 use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::Arc;
+use tracing::Instrument;
 
 use crate::event_store::{
     AppendOutcome, AppendRequest, EventMetadata, ExpectedVersion, NewEvent, RecordedEvent, SharedStore,
@@ -108,6 +109,29 @@ impl<A: Aggregate + 'static> AggregateStore<A> {
         Ok(NewEvent::new(event.event_type(), schema_version, payload))
     }
 
+    /// The append of events and jobs on a loaded aggregate (expecting the version it was loaded
+    /// at).
+    fn request(
+        &self,
+        events: &[A::Event],
+        context: &LoadedAggregate<A>,
+        metadata: EventMetadata,
+        jobs: Vec<NewJob>,
+    ) -> Result<AppendRequest, StoreError> {
+        let new_events = events.iter().map(Self::encode).collect::<Result<Vec<_>, _>>()?;
+        Ok(AppendRequest {
+            stream: StreamRef {
+                tenant_id: self.tenant,
+                stream_type: A::TYPE.to_owned(),
+                stream_id: context.stream_id.clone(),
+            },
+            expected: ExpectedVersion::from_current(context.version),
+            events: new_events,
+            metadata,
+            jobs,
+        })
+    }
+
     /// Commits events and jobs, returning the store's outcome (positions, version).
     pub async fn commit_events(
         &self,
@@ -116,20 +140,8 @@ impl<A: Aggregate + 'static> AggregateStore<A> {
         metadata: EventMetadata,
         jobs: Vec<NewJob>,
     ) -> Result<AppendOutcome, StoreError> {
-        let new_events = events.iter().map(Self::encode).collect::<Result<Vec<_>, _>>()?;
-        self.store
-            .append(AppendRequest {
-                stream: StreamRef {
-                    tenant_id: self.tenant,
-                    stream_type: A::TYPE.to_owned(),
-                    stream_id: context.stream_id.clone(),
-                },
-                expected: ExpectedVersion::from_current(context.version),
-                events: new_events,
-                metadata,
-                jobs,
-            })
-            .await
+        let request = self.request(events, context, metadata, jobs)?;
+        self.store.append(request).await
     }
 
     /// Loads and folds an aggregate.
@@ -312,13 +324,83 @@ where
         self.run(&store, fresh, commands, metadata).await
     }
 
-    async fn run(
+    /// Runs commands on several streams and commits each one's events in the order given, queued
+    /// together ([`crate::event_store::Store::append_all`]: usually one transaction, no other
+    /// append between them). Each stream is decided and answered on its own, as
+    /// [`Self::execute_all`] does; the streams are loaded concurrently. Each stream's commands
+    /// are handled inside the span given with them, so the jobs they queue carry that span's
+    /// trace context (`NewJob::new`).
+    pub async fn execute_each(
+        &self,
+        tenant: TenantId,
+        work: Vec<(String, Vec<A::Command>, tracing::Span)>,
+        metadata: EventMetadata,
+    ) -> Vec<Result<Committed, ExecuteError<A::Error>>> {
+        let store = AggregateStore::<A>::new(self.store.clone(), tenant);
+        let loads: Vec<_> = work
+            .iter()
+            .map(|(stream_id, _, _)| {
+                let (store, stream_id) = (
+                    AggregateStore::<A>::new(self.store.clone(), tenant),
+                    stream_id.clone(),
+                );
+                tokio::spawn(async move { store.load(&stream_id).await })
+            })
+            .collect();
+        let mut decided = Vec::with_capacity(work.len());
+        for ((_, commands, span), load) in work.into_iter().zip(loads) {
+            let loaded = match load.await {
+                Ok(Ok(loaded)) => loaded,
+                Ok(Err(StoreError::Invalid(_))) => {
+                    decided.push(Err(ExecuteError::NotFound));
+                    continue;
+                }
+                Ok(Err(other)) => {
+                    decided.push(Err(ExecuteError::Store(other)));
+                    continue;
+                }
+                Err(e) => {
+                    decided.push(Err(ExecuteError::Store(StoreError::Database(
+                        format!("loading a stream: {e}").into(),
+                    ))));
+                    continue;
+                }
+            };
+            decided.push(
+                self.decide(&store, loaded, commands, metadata.clone())
+                    .instrument(span)
+                    .await,
+            );
+        }
+        let requests: Vec<AppendRequest> = decided
+            .iter_mut()
+            .filter_map(|d| match d {
+                Ok(Decision::Append { request, .. }) => request.take(),
+                _ => None,
+            })
+            .collect();
+        let mut outcomes = self.store.append_all(requests).await.into_iter();
+        decided
+            .into_iter()
+            .map(|decision| match decision? {
+                Decision::Nothing(committed) => Ok(committed),
+                Decision::Append { .. } => committed(
+                    outcomes
+                        .next()
+                        .unwrap_or_else(|| Err(StoreError::Database("no append result".into()))),
+                ),
+            })
+            .collect()
+    }
+
+    /// Handles the commands on a loaded aggregate: nothing to commit, or the append to make.
+    async fn decide(
         &self,
         store: &AggregateStore<A>,
         mut loaded: LoadedAggregate<A>,
         commands: Vec<A::Command>,
         metadata: EventMetadata,
-    ) -> Result<Committed, ExecuteError<A::Error>> {
+    ) -> Result<Decision, ExecuteError<A::Error>> {
         let tenant = store.tenant;
         let sink = EventSink::default();
         for command in commands {
@@ -330,11 +412,11 @@ where
         }
         let events = sink.collect().await;
         if events.is_empty() {
-            return Ok(Committed {
+            return Ok(Decision::Nothing(Committed {
                 positions: Vec::new(),
                 stream_version: loaded.version,
                 recorded_at: None,
-            });
+            }));
         }
         let stream = StreamRef {
             tenant_id: tenant,
@@ -346,17 +428,51 @@ where
             .as_ref()
             .map(|policy| policy(&stream, &events))
             .unwrap_or_default();
-        let outcome = store
-            .commit_events(&events, &loaded, metadata, jobs)
-            .await
-            .map_err(|e| match e {
-                StoreError::VersionConflict { stream_id, .. } => ExecuteError::Conflict(stream_id),
-                other => ExecuteError::Store(other),
-            })?;
-        Ok(Committed {
-            positions: outcome.positions,
-            stream_version: outcome.stream_version,
-            recorded_at: Some(outcome.recorded_at),
+        let request = store
+            .request(&events, &loaded, metadata, jobs)
+            .map_err(ExecuteError::Store)?;
+        Ok(Decision::Append {
+            request: Some(request),
         })
     }
+
+    async fn run(
+        &self,
+        store: &AggregateStore<A>,
+        loaded: LoadedAggregate<A>,
+        commands: Vec<A::Command>,
+        metadata: EventMetadata,
+    ) -> Result<Committed, ExecuteError<A::Error>> {
+        match self.decide(store, loaded, commands, metadata).await? {
+            Decision::Nothing(committed) => Ok(committed),
+            Decision::Append { request } => {
+                let request =
+                    request.ok_or_else(|| ExecuteError::Store(StoreError::Invalid("no append".into())))?;
+                committed(self.store.append(request).await)
+            }
+        }
+    }
+}
+
+/// What handling commands decided.
+enum Decision {
+    /// No event: nothing to commit.
+    Nothing(Committed),
+    /// This append (taken out when it is queued).
+    Append { request: Option<AppendRequest> },
+}
+
+/// A store's answer to an append as the executor's result.
+fn committed<E: std::error::Error>(
+    outcome: Result<AppendOutcome, StoreError>,
+) -> Result<Committed, ExecuteError<E>> {
+    let outcome = outcome.map_err(|e| match e {
+        StoreError::VersionConflict { stream_id, .. } => ExecuteError::Conflict(stream_id),
+        other => ExecuteError::Store(other),
+    })?;
+    Ok(Committed {
+        positions: outcome.positions,
+        stream_version: outcome.stream_version,
+        recorded_at: Some(outcome.recorded_at),
+    })
 }

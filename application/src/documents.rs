@@ -238,6 +238,30 @@ pub async fn commands(
     }
 }
 
+/// Runs each document's commands, as [`commands`] does for one, and commits them in the order
+/// given, queued together (`CommandExecutor::execute_each`): documents numbered from one series
+/// append their numbers in order, usually in one transaction. A document another writer changed
+/// meanwhile answers [`DocumentsError::Conflict`] (not decided again: the caller knows whether
+/// that is worth it). The commands run in the span given with them (the jobs they queue carry
+/// its trace).
+pub async fn commands_each(
+    store: &SharedStore,
+    tenant: TenantId,
+    work: Vec<(Uuid, Vec<DocumentCommand>, tracing::Span)>,
+    metadata: EventMetadata,
+) -> Vec<Result<(), DocumentsError>> {
+    let work = work
+        .into_iter()
+        .map(|(id, commands, span)| (aggregate::stream_id(tenant, id), commands, span))
+        .collect();
+    executor(store)
+        .execute_each(tenant, work, metadata)
+        .await
+        .into_iter()
+        .map(|result| result.map(|_| ()).map_err(from_execute))
+        .collect()
+}
+
 /// What intake decided about a document.
 #[derive(Debug)]
 pub struct Intake {

@@ -302,6 +302,18 @@ pub trait Store: Send + Sync {
     /// Appends events (and their jobs, and runs the inline projections) in one transaction.
     async fn append(&self, request: AppendRequest) -> Result<AppendOutcome, StoreError>;
 
+    /// Appends several requests in the order given, each checked and answered on its own as
+    /// [`Store::append`] does (one refused request does not refuse the others). The backends
+    /// queue them together for their group commit, so they usually share one transaction and no
+    /// other writer's append comes between them; this default appends them one after another.
+    async fn append_all(&self, requests: Vec<AppendRequest>) -> Vec<Result<AppendOutcome, StoreError>> {
+        let mut results = Vec::with_capacity(requests.len());
+        for request in requests {
+            results.push(self.append(request).await);
+        }
+        results
+    }
+
     /// Every event of one stream in version order, upcast.
     async fn load_stream(&self, stream_id: &str) -> Result<Vec<RecordedEvent>, StoreError>;
 

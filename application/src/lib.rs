@@ -9,6 +9,7 @@
 pub mod access;
 pub mod aggregate;
 pub mod artifacts;
+pub mod combine;
 pub mod configuration;
 pub mod documents;
 pub mod event_store;

@@ -1,4 +1,5 @@
-//! Group commit: concurrent appends in one process share one transaction.
+//! Group commit: concurrent appends in one process share one transaction (a
+//! [`kuatia_application::combine::Combiner`]).
 //!
 //! Appends are serialised (PostgreSQL: the append advisory lock; SQLite: the single writer), so
 //! one append at a time would pay one lock hand-over, one commit and one fsync each. Instead,
@@ -15,25 +16,16 @@
 //! cancel a transaction that carries other callers' events.
 
 use async_trait::async_trait;
+use kuatia_application::combine::Combiner;
 use kuatia_application::event_store::{AppendOutcome, AppendRequest, StoreError};
-use std::sync::Mutex;
-use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 /// A queued append and where its result goes.
-pub(crate) struct Waiting {
-    /// The request.
-    pub request: AppendRequest,
-    /// Its result.
-    pub reply: oneshot::Sender<Result<AppendOutcome, StoreError>>,
-}
+pub(crate) type Waiting =
+    kuatia_application::combine::Waiting<AppendRequest, Result<AppendOutcome, StoreError>>;
 
-/// The queue and the leader lock.
-pub(crate) struct GroupCommit {
-    pending: Mutex<Vec<Waiting>>,
-    leader: tokio::sync::Mutex<()>,
-    max_events: usize,
-}
+/// The queue and the leader lock ([`Combiner`], weighed in events).
+pub(crate) struct GroupCommit(Combiner<AppendRequest, Result<AppendOutcome, StoreError>>);
 
 fn interrupted() -> StoreError {
     StoreError::Database("the append's transaction was interrupted; its outcome is unknown".into())
@@ -42,66 +34,56 @@ fn interrupted() -> StoreError {
 impl GroupCommit {
     /// A queue whose batches hold at most `max_events` events (one request always fits).
     pub fn new(max_events: usize) -> Self {
-        Self {
-            pending: Mutex::new(Vec::new()),
-            leader: tokio::sync::Mutex::new(()),
-            max_events: max_events.max(1),
-        }
+        Self(Combiner::new(max_events, |request| request.events.len()))
     }
 
-    fn take_batch(&self) -> Vec<Waiting> {
-        let mut pending = self
-            .pending
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut events = 0;
-        let mut take = 0;
-        for waiting in pending.iter() {
-            events += waiting.request.events.len();
-            if take > 0 && events > self.max_events {
-                break;
-            }
-            take += 1;
-        }
-        pending.drain(..take).collect()
-    }
-
-    /// Queues a request and returns its result; `commit` starts the transaction of a batch and
-    /// must send every request's result.
-    pub async fn submit(
+    /// Queues requests together and in order (they commit in that order, usually in one
+    /// transaction) and returns their results in the same order; `commit` starts the transaction
+    /// of a batch and must send every request's result.
+    pub async fn submit_all(
         &self,
-        request: AppendRequest,
+        requests: Vec<AppendRequest>,
         commit: impl Fn(Vec<Waiting>) -> JoinHandle<()>,
-    ) -> Result<AppendOutcome, StoreError> {
-        let (reply, mut result) = oneshot::channel();
-        self.pending
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(Waiting { request, reply });
-        loop {
-            // Whoever is answered returns at once; only the unanswered compete to lead. (Queuing
-            // for the leader lock just to read an answer would keep writers from submitting new
-            // work and shrink every batch.)
-            let leader = tokio::select! {
-                biased;
-                outcome = &mut result => return outcome.unwrap_or_else(|_| Err(interrupted())),
-                guard = self.leader.lock() => guard,
-            };
-            match result.try_recv() {
-                Ok(outcome) => return outcome,
-                Err(oneshot::error::TryRecvError::Closed) => return Err(interrupted()),
-                Err(oneshot::error::TryRecvError::Empty) => {}
+    ) -> Vec<Result<AppendOutcome, StoreError>> {
+        self.0
+            .submit_all(requests, commit)
+            .await
+            .into_iter()
+            .map(|result| result.unwrap_or_else(|| Err(interrupted())))
+            .collect()
+    }
+}
+
+/// A backend's appends through its group commit: each request validated on its own
+/// (`common::validate`), the valid ones queued together and in order, the results in the order
+/// of `requests`.
+pub(crate) async fn append_all<B: BatchAppend + 'static>(
+    group: &GroupCommit,
+    appender: &std::sync::Arc<B>,
+    requests: Vec<AppendRequest>,
+) -> Vec<Result<AppendOutcome, StoreError>> {
+    let mut results: Vec<Option<Result<AppendOutcome, StoreError>>> = Vec::with_capacity(requests.len());
+    let mut valid = Vec::with_capacity(requests.len());
+    for request in requests {
+        match super::common::validate(&request) {
+            Ok(()) => {
+                results.push(None);
+                valid.push(request);
             }
-            let batch = self.take_batch();
-            if batch.is_empty() {
-                // Ours is in a batch whose leader went away; its task still answers.
-                drop(leader);
-                return result.await.unwrap_or_else(|_| Err(interrupted()));
-            }
-            let _ = commit(batch).await;
-            drop(leader);
+            Err(e) => results.push(Some(Err(e))),
         }
     }
+    let mut committed = group
+        .submit_all(valid, |batch| {
+            let appender = appender.clone();
+            tokio::spawn(async move { commit(appender.as_ref(), batch).await })
+        })
+        .await
+        .into_iter();
+    results
+        .into_iter()
+        .map(|result| result.unwrap_or_else(|| committed.next().unwrap_or_else(|| Err(interrupted()))))
+        .collect()
 }
 
 /// A backend's transaction for a batch of appends.

@@ -26,9 +26,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
-use super::common::{
-    Planned, StreamHead, is_unique_violation, outcomes, plan, raise, tenant, upcast, validate,
-};
+use super::common::{Planned, StreamHead, is_unique_violation, outcomes, plan, raise, tenant, upcast};
 use super::group::{self, BatchAppend, GroupCommit};
 use super::sql_value::{PgSqlTx, bind_pg, decode_pg_row};
 use super::{DatabaseOptions, db_error, redact_url, write_error};
@@ -587,14 +585,14 @@ pub(crate) async fn insert_job(conn: &mut PgConnection, job: &NewJob) -> Result<
 #[async_trait]
 impl Store for PgStore {
     async fn append(&self, request: AppendRequest) -> Result<AppendOutcome, StoreError> {
-        validate(&request)?;
-        let inner = self.inner.clone();
-        self.group
-            .submit(request, move |batch| {
-                let inner = inner.clone();
-                tokio::spawn(async move { group::commit(inner.as_ref(), batch).await })
-            })
+        group::append_all(&self.group, &self.inner, vec![request])
             .await
+            .pop()
+            .unwrap_or_else(|| Err(StoreError::Invalid("no append result".into())))
+    }
+
+    async fn append_all(&self, requests: Vec<AppendRequest>) -> Vec<Result<AppendOutcome, StoreError>> {
+        group::append_all(&self.group, &self.inner, requests).await
     }
 
     async fn load_stream(&self, stream_id: &str) -> Result<Vec<RecordedEvent>, StoreError> {

@@ -29,7 +29,7 @@ use std::time::Duration;
 use tokio::sync::{Mutex, MutexGuard, watch};
 use uuid::Uuid;
 
-use super::common::{StreamHead, is_unique_violation, outcomes, plan, raise, tenant, upcast, validate};
+use super::common::{StreamHead, is_unique_violation, outcomes, plan, raise, tenant, upcast};
 use super::group::{self, BatchAppend, GroupCommit};
 use super::sql_value::{SqliteSqlTx, bind_sqlite, decode_sqlite_row};
 use super::{DatabaseOptions, db_error, write_error};
@@ -410,14 +410,14 @@ impl BatchAppend for SqliteInner {
 #[async_trait]
 impl Store for SqliteStore {
     async fn append(&self, request: AppendRequest) -> Result<AppendOutcome, StoreError> {
-        validate(&request)?;
-        let inner = self.inner.clone();
-        self.group
-            .submit(request, move |batch| {
-                let inner = inner.clone();
-                tokio::spawn(async move { group::commit(inner.as_ref(), batch).await })
-            })
+        group::append_all(&self.group, &self.inner, vec![request])
             .await
+            .pop()
+            .unwrap_or_else(|| Err(StoreError::Invalid("no append result".into())))
+    }
+
+    async fn append_all(&self, requests: Vec<AppendRequest>) -> Vec<Result<AppendOutcome, StoreError>> {
+        group::append_all(&self.group, &self.inner, requests).await
     }
 
     async fn load_stream(&self, stream_id: &str) -> Result<Vec<RecordedEvent>, StoreError> {

@@ -332,6 +332,63 @@ async fn concurrent_documents_get_consecutive_numbers_without_gaps_or_repeats() 
 }
 
 #[tokio::test]
+async fn documents_waiting_together_share_numbering_turns_and_commit_in_number_order() {
+    // Thirty documents queue while no worker runs; then eight workers take them up at once, and
+    // the prepare jobs that wait for their series at the same time share a turn.
+    let f = Fx::new(SimConfig::default(), |c| c.workers = 0).await;
+    let mut docs = Vec::new();
+    for n in 0..30 {
+        docs.push(f.post(&f.invoice(&format!("TURN-{n}"))).await);
+    }
+    let Fx { app, r, sim } = f;
+    let f = Fx {
+        app: restart(app, |c| c.workers = 8).await,
+        r,
+        sim,
+    };
+    let status = f.settle(&docs, Duration::from_secs(60)).await;
+    // (number, the turn's time, the position of the numbering event) per document.
+    let mut numbered = Vec::new();
+    for (doc, s) in docs.iter().zip(&status) {
+        assert_eq!(s["status"], "accepted", "{s}");
+        let timeline = f.timeline(doc).await;
+        let transformed = timeline
+            .iter()
+            .find(|e| e["type"] == "DocumentTransformed")
+            .expect("a DocumentTransformed event");
+        numbered.push((
+            s["number"].as_str().expect("number").to_owned(),
+            transformed["data"]["DocumentTransformed"]["at"]
+                .as_str()
+                .expect("at")
+                .to_owned(),
+            transformed["position"].as_i64().expect("position"),
+        ));
+    }
+    numbered.sort();
+    let numbers: Vec<&str> = numbered.iter().map(|(n, _, _)| n.as_str()).collect();
+    let expected: Vec<String> = (1..=30).map(|n| format!("001-001-{n:07}")).collect();
+    assert_eq!(numbers, expected, "consecutive, no gap, no repeat");
+    assert!(
+        numbered.windows(2).all(|w| w[0].2 < w[1].2),
+        "numbers are committed in number order: {numbered:?}"
+    );
+    let mut turns: std::collections::BTreeMap<&str, Vec<usize>> = Default::default();
+    for (i, (_, at, _)) in numbered.iter().enumerate() {
+        turns.entry(at.as_str()).or_default().push(i);
+    }
+    assert!(
+        turns.len() < 30 && turns.values().any(|t| t.len() > 1),
+        "documents waiting together share a turn: {turns:?}"
+    );
+    assert!(
+        turns.values().all(|t| t.windows(2).all(|w| w[1] == w[0] + 1)),
+        "a turn numbers its documents consecutively: {turns:?}"
+    );
+    f.app.stop().await;
+}
+
+#[tokio::test]
 async fn with_answers_dropped_and_servers_failing_every_document_is_accepted_once() {
     // 30 % of answers withheld (processed, never answered) and 20 % HTML 500s: the pipeline
     // retries, asks SIFEN for the CDC before resending, and never gets a CDC approved twice.
