@@ -642,7 +642,7 @@ impl JobHandler for Submit {
 
     async fn run(&self, job: &Job) -> Result<(), JobFailure> {
         let p = &self.0;
-        let _running = p.batcher.running();
+        let _running = p.submitting();
         let (tenant, id, mut state) = p.document(job).await?;
         let now = Utc::now();
         match state.status {

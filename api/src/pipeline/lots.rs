@@ -3,8 +3,10 @@
 //!
 //! - [`Batcher`]: a `sifen.submit` job whose first attempt is on record joins the open batch of
 //!   its issuer, document type, endpoint and certificate when other submissions are running in
-//!   this process; alone, it sends at once through siRecepDE. A batch closes after the window
-//!   (or at 50 documents) and goes out as lots of at most 50 documents and about 900 KB.
+//!   this process; alone, it sends at once through siRecepDE. A batch closes after the window,
+//!   at 50 documents, or as soon as every submission running in this process waits in a batch
+//!   (no one else could join before a worker is free), and goes out as lots of at most 50
+//!   documents and about 900 KB.
 //!   A batch of one is sent alone. Every document's attempt is recorded before its lot leaves.
 //! - SIFEN's 0300 gives the lot number: the `sifen.lot` job is queued first (keyed by the lot,
 //!   due one poll interval later), then each document records the lot number. A lot SIFEN did not take (0301, a transport failure) is an
@@ -87,30 +89,32 @@ struct Waiting {
     reply: oneshot::Sender<Batched>,
 }
 
+/// An open batch: the client it goes out with and who waits in it.
+struct OpenBatch {
+    client: SifenClient,
+    waiting: Vec<Waiting>,
+}
+
 /// The open batches of this process.
 #[derive(Default)]
 pub(super) struct Batcher {
-    open: Mutex<HashMap<LotKey, Vec<Waiting>>>,
+    open: Mutex<HashMap<LotKey, OpenBatch>>,
     /// `sifen.submit` jobs running now in this process.
     running: AtomicUsize,
 }
 
-/// Counts a running `sifen.submit` job while it lives.
-pub(super) struct Running<'a>(&'a AtomicUsize);
+/// Counts a running `sifen.submit` job while it lives; when it ends, batches that everyone still
+/// running waits in close at once (no one else can join them).
+pub(super) struct Running<'a>(&'a Pipeline);
 
 impl Drop for Running<'_> {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        self.0.batcher.running.fetch_sub(1, Ordering::AcqRel);
+        self.0.close_if_everyone_waits();
     }
 }
 
 impl Batcher {
-    /// Marks a `sifen.submit` job as running.
-    pub(super) fn running(&self) -> Running<'_> {
-        self.running.fetch_add(1, Ordering::AcqRel);
-        Running(&self.running)
-    }
-
     /// Whether a first attempt should wait for company: others are submitting now, or a batch of
     /// its kind is open.
     fn has_company(&self, key: &LotKey) -> bool {
@@ -124,7 +128,35 @@ impl Batcher {
 }
 
 impl Pipeline {
-    /// Sends a recorded first attempt, in a lot when others wait with it.
+    /// Marks a `sifen.submit` job as running.
+    pub(super) fn submitting(&self) -> Running<'_> {
+        self.batcher.running.fetch_add(1, Ordering::AcqRel);
+        Running(self)
+    }
+
+    /// Closes every open batch when every running submission waits in one: waiting out the
+    /// window then would only hold the workers (no one else can join until one is free).
+    fn close_if_everyone_waits(&self) {
+        let closed: Vec<(LotKey, OpenBatch)> = {
+            let mut open = self
+                .batcher
+                .open
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let waiting: usize = open.values().map(|b| b.waiting.len()).sum();
+            if open.is_empty() || self.batcher.running.load(Ordering::Acquire) > waiting {
+                return;
+            }
+            open.drain().collect()
+        };
+        for (key, batch) in closed {
+            let pipeline = self.clone();
+            tokio::spawn(async move { pipeline.flush(key, batch.client, batch.waiting).await });
+        }
+    }
+
+    /// Sends a recorded first attempt, in a lot when others wait with it. A batch closes after
+    /// the window, at 50 documents, or as soon as every running submission waits in a batch.
     pub(super) async fn batch(
         &self,
         key: LotKey,
@@ -147,29 +179,35 @@ impl Pipeline {
                 .open
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let batch = open.entry(key.clone()).or_default();
-            batch.push(waiting);
-            let opened = batch.len() == 1;
-            let full = batch.len() >= MAX_LOT_DOCUMENTS;
+            let batch = open.entry(key.clone()).or_insert_with(|| OpenBatch {
+                client,
+                waiting: Vec::new(),
+            });
+            batch.waiting.push(waiting);
+            let opened = batch.waiting.len() == 1;
+            let full = batch.waiting.len() >= MAX_LOT_DOCUMENTS;
             (opened, full.then(|| open.remove(&key)).flatten())
         };
         if let Some(batch) = full {
             let pipeline = self.clone();
-            tokio::spawn(async move { pipeline.flush(key, client, batch).await });
-        } else if opened {
-            let pipeline = self.clone();
-            tokio::spawn(async move {
-                tokio::time::sleep(pipeline.lots.window).await;
-                let batch = pipeline
-                    .batcher
-                    .open
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .remove(&key);
-                if let Some(batch) = batch {
-                    pipeline.flush(key, client, batch).await;
-                }
-            });
+            tokio::spawn(async move { pipeline.flush(key, batch.client, batch.waiting).await });
+        } else {
+            if opened {
+                let pipeline = self.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(pipeline.lots.window).await;
+                    let batch = pipeline
+                        .batcher
+                        .open
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .remove(&key);
+                    if let Some(batch) = batch {
+                        pipeline.flush(key, batch.client, batch.waiting).await;
+                    }
+                });
+            }
+            self.close_if_everyone_waits();
         }
         // The flusher always answers; a dropped sender (a panic) means nothing was sent.
         answer.await.unwrap_or(Batched::Alone)

@@ -169,8 +169,8 @@ fn first_message(issues: &[Issue]) -> String {
 pub struct Prepared {
     /// The document as sent.
     pub document: CanonicalDocument,
-    /// The body as JSON (for the idempotency hash).
-    pub body: Value,
+    /// The body's hash as canonical JSON (`idempotency::request_hash`).
+    pub request_hash: String,
     /// Where it goes.
     pub routing: Routing,
     /// The company.
@@ -264,7 +264,8 @@ async fn unnamed_cities(
 pub async fn prepare(state: &AppState, caller: &Caller, body: &[u8]) -> Result<Prepared, Refusal> {
     let value: Value = serde_json::from_slice(body)
         .map_err(|_| Refusal::Structure(canonical::parse(body).err().unwrap_or_default()))?;
-    let document = canonical::from_value(value.clone()).map_err(Refusal::Structure)?;
+    let request_hash = idempotency::request_hash(&value);
+    let document = canonical::from_value(value).map_err(Refusal::Structure)?;
 
     let company_id = caller.company_scope(document.company_id)?.ok_or_else(|| {
         Refusal::Routing(vec![Issue::new(
@@ -382,7 +383,7 @@ pub async fn prepare(state: &AppState, caller: &Caller, body: &[u8]) -> Result<P
     }
     Ok(Prepared {
         document,
-        body: value,
+        request_hash,
         routing,
         company,
         channel,
@@ -655,7 +656,7 @@ pub async fn create_document(
     let prepared = prepare(&state, &caller, &body)
         .await
         .map_err(Refusal::into_error)?;
-    let hash = idempotency::request_hash(&prepared.body);
+    let hash = prepared.request_hash.clone();
     let started = std::time::Instant::now();
     let document_id = loop {
         match idempotency::claim(&state.store, caller.tenant, &key, &hash, Utc::now()).await? {

@@ -119,6 +119,32 @@ async fn documents_submitted_together_share_a_lot_that_is_polled_until_done() {
 }
 
 #[tokio::test]
+async fn a_batch_closes_as_soon_as_every_running_submission_waits_in_it_not_after_the_window() {
+    // A window far longer than the test may take: lots still go out, because a batch closes once
+    // no running submission is left to join it.
+    let f = Fx::new(SimConfig::default(), |c| {
+        lots_config(c);
+        c.sifen_lot_window_ms = 120_000;
+    })
+    .await;
+    let docs = post_together(&f, "EARLY", 12).await;
+    let status = f.settle(&docs, Duration::from_secs(45)).await;
+    let mut in_lots = 0;
+    for (doc, s) in docs.iter().zip(&status) {
+        assert_eq!(s["status"], "accepted", "{s}");
+        if lots_of(&f.timeline(doc).await)
+            .last()
+            .is_some_and(Value::is_string)
+        {
+            in_lots += 1;
+        }
+    }
+    assert!(in_lots >= 2, "documents went in lots, {in_lots} did");
+    approved_once(&f.stats().await, 12);
+    f.app.stop().await;
+}
+
+#[tokio::test]
 async fn a_document_submitted_alone_goes_at_once_without_a_lot() {
     let f = Fx::new(SimConfig::default(), lots_config).await;
     let doc = f.post(&f.invoice("ALONE")).await;
