@@ -703,14 +703,22 @@ impl JobQueue for SqliteStore {
             now_plus!("$2"),
             ", updated_at = ",
             now!(),
+            // Two searches of `jobs_due_by_kind_idx` (state, kind, due time); one OR of both
+            // made SQLite scan the table.
             " WHERE id IN ( \
-               SELECT id FROM jobs \
-               WHERE kind IN (SELECT value FROM json_each($3)) AND attempts < max_attempts AND ( \
-                 (state = 'pending' AND next_attempt_at <= ",
+               SELECT id FROM ( \
+                 SELECT id, next_attempt_at FROM jobs \
+                 WHERE state = 'pending' AND kind IN (SELECT value FROM json_each($3)) \
+                   AND next_attempt_at <= ",
             now!(),
-            ") OR (state = 'running' AND lease_expires_at < ",
+            " AND attempts < max_attempts \
+                 UNION ALL \
+                 SELECT id, next_attempt_at FROM jobs \
+                 WHERE state = 'running' AND kind IN (SELECT value FROM json_each($3)) \
+                   AND lease_expires_at < ",
             now!(),
-            ")) ORDER BY next_attempt_at LIMIT $4) \
+            " AND attempts < max_attempts) \
+               ORDER BY next_attempt_at LIMIT $4) \
              RETURNING ",
             job_columns!()
         ))
