@@ -871,17 +871,28 @@ impl JobQueue for PgStore {
         .execute(&self.inner.pool)
         .await
         .map_err(db_error)?;
+        // Due jobs are read kind by kind, each an ordered scan of `jobs_due_by_kind_idx`: an
+        // ordered index scan marks the entries of jobs claimed and finished since the last vacuum
+        // as dead as it passes them, so the next claim skips them (a bitmap scan of all the
+        // kinds at once never does, and under load every claim re-read thousands of them).
         let rows = sqlx::query(concat!(
-            "UPDATE jobs SET state = 'running', lease_owner = $1, attempts = attempts + 1, \
+            "WITH due AS ( \
+               SELECT j.id, j.next_attempt_at FROM unnest($3::text[]) AS k(kind) \
+               CROSS JOIN LATERAL ( \
+                 SELECT id, next_attempt_at FROM jobs \
+                 WHERE jobs.kind = k.kind AND state = 'pending' AND next_attempt_at <= clock_timestamp() \
+                   AND attempts < max_attempts \
+                 ORDER BY next_attempt_at LIMIT $4 FOR UPDATE SKIP LOCKED) AS j), \
+             expired AS ( \
+               SELECT id, next_attempt_at FROM jobs \
+               WHERE state = 'running' AND lease_expires_at < clock_timestamp() AND kind = ANY($3) \
+                 AND attempts < max_attempts \
+               LIMIT $4 FOR UPDATE SKIP LOCKED) \
+             UPDATE jobs SET state = 'running', lease_owner = $1, attempts = attempts + 1, \
                lease_expires_at = clock_timestamp() + make_interval(secs => $2), updated_at = clock_timestamp() \
              WHERE id IN ( \
-               SELECT id FROM jobs \
-               WHERE kind = ANY($3) AND attempts < max_attempts AND ( \
-                 (state = 'pending' AND next_attempt_at <= clock_timestamp()) \
-                 OR (state = 'running' AND lease_expires_at < clock_timestamp())) \
-               ORDER BY next_attempt_at \
-               LIMIT $4 \
-               FOR UPDATE SKIP LOCKED) \
+               SELECT id FROM (SELECT id, next_attempt_at FROM due UNION ALL SELECT id, next_attempt_at FROM expired) AS c \
+               ORDER BY next_attempt_at LIMIT $4) \
              RETURNING ",
             job_columns!()
         ))
