@@ -94,6 +94,8 @@ pub struct Pipeline {
     soap: SoapClientConfig,
     /// SOAP clients by (endpoint, certificate): building one sets up TLS.
     clients: Arc<Mutex<HashMap<(String, Uuid), SifenClient>>>,
+    /// Setups by configuration version (`setup`).
+    setups: Arc<Mutex<HashMap<SetupKey, Arc<Setup>>>>,
     /// Transforms of one series in this process take turns, several documents per turn (other
     /// instances are kept honest by the number series projection).
     series_turns: Arc<Mutex<HashMap<String, Arc<SeriesTurns>>>>,
@@ -153,6 +155,7 @@ impl Pipeline {
             artifacts,
             soap,
             clients: Arc::default(),
+            setups: Arc::default(),
             series_turns: Arc::default(),
             retry_scale: 1.0,
             lots: LotSettings {
@@ -238,14 +241,69 @@ impl Pipeline {
     }
 
     /// The company's SIFEN setup for a document: issuer, channel settings, signing PEM, CSC.
+    /// Kept per process by the company's `config_version` (read on every call, as intake's
+    /// snapshot cache does), so a document's jobs read one row, not five tables and two sealed
+    /// secrets, each time — and a configuration change made through any instance is seen at once.
     async fn setup(&self, tenant: TenantId, state: &DocumentState) -> Result<Setup, JobFailure> {
         let routing = &state.routing;
-        let permanent =
-            |what: &str| JobFailure::Permanent(format!("{what} of document {}", state.document_id));
         let company = config::company(&self.store, tenant, routing.company_id)
             .await
             .map_err(retry)?
-            .ok_or_else(|| permanent("no company"))?;
+            .ok_or_else(|| JobFailure::Permanent(format!("no company of document {}", state.document_id)))?;
+        let key = (
+            tenant,
+            company.id,
+            company.config_version,
+            routing.channel_id,
+            routing.branch_id,
+            routing.issuance_point_id,
+        );
+        let cached = self
+            .setups
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&key)
+            .cloned();
+        let base = match cached {
+            Some(base) => base,
+            None => {
+                let base = Arc::new(self.read_setup(tenant, state, company).await?);
+                let mut setups = self
+                    .setups
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if setups.len() >= 1_000 {
+                    setups.clear();
+                }
+                setups.insert(key, base.clone());
+                base
+            }
+        };
+        // The tenant's city names, read only when the document names a city other than the
+        // issuer's without its name (intake refused the ones nobody names).
+        let cities = if kuatia_domain::sifen::de::cities_to_look_up(&state.document, base.issuer.city_code)
+            .is_empty()
+        {
+            None
+        } else {
+            Some(config::city_names(&self.store, tenant).await.map_err(retry)?)
+        };
+        Ok(Setup {
+            cities,
+            ..(*base).clone()
+        })
+    }
+
+    /// Reads a setup (without city names) from the configuration and the vault.
+    async fn read_setup(
+        &self,
+        tenant: TenantId,
+        state: &DocumentState,
+        company: config::CompanyRow,
+    ) -> Result<Setup, JobFailure> {
+        let routing = &state.routing;
+        let permanent =
+            |what: &str| JobFailure::Permanent(format!("{what} of document {}", state.document_id));
         let channel = config::channel(&self.store, tenant, routing.channel_id)
             .await
             .map_err(retry)?
@@ -273,14 +331,6 @@ impl Pipeline {
         };
         let ruc = Ruc::parse(&company.ruc).map_err(|_| permanent("an unreadable company RUC"))?;
         let issuer = Issuer::from_config(&ruc, &company.profile, &branch, &point, &sifen);
-        // The tenant's city names, read only when the document names a city other than the
-        // issuer's without its name (intake refused the ones nobody names).
-        let cities =
-            if kuatia_domain::sifen::de::cities_to_look_up(&state.document, issuer.city_code).is_empty() {
-                None
-            } else {
-                Some(config::city_names(&self.store, tenant).await.map_err(retry)?)
-            };
         let certificate = config::certificate(&self.store, tenant, sifen.certificate_id)
             .await
             .map_err(retry)?
@@ -300,7 +350,7 @@ impl Pipeline {
             csc,
             environment: sifen.environment,
             pem: pem.to_vec(),
-            cities,
+            cities: None,
         })
     }
 
@@ -325,7 +375,11 @@ impl Pipeline {
     }
 }
 
+/// Which setup: tenant, company, its configuration version, channel, branch, issuance point.
+type SetupKey = (TenantId, Uuid, i64, Uuid, Uuid, Uuid);
+
 /// What signing and sending need of the configuration.
+#[derive(Clone)]
 struct Setup {
     issuer: Issuer,
     endpoint: String,

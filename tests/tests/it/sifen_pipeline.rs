@@ -389,6 +389,60 @@ async fn documents_waiting_together_share_numbering_turns_and_commit_in_number_o
 }
 
 #[tokio::test]
+async fn a_channel_change_reaches_the_next_document_of_the_running_pipeline() {
+    // The pipeline keeps each company's setup by its configuration version: a change made after
+    // a document was signed must reach the next one, on the same running instance.
+    let f = Fx::new(SimConfig::default(), |c| c.workers = 2).await;
+    let series_of = |timeline: &[Value]| {
+        timeline
+            .iter()
+            .find(|e| e["type"] == "DocumentTransformed")
+            .and_then(|e| e["data"]["DocumentTransformed"]["series"].as_str())
+            .expect("a numbered document")
+            .to_owned()
+    };
+    let first = f.post(&f.invoice("SETUP-1")).await;
+    f.settle(std::slice::from_ref(&first), Duration::from_secs(30))
+        .await;
+    let first_series = series_of(&f.timeline(&first).await);
+    assert!(first_series.contains(":12345678:"), "{first_series}");
+    assert!(
+        f.signed_xml(&f.timeline(&first).await)
+            .contains("<dNumTim>12345678</dNumTim>"),
+        "the first document carries the first timbrado"
+    );
+
+    let (status, list) = send(f.req(Method::GET, "/v1/emission-channels")).await;
+    assert_eq!(status, 200, "{list}");
+    let channel = list
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["channel"] == "sifen")
+        .and_then(|c| c["id"].as_str())
+        .expect("the sifen channel")
+        .to_owned();
+    let (status, patched) = send(
+        f.req(Method::PATCH, &format!("/v1/emission-channels/{channel}"))
+            .json(&json!({"sifen": {"timbrado": "11112222"}})),
+    )
+    .await;
+    assert_eq!(status, 200, "{patched}");
+
+    let second = f.post(&f.invoice("SETUP-2")).await;
+    f.settle(std::slice::from_ref(&second), Duration::from_secs(30))
+        .await;
+    let timeline = f.timeline(&second).await;
+    let second_series = series_of(&timeline);
+    assert!(second_series.contains(":11112222:"), "{second_series}");
+    assert!(
+        f.signed_xml(&timeline).contains("<dNumTim>11112222</dNumTim>"),
+        "the next document carries the new timbrado"
+    );
+    f.app.stop().await;
+}
+
+#[tokio::test]
 async fn with_answers_dropped_and_servers_failing_every_document_is_accepted_once() {
     // 30 % of answers withheld (processed, never answered) and 20 % HTML 500s: the pipeline
     // retries, asks SIFEN for the CDC before resending, and never gets a CDC approved twice.
