@@ -59,7 +59,97 @@ impl Projection for Documents {
         let document_id = document_id(event)?;
         let version = event.stream_version as i64;
         let tenant = SqlValue::Uuid(event.tenant_id.as_uuid());
-        match &decoded {
+        apply_own(tx, event, &decoded, document_id).await?;
+        let status = decoded.resulting_status().map(|s| s.as_str().to_owned());
+        tx.execute(
+            "UPDATE documents SET status = COALESCE($2, status), version = $3, updated_at = $4 \
+             WHERE id = $1 AND version <= $3",
+            &[
+                SqlValue::Uuid(document_id),
+                status.map_or(SqlValue::Null, SqlValue::Text),
+                SqlValue::Int(version),
+                SqlValue::Timestamp(event.recorded_at),
+            ],
+        )
+        .await?;
+        tx.execute(
+            "INSERT INTO document_timeline (document_id, version, tenant_id, position, event_id, event_type, status, \
+               at, actor, data) SELECT $1, $2, $3, $4, $5, $6, status, $7, $8, $9 FROM documents WHERE id = $1 \
+             ON CONFLICT (document_id, version) DO NOTHING",
+            &[
+                SqlValue::Uuid(document_id),
+                SqlValue::Int(version),
+                tenant,
+                SqlValue::Int(event.global_position),
+                SqlValue::Uuid(event.event_id),
+                SqlValue::Text(event.event_type.clone()),
+                SqlValue::Timestamp(event.recorded_at),
+                event.metadata.actor.clone().map_or(SqlValue::Null, SqlValue::Text),
+                SqlValue::Json(event.payload.clone()),
+            ],
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// On PostgreSQL, documents whose first events (received, then validated or
+    /// validation_failed, then queued: what intake appends) are in `events` get their row and
+    /// those timeline entries from two statements per
+    /// [`MAX_JSON_PARAM_BYTES`](kuatia_application::projection::MAX_JSON_PARAM_BYTES) of rows for
+    /// the whole batch, instead of eight statements each; every later event of a document (the
+    /// pipeline's steps) writes what is its own (a CDC, an artifact) at once, and its status,
+    /// version and timeline entry join two statements for the whole batch as well. The rows are
+    /// those `apply` writes event by event (tests hold a rebuild equal to them).
+    async fn apply_all(&self, tx: &mut dyn SqlTx, events: &[RecordedEvent]) -> Result<(), StoreError> {
+        if tx.backend() != Backend::Postgres {
+            for event in events {
+                self.apply(tx, event).await?;
+            }
+            return Ok(());
+        }
+        let mut intake = IntakeRows::default();
+        let mut steps = StepRows::default();
+        let mut rest = events;
+        while let Some(first) = rest.first() {
+            match intake_run(rest)? {
+                Some((run, len)) => {
+                    intake.push(run)?;
+                    rest = &rest[len..];
+                }
+                None => {
+                    if first.stream_type == "document" {
+                        intake.write(tx).await?;
+                        let decoded = decode(first)?;
+                        if matches!(decoded, DocumentEvent::DocumentReceived { .. }) {
+                            // Not the start of an intake run: on its own, after what is pending.
+                            steps.write(tx).await?;
+                            self.apply(tx, first).await?;
+                        } else {
+                            let document_id = document_id(first)?;
+                            apply_own(tx, first, &decoded, document_id).await?;
+                            steps.push(first, &decoded, document_id);
+                        }
+                    }
+                    rest = &rest[1..];
+                }
+            }
+        }
+        intake.write(tx).await?;
+        steps.write(tx).await
+    }
+}
+
+/// What an event writes besides the document's status, version and timeline entry.
+async fn apply_own(
+    tx: &mut dyn SqlTx,
+    event: &RecordedEvent,
+    decoded: &DocumentEvent,
+    document_id: Uuid,
+) -> Result<(), StoreError> {
+    let version = event.stream_version as i64;
+    let tenant = SqlValue::Uuid(event.tenant_id.as_uuid());
+    {
+        match decoded {
             DocumentEvent::DocumentReceived {
                 routing, document, ..
             } => {
@@ -155,70 +245,85 @@ impl Projection for Documents {
             }
             _ => {}
         }
-        let status = decoded.resulting_status().map(|s| s.as_str().to_owned());
-        tx.execute(
-            "UPDATE documents SET status = COALESCE($2, status), version = $3, updated_at = $4 \
-             WHERE id = $1 AND version <= $3",
-            &[
-                SqlValue::Uuid(document_id),
-                status.map_or(SqlValue::Null, SqlValue::Text),
-                SqlValue::Int(version),
-                SqlValue::Timestamp(event.recorded_at),
-            ],
-        )
-        .await?;
-        tx.execute(
-            "INSERT INTO document_timeline (document_id, version, tenant_id, position, event_id, event_type, status, \
-               at, actor, data) SELECT $1, $2, $3, $4, $5, $6, status, $7, $8, $9 FROM documents WHERE id = $1 \
-             ON CONFLICT (document_id, version) DO NOTHING",
-            &[
-                SqlValue::Uuid(document_id),
-                SqlValue::Int(version),
-                tenant,
-                SqlValue::Int(event.global_position),
-                SqlValue::Uuid(event.event_id),
-                SqlValue::Text(event.event_type.clone()),
-                SqlValue::Timestamp(event.recorded_at),
-                event.metadata.actor.clone().map_or(SqlValue::Null, SqlValue::Text),
-                SqlValue::Json(event.payload.clone()),
-            ],
-        )
-        .await?;
-        Ok(())
+    }
+    Ok(())
+}
+
+/// The status, version and timeline entries of a batch's later document events, written
+/// together (PostgreSQL): the timeline first, each entry with the status its event left (or, for
+/// an event that changes none before any that does, the document's status before the batch),
+/// then each document's row once, as its last event leaves it.
+#[derive(Default)]
+struct StepRows {
+    timeline: Vec<Value>,
+    /// Per document, in order of first appearance: the status the batch left (if any), and the
+    /// last event's version and time.
+    documents: Vec<(Uuid, Option<&'static str>, u64, DateTime<Utc>)>,
+}
+
+impl StepRows {
+    fn push(&mut self, event: &RecordedEvent, decoded: &DocumentEvent, document_id: Uuid) {
+        let entry = match self.documents.iter_mut().position(|d| d.0 == document_id) {
+            Some(i) => &mut self.documents[i],
+            None => {
+                self.documents
+                    .push((document_id, None, event.stream_version, event.recorded_at));
+                let last = self.documents.len() - 1;
+                &mut self.documents[last]
+            }
+        };
+        if let Some(status) = decoded.resulting_status() {
+            entry.1 = Some(status.as_str());
+        }
+        entry.2 = event.stream_version;
+        entry.3 = event.recorded_at;
+        self.timeline.push(serde_json::json!({
+            "document_id": document_id,
+            "version": event.stream_version,
+            "tenant_id": event.tenant_id.as_uuid(),
+            "position": event.global_position,
+            "event_id": event.event_id,
+            "event_type": event.event_type,
+            "status": entry.1,
+            "at": pg_timestamp(event.recorded_at),
+            "actor": event.metadata.actor,
+            "data": event.payload,
+        }));
     }
 
-    /// On PostgreSQL, documents whose first events (received, then validated or
-    /// validation_failed, then queued: what intake appends) are in `events` get their row and
-    /// those timeline entries from two statements per
-    /// [`MAX_JSON_PARAM_BYTES`](kuatia_application::projection::MAX_JSON_PARAM_BYTES) of rows for
-    /// the whole batch, instead of eight statements each; the rows are those `apply` writes event
-    /// by event (a property test holds the two equal). Every other event goes through `apply`,
-    /// in order, after the pending intake rows are written.
-    async fn apply_all(&self, tx: &mut dyn SqlTx, events: &[RecordedEvent]) -> Result<(), StoreError> {
-        if tx.backend() != Backend::Postgres {
-            for event in events {
-                self.apply(tx, event).await?;
-            }
-            return Ok(());
+    async fn write(&mut self, tx: &mut dyn SqlTx) -> Result<(), StoreError> {
+        for chunk in json_row_chunks(std::mem::take(&mut self.timeline)) {
+            tx.execute(
+                "INSERT INTO document_timeline (document_id, version, tenant_id, position, event_id, event_type, \
+                   status, at, actor, data) \
+                 SELECT r.document_id, r.version, r.tenant_id, r.position, r.event_id, r.event_type, \
+                   COALESCE(r.status, d.status), r.at, r.actor, r.data \
+                 FROM jsonb_to_recordset($1) AS r(document_id uuid, version bigint, tenant_id uuid, \
+                   position bigint, event_id uuid, event_type text, status text, at timestamptz, actor text, \
+                   data jsonb) \
+                 JOIN documents d ON d.id = r.document_id \
+                 ON CONFLICT (document_id, version) DO NOTHING",
+                &[SqlValue::Json(chunk)],
+            )
+            .await?;
         }
-        let mut intake = IntakeRows::default();
-        let mut rest = events;
-        while let Some(first) = rest.first() {
-            match intake_run(rest)? {
-                Some((run, len)) => {
-                    intake.push(run)?;
-                    rest = &rest[len..];
-                }
-                None => {
-                    if first.stream_type == "document" {
-                        intake.write(tx).await?;
-                    }
-                    self.apply(tx, first).await?;
-                    rest = &rest[1..];
-                }
-            }
+        let rows: Vec<Value> = std::mem::take(&mut self.documents)
+            .into_iter()
+            .map(|(id, status, version, at)| {
+                serde_json::json!({"id": id, "status": status, "version": version, "updated_at": pg_timestamp(at)})
+            })
+            .collect();
+        for chunk in json_row_chunks(rows) {
+            tx.execute(
+                "UPDATE documents AS d SET status = COALESCE(r.status, d.status), version = r.version, \
+                   updated_at = r.updated_at \
+                 FROM jsonb_to_recordset($1) AS r(id uuid, status text, version bigint, updated_at timestamptz) \
+                 WHERE d.id = r.id AND d.version <= r.version",
+                &[SqlValue::Json(chunk)],
+            )
+            .await?;
         }
-        intake.write(tx).await
+        Ok(())
     }
 }
 

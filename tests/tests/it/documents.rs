@@ -1467,7 +1467,7 @@ async fn an_idempotency_key_is_remembered_for_24_hours_then_free_and_purged() {
 }
 
 /// The `documents` read model as text, for comparing builds.
-async fn read_model(
+pub(crate) async fn read_model(
     db: &kuatia_infrastructure::store::Database,
 ) -> (Vec<Vec<Option<String>>>, Vec<Vec<Option<String>>>) {
     let documents = kuatia_tests::snapshot(
