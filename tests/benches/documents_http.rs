@@ -38,7 +38,7 @@
 //!
 //! # End to end (`KUATIA_BENCH_E2E=1`)
 //!
-//! The same load, but with 16 job workers and the channel pointing at an in-process SIFEN
+//! The same load, but with 16 job workers (`KUATIA_BENCH_WORKERS=N` for another number) and the channel pointing at an in-process SIFEN
 //! simulator (real HTTP and SOAP, signatures and QR checked): every document is numbered, signed,
 //! sent and accepted. After the clients stop, the bench waits until every document is final and
 //! reports, from the `documents` read model, each accepted document's posted → accepted time
@@ -86,8 +86,19 @@ const DEFAULT_POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres"
 /// The seller RUC of [`sample_invoice`].
 const RUC: &str = "80069563-1";
 const PASSWORD: &str = "bench pfx pass";
-/// Job workers in end-to-end mode.
+/// Job workers in end-to-end mode, unless `KUATIA_BENCH_WORKERS` says otherwise.
 const E2E_WORKERS: usize = 16;
+
+/// `KUATIA_BENCH_WORKERS=N`: the service's job workers in end-to-end mode (default 16).
+fn e2e_workers() -> Result<usize> {
+    match std::env::var("KUATIA_BENCH_WORKERS") {
+        Ok(v) => match v.trim().parse::<usize>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => bail!("KUATIA_BENCH_WORKERS={v:?}: expected a number of workers, at least 1"),
+        },
+        Err(_) => Ok(E2E_WORKERS),
+    }
+}
 /// How long end-to-end mode waits for the last document to be accepted.
 const E2E_SETTLE: Duration = Duration::from_secs(300);
 
@@ -143,10 +154,15 @@ async fn run(window: Duration, cores: usize, rate: Option<f64>) -> Result<Vec<&'
     } else {
         println!("kuatia POST /v1/documents benchmark");
     }
-    let env: String = ["KUATIA_BENCH_E2E", "KUATIA_BENCH_RATE", "KUATIA_BENCH_SECS"]
-        .iter()
-        .filter_map(|name| std::env::var(name).ok().map(|v| format!("{name}={v} ")))
-        .collect();
+    let env: String = [
+        "KUATIA_BENCH_E2E",
+        "KUATIA_BENCH_RATE",
+        "KUATIA_BENCH_SECS",
+        "KUATIA_BENCH_WORKERS",
+    ]
+    .iter()
+    .filter_map(|name| std::env::var(name).ok().map(|v| format!("{name}={v} ")))
+    .collect();
     println!("command: {env}cargo bench -p kuatia-tests --bench documents_http");
     println!("argv:    {}", std::env::args().collect::<Vec<_>>().join(" "));
     let load = rate.map_or_else(
@@ -252,9 +268,10 @@ async fn bench_backend(backend: &Backend, window: Duration, rate: Option<f64>) -
     } else {
         None
     };
+    let workers = if sim.is_some() { e2e_workers()? } else { 0 };
     let app = TestApp::spawn_on(db, |config| {
         config.rate_limit_per_key = 10_000_000;
-        config.workers = if sim.is_some() { E2E_WORKERS } else { 0 };
+        config.workers = workers;
     })
     .await
     .context("starting the service")?;

@@ -240,16 +240,14 @@ impl BatchAppend for PgInner {
         requests: &[AppendRequest],
     ) -> Result<Vec<Result<AppendOutcome, StoreError>>, StoreError> {
         let mut tx = self.pool.begin().await.map_err(db_error)?;
-        // The lock comes first: positions are drawn only while holding it.
-        sqlx::query("SELECT pg_advisory_xact_lock($1)")
-            .bind(APPEND_LOCK)
-            .execute(&mut *tx)
-            .await
-            .map_err(db_error)?;
-        let now: DateTime<Utc> = sqlx::query_scalar("SELECT clock_timestamp()")
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(db_error)?;
+        // The lock comes first: positions are drawn only while holding it. The time is read in
+        // the same statement, after the lock is granted (one round trip fewer while it is held).
+        let now: DateTime<Utc> =
+            sqlx::query_scalar("SELECT clock_timestamp() FROM (SELECT pg_advisory_xact_lock($1)) AS locked")
+                .bind(APPEND_LOCK)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(db_error)?;
         let mut stream_ids: Vec<String> = requests.iter().map(|r| r.stream.stream_id.clone()).collect();
         stream_ids.sort();
         stream_ids.dedup();
