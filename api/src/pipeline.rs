@@ -980,10 +980,27 @@ async fn record(
     outcome: Outcome,
     raw: Option<String>,
 ) -> Result<(), JobFailure> {
+    let commands = outcome_commands(p, state, outcome, raw.as_deref()).await?;
+    match p.run(tenant, id, commands).await {
+        Ok(()) => Ok(()),
+        Err(DocumentsError::Conflict) => Err(retry("the document changed meanwhile")),
+        Err(e) => Err(retry(e)),
+    }
+}
+
+/// What recording an attempt's outcome appends: SIFEN's raw answer as a `channel_response`
+/// artifact (stored first), then the verdict, or the operational failure with the next attempt's
+/// time.
+async fn outcome_commands(
+    p: &Pipeline,
+    state: &DocumentState,
+    outcome: Outcome,
+    raw: Option<&str>,
+) -> Result<Vec<DocumentCommand>, JobFailure> {
     let now = Utc::now();
     let mut commands = Vec::new();
     if let Some(raw) = raw {
-        commands.push(p.channel_response(state, &raw, now).await?);
+        commands.push(p.channel_response(state, raw, now).await?);
     }
     commands.push(match outcome {
         Outcome::Accepted {
@@ -1021,11 +1038,7 @@ async fn record(
             }
         }
     });
-    match p.run(tenant, id, commands).await {
-        Ok(()) => Ok(()),
-        Err(DocumentsError::Conflict) => Err(retry("the document changed meanwhile")),
-        Err(e) => Err(retry(e)),
-    }
+    Ok(commands)
 }
 
 /// `sifen.event`.

@@ -22,9 +22,10 @@
 //! reconcile first (siConsDE, then siResultLoteDE by CDC — GMP item 3) and never resend a CDC
 //! while a lot holding it is still processing.
 
-use super::{JobFailure, Outcome, Pipeline, TenantId, record, retry};
+use super::{JobFailure, Outcome, Pipeline, TenantId, outcome_commands, retry};
 use async_trait::async_trait;
 use chrono::Utc;
+use kuatia_application::documents;
 use kuatia_application::jobs::{Backoff, Job, NewJob};
 use kuatia_application::worker::JobHandler;
 use kuatia_domain::document::aggregate::{DocumentCommand, DocumentStatus};
@@ -403,6 +404,9 @@ impl SifenLot {
                 p.lots.poll,
             ));
         }
+        // Every document's verdict, recorded together (one group commit, usually one
+        // transaction) instead of one append after another.
+        let mut work = Vec::with_capacity(waiting.len());
         for (id, state_of) in waiting {
             let cdc = state_of.cdc.clone().unwrap_or_default();
             let outcome = match &state {
@@ -415,7 +419,13 @@ impl SifenLot {
                     answer.result.code, answer.result.message
                 )),
             };
-            record(p, tenant, id, &state_of, outcome, Some(answer.raw.clone())).await?;
+            let commands = outcome_commands(p, &state_of, outcome, Some(&answer.raw)).await?;
+            work.push((id, commands, tracing::Span::current()));
+        }
+        // A document another writer changed meanwhile: the job polls again, and the documents
+        // recorded now are no longer waiting.
+        for result in documents::commands_each(&p.store, tenant, work, super::metadata()).await {
+            result.map_err(retry)?;
         }
         Ok(())
     }
