@@ -277,36 +277,11 @@ impl StepRows {
         }
         entry.2 = event.stream_version;
         entry.3 = event.recorded_at;
-        self.timeline.push(serde_json::json!({
-            "document_id": document_id,
-            "version": event.stream_version,
-            "tenant_id": event.tenant_id.as_uuid(),
-            "position": event.global_position,
-            "event_id": event.event_id,
-            "event_type": event.event_type,
-            "status": entry.1,
-            "at": pg_timestamp(event.recorded_at),
-            "actor": event.metadata.actor,
-            "data": event.payload,
-        }));
+        self.timeline.push(timeline_row(document_id, event, entry.1));
     }
 
     async fn write(&mut self, tx: &mut dyn SqlTx) -> Result<(), StoreError> {
-        for chunk in json_row_chunks(std::mem::take(&mut self.timeline)) {
-            tx.execute(
-                "INSERT INTO document_timeline (document_id, version, tenant_id, position, event_id, event_type, \
-                   status, at, actor, data) \
-                 SELECT r.document_id, r.version, r.tenant_id, r.position, r.event_id, r.event_type, \
-                   COALESCE(r.status, d.status), r.at, r.actor, r.data \
-                 FROM jsonb_to_recordset($1) AS r(document_id uuid, version bigint, tenant_id uuid, \
-                   position bigint, event_id uuid, event_type text, status text, at timestamptz, actor text, \
-                   data jsonb) \
-                 JOIN documents d ON d.id = r.document_id \
-                 ON CONFLICT (document_id, version) DO NOTHING",
-                &[SqlValue::Json(chunk)],
-            )
-            .await?;
-        }
+        write_timeline(tx, std::mem::take(&mut self.timeline)).await?;
         let rows: Vec<Value> = std::mem::take(&mut self.documents)
             .into_iter()
             .map(|(id, status, version, at)| {
@@ -425,18 +400,8 @@ impl IntakeRows {
         let document_id = document_id(received)?;
         let state = run.fold();
         for (event, status) in &state.statuses {
-            self.timeline.push(serde_json::json!({
-                "document_id": document_id,
-                "version": event.stream_version,
-                "tenant_id": event.tenant_id.as_uuid(),
-                "position": event.global_position,
-                "event_id": event.event_id,
-                "event_type": event.event_type,
-                "status": status.as_str(),
-                "at": pg_timestamp(event.recorded_at),
-                "actor": event.metadata.actor,
-                "data": event.payload,
-            }));
+            self.timeline
+                .push(timeline_row(document_id, event, Some(status.as_str())));
         }
         let (status, last) = (state.status, state.last);
         let (errors, warnings) = (json(&state.errors)?, json(&state.warnings)?);
@@ -484,21 +449,47 @@ impl IntakeRows {
             )
             .await?;
         }
-        for chunk in json_row_chunks(std::mem::take(&mut self.timeline)) {
-            tx.execute(
-                "INSERT INTO document_timeline (document_id, version, tenant_id, position, event_id, event_type, \
-                   status, at, actor, data) \
-                 SELECT document_id, version, tenant_id, position, event_id, event_type, status, at, actor, data \
-                 FROM jsonb_to_recordset($1) AS r(document_id uuid, version bigint, tenant_id uuid, \
-                   position bigint, event_id uuid, event_type text, status text, at timestamptz, actor text, \
-                   data jsonb) \
-                 ON CONFLICT (document_id, version) DO NOTHING",
-                &[SqlValue::Json(chunk)],
-            )
-            .await?;
-        }
+        write_timeline(tx, std::mem::take(&mut self.timeline)).await?;
         Ok(())
     }
+}
+
+/// A timeline entry as a JSON row for [`write_timeline`]; `status` `None`: the document's status
+/// before the batch (an event that changes none, before any of the batch that does).
+fn timeline_row(document_id: Uuid, event: &RecordedEvent, status: Option<&str>) -> Value {
+    serde_json::json!({
+        "document_id": document_id,
+        "version": event.stream_version,
+        "tenant_id": event.tenant_id.as_uuid(),
+        "position": event.global_position,
+        "event_id": event.event_id,
+        "event_type": event.event_type,
+        "status": status,
+        "at": pg_timestamp(event.recorded_at),
+        "actor": event.metadata.actor,
+        "data": event.payload,
+    })
+}
+
+/// Inserts timeline entries (PostgreSQL), one statement per chunk of rows; their documents' rows
+/// must exist (an entry's missing status is read from its document's row).
+async fn write_timeline(tx: &mut dyn SqlTx, rows: Vec<Value>) -> Result<(), StoreError> {
+    for chunk in json_row_chunks(rows) {
+        tx.execute(
+            "INSERT INTO document_timeline (document_id, version, tenant_id, position, event_id, event_type, \
+               status, at, actor, data) \
+             SELECT r.document_id, r.version, r.tenant_id, r.position, r.event_id, r.event_type, \
+               COALESCE(r.status, d.status), r.at, r.actor, r.data \
+             FROM jsonb_to_recordset($1) AS r(document_id uuid, version bigint, tenant_id uuid, \
+               position bigint, event_id uuid, event_type text, status text, at timestamptz, actor text, \
+               data jsonb) \
+             JOIN documents d ON d.id = r.document_id \
+             ON CONFLICT (document_id, version) DO NOTHING",
+            &[SqlValue::Json(chunk)],
+        )
+        .await?;
+    }
+    Ok(())
 }
 
 /// The document id of an event of a document stream (`…:<uuid>`).

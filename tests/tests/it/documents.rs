@@ -1466,6 +1466,16 @@ async fn an_idempotency_key_is_remembered_for_24_hours_then_free_and_purged() {
     database.close().await;
 }
 
+/// The documents read model after rebuilding it event by event.
+pub(crate) async fn rebuilt_read_model(
+    db: &kuatia_infrastructure::store::Database,
+) -> (Vec<Vec<Option<String>>>, Vec<Vec<Option<String>>>) {
+    kuatia_projections::runtime::rebuild(&db.store(), &kuatia_projections::documents::Documents, &|_, _| {})
+        .await
+        .expect("rebuild");
+    read_model(db).await
+}
+
 /// The `documents` read model as text, for comparing builds.
 pub(crate) async fn read_model(
     db: &kuatia_infrastructure::store::Database,
@@ -1524,13 +1534,10 @@ async fn the_read_model_written_at_intake_equals_a_rebuild_event_by_event() {
     assert_eq!(at_intake.0.len(), 24, "one row per document");
     // received, validated, queued; received, validation_failed for every fourth.
     assert_eq!(at_intake.1.len(), 18 * 3 + 6 * 2, "one timeline entry per event");
-    kuatia_projections::runtime::rebuild(
-        &database.store(),
-        &kuatia_projections::documents::Documents,
-        &|_, _| {},
-    )
-    .await
-    .expect("rebuild");
-    assert_eq!(read_model(&database).await, at_intake, "intake == rebuild");
+    assert_eq!(
+        rebuilt_read_model(&database).await,
+        at_intake,
+        "intake == rebuild"
+    );
     f.app.stop().await;
 }
