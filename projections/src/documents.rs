@@ -97,9 +97,10 @@ impl Projection for Documents {
     /// those timeline entries from two statements per
     /// [`MAX_JSON_PARAM_BYTES`](kuatia_application::projection::MAX_JSON_PARAM_BYTES) of rows for
     /// the whole batch, instead of eight statements each; every later event of a document (the
-    /// pipeline's steps) writes what is its own (a CDC, an artifact) at once, and its status,
-    /// version and timeline entry join two statements for the whole batch as well. The rows are
-    /// those `apply` writes event by event (tests hold a rebuild equal to them).
+    /// pipeline's steps) has its status, version, timeline entry, CDC and number, and artifact
+    /// join three statements for the whole batch as well (what else an event writes, issues say,
+    /// is written at once). The rows are those `apply` writes event by event (tests hold a
+    /// rebuild equal to them).
     async fn apply_all(&self, tx: &mut dyn SqlTx, events: &[RecordedEvent]) -> Result<(), StoreError> {
         if tx.backend() != Backend::Postgres {
             for event in events {
@@ -126,8 +127,9 @@ impl Projection for Documents {
                             self.apply(tx, first).await?;
                         } else {
                             let document_id = document_id(first)?;
-                            apply_own(tx, first, &decoded, document_id).await?;
-                            steps.push(first, &decoded, document_id);
+                            if !steps.push(first, &decoded, document_id) {
+                                apply_own(tx, first, &decoded, document_id).await?;
+                            }
                         }
                     }
                     rest = &rest[1..];
@@ -252,48 +254,122 @@ async fn apply_own(
 /// The status, version and timeline entries of a batch's later document events, written
 /// together (PostgreSQL): the timeline first, each entry with the status its event left (or, for
 /// an event that changes none before any that does, the document's status before the batch),
-/// then each document's row once, as its last event leaves it.
+/// then each document's row once, as its last event leaves it (with the CDC and number a
+/// `DocumentTransformed` of the batch gave it), and the batch's artifacts.
 #[derive(Default)]
 struct StepRows {
     timeline: Vec<Value>,
-    /// Per document, in order of first appearance: the status the batch left (if any), and the
-    /// last event's version and time.
-    documents: Vec<(Uuid, Option<&'static str>, u64, DateTime<Utc>)>,
+    /// Per document, in order of first appearance.
+    documents: Vec<StepDocument>,
+    /// `document_artifacts` rows of the batch's `ArtifactRecorded`.
+    artifacts: Vec<Value>,
+}
+
+/// What a batch's later events leave of one document's row.
+struct StepDocument {
+    id: Uuid,
+    /// The status the batch left, if any event of it changes the status.
+    status: Option<&'static str>,
+    /// The last event's version and time.
+    version: u64,
+    at: DateTime<Utc>,
+    /// CDC and number, if the batch transformed the document.
+    numbered: Option<(String, String)>,
 }
 
 impl StepRows {
-    fn push(&mut self, event: &RecordedEvent, decoded: &DocumentEvent, document_id: Uuid) {
-        let entry = match self.documents.iter_mut().position(|d| d.0 == document_id) {
+    /// Takes one event. What it writes besides status, version and timeline (`apply_own`) joins
+    /// the batch's statements too when it is a CDC and number or an artifact; `false`: the caller
+    /// writes that part itself.
+    fn push(&mut self, event: &RecordedEvent, decoded: &DocumentEvent, document_id: Uuid) -> bool {
+        let entry = match self.documents.iter().position(|d| d.id == document_id) {
             Some(i) => &mut self.documents[i],
             None => {
-                self.documents
-                    .push((document_id, None, event.stream_version, event.recorded_at));
+                self.documents.push(StepDocument {
+                    id: document_id,
+                    status: None,
+                    version: event.stream_version,
+                    at: event.recorded_at,
+                    numbered: None,
+                });
                 let last = self.documents.len() - 1;
                 &mut self.documents[last]
             }
         };
         if let Some(status) = decoded.resulting_status() {
-            entry.1 = Some(status.as_str());
+            entry.status = Some(status.as_str());
         }
-        entry.2 = event.stream_version;
-        entry.3 = event.recorded_at;
-        self.timeline.push(timeline_row(document_id, event, entry.1));
+        entry.version = event.stream_version;
+        entry.at = event.recorded_at;
+        let status = entry.status;
+        let own = match decoded {
+            DocumentEvent::DocumentTransformed { number, cdc, .. } => {
+                entry.numbered = Some((cdc.clone(), number.to_string()));
+                true
+            }
+            DocumentEvent::ArtifactRecorded {
+                artifact_id,
+                kind,
+                content_type,
+                sha256,
+                size,
+                version,
+                ..
+            } => {
+                self.artifacts.push(serde_json::json!({
+                    "id": artifact_id,
+                    "tenant_id": event.tenant_id.as_uuid(),
+                    "document_id": document_id,
+                    "kind": kind.as_str(),
+                    "version": version,
+                    "content_type": content_type,
+                    "sha256": sha256,
+                    "size": i64::try_from(*size).unwrap_or(i64::MAX),
+                    "created_at": pg_timestamp(event.recorded_at),
+                }));
+                true
+            }
+            _ => false,
+        };
+        self.timeline.push(timeline_row(document_id, event, status));
+        own
     }
 
     async fn write(&mut self, tx: &mut dyn SqlTx) -> Result<(), StoreError> {
         write_timeline(tx, std::mem::take(&mut self.timeline)).await?;
         let rows: Vec<Value> = std::mem::take(&mut self.documents)
             .into_iter()
-            .map(|(id, status, version, at)| {
-                serde_json::json!({"id": id, "status": status, "version": version, "updated_at": pg_timestamp(at)})
+            .map(|d| {
+                let (cdc, number) = d.numbered.unzip();
+                serde_json::json!({
+                    "id": d.id,
+                    "status": d.status,
+                    "version": d.version,
+                    "updated_at": pg_timestamp(d.at),
+                    "cdc": cdc,
+                    "number": number,
+                })
             })
             .collect();
         for chunk in json_row_chunks(rows) {
             tx.execute(
                 "UPDATE documents AS d SET status = COALESCE(r.status, d.status), version = r.version, \
-                   updated_at = r.updated_at \
-                 FROM jsonb_to_recordset($1) AS r(id uuid, status text, version bigint, updated_at timestamptz) \
+                   updated_at = r.updated_at, cdc = COALESCE(r.cdc, d.cdc), number = COALESCE(r.number, d.number) \
+                 FROM jsonb_to_recordset($1) AS r(id uuid, status text, version bigint, updated_at timestamptz, \
+                   cdc text, number text) \
                  WHERE d.id = r.id AND d.version <= r.version",
+                &[SqlValue::Json(chunk)],
+            )
+            .await?;
+        }
+        for chunk in json_row_chunks(std::mem::take(&mut self.artifacts)) {
+            tx.execute(
+                "INSERT INTO document_artifacts (id, tenant_id, document_id, kind, version, content_type, sha256, \
+                   size, created_at) \
+                 SELECT id, tenant_id, document_id, kind, version, content_type, sha256, size, created_at \
+                 FROM jsonb_to_recordset($1) AS r(id uuid, tenant_id uuid, document_id uuid, kind text, \
+                   version bigint, content_type text, sha256 text, size bigint, created_at timestamptz) \
+                 ON CONFLICT (id) DO NOTHING",
                 &[SqlValue::Json(chunk)],
             )
             .await?;

@@ -11,9 +11,12 @@
 
 use async_trait::async_trait;
 use kuatia_application::event_store::{ProjectionKind, RecordedEvent, SharedStore, StoreError};
-use kuatia_application::projection::{Projection, SqlTx, SqlValue};
+use kuatia_application::projection::{Backend, Projection, SqlTx, SqlValue, json_row_chunks};
 use kuatia_domain::document::aggregate::DocumentEvent;
 use kuatia_domain::tenancy::TenantId;
+use serde_json::json;
+use std::collections::HashSet;
+use uuid::Uuid;
 
 /// The projection.
 #[derive(Debug, Default, Clone, Copy)]
@@ -43,34 +46,9 @@ impl Projection for NumberSeries {
     }
 
     async fn apply(&self, tx: &mut dyn SqlTx, event: &RecordedEvent) -> Result<(), StoreError> {
-        if event.stream_type != "document"
-            || !matches!(
-                event.event_type.as_str(),
-                "DocumentTransformed" | "DocumentRenderingStarted"
-            )
-        {
+        let Some((series, drawn)) = drawn(event)? else {
             return Ok(());
-        }
-        let (series, number) = match serde_json::from_value::<DocumentEvent>(event.payload.clone()) {
-            Ok(
-                DocumentEvent::DocumentTransformed { series, number, .. }
-                | DocumentEvent::DocumentRenderingStarted { series, number, .. },
-            ) => (series, number),
-            _ => {
-                return Err(StoreError::Corrupt(format!(
-                    "document event {} does not decode",
-                    event.event_id
-                )));
-            }
         };
-        if series.is_empty() {
-            // Recorded before series were named: nothing to keep.
-            return Ok(());
-        }
-        let drawn: i64 = number
-            .number
-            .parse()
-            .map_err(|_| StoreError::Corrupt(format!("number {:?}", number.number)))?;
         // The first number of a series opens it; after that only the next one moves it on.
         let moved = tx
             .execute(
@@ -91,6 +69,109 @@ impl Projection for NumberSeries {
             Err(StoreError::Invalid(format!("{series} {drawn}: {NOT_NEXT}")))
         }
     }
+
+    /// On PostgreSQL, when each series' numbers in the batch follow one another (a numbering
+    /// turn's documents, in number order), one statement per
+    /// [`MAX_JSON_PARAM_BYTES`](kuatia_application::projection::MAX_JSON_PARAM_BYTES) of series
+    /// moves each series from its first number to past its last — only if the first is its next
+    /// number (or the series is new), exactly where `apply` would have moved it number by number
+    /// or failed. Otherwise event by event.
+    async fn apply_all(&self, tx: &mut dyn SqlTx, events: &[RecordedEvent]) -> Result<(), StoreError> {
+        // Per series, in order of first appearance: tenant, series, first and last number.
+        let mut runs: Vec<(Uuid, String, i64, i64)> = Vec::new();
+        let mut consecutive = tx.backend() == Backend::Postgres;
+        for event in events {
+            if !consecutive {
+                break;
+            }
+            let Some((series, drawn)) = drawn(event)? else {
+                continue;
+            };
+            let tenant = event.tenant_id.as_uuid();
+            match runs.iter_mut().find(|r| r.0 == tenant && r.1 == series) {
+                Some(run) if run.3 + 1 == drawn => run.3 = drawn,
+                Some(_) => consecutive = false,
+                None => runs.push((tenant, series, drawn, drawn)),
+            }
+        }
+        if !consecutive {
+            for event in events {
+                self.apply(tx, event).await?;
+            }
+            return Ok(());
+        }
+        let rows = runs
+            .iter()
+            .map(|(tenant, series, first, last)| {
+                json!({"tenant_id": tenant, "series": series, "first": first, "last": last})
+            })
+            .collect();
+        let mut moved: HashSet<(Uuid, String)> = HashSet::with_capacity(runs.len());
+        for chunk in json_row_chunks(rows) {
+            // Under the append lock nothing else writes the table: an existing series moves only
+            // from its next number, a new one opens.
+            let rows = tx
+                .query(
+                    "WITH r AS (SELECT * FROM jsonb_to_recordset($1) \
+                       AS r(tenant_id uuid, series text, first bigint, last bigint)), \
+                     moved AS (UPDATE number_series AS n SET next_number = r.last + 1 FROM r \
+                       WHERE n.tenant_id = r.tenant_id AND n.series = r.series AND n.next_number = r.first \
+                       RETURNING n.tenant_id, n.series), \
+                     opened AS (INSERT INTO number_series (tenant_id, series, next_number) \
+                       SELECT r.tenant_id, r.series, r.last + 1 FROM r WHERE NOT EXISTS ( \
+                         SELECT 1 FROM number_series AS n WHERE n.tenant_id = r.tenant_id AND n.series = r.series) \
+                       ON CONFLICT (tenant_id, series) DO NOTHING RETURNING tenant_id, series) \
+                     SELECT tenant_id, series FROM moved UNION ALL SELECT tenant_id, series FROM opened",
+                    &[SqlValue::Json(chunk)],
+                )
+                .await?;
+            for row in rows {
+                if let [SqlValue::Uuid(tenant), SqlValue::Text(series)] = row.as_slice() {
+                    moved.insert((*tenant, series.clone()));
+                }
+            }
+        }
+        match runs
+            .into_iter()
+            .find(|(tenant, series, ..)| !moved.contains(&(*tenant, series.clone())))
+        {
+            None => Ok(()),
+            Some((_, series, first, _)) => Err(StoreError::Invalid(format!("{series} {first}: {NOT_NEXT}"))),
+        }
+    }
+}
+
+/// The series and number a numbering event draws (`None` for other events, and for numbers
+/// recorded before series were named: nothing to keep).
+fn drawn(event: &RecordedEvent) -> Result<Option<(String, i64)>, StoreError> {
+    if event.stream_type != "document"
+        || !matches!(
+            event.event_type.as_str(),
+            "DocumentTransformed" | "DocumentRenderingStarted"
+        )
+    {
+        return Ok(None);
+    }
+    let (series, number) = match serde_json::from_value::<DocumentEvent>(event.payload.clone()) {
+        Ok(
+            DocumentEvent::DocumentTransformed { series, number, .. }
+            | DocumentEvent::DocumentRenderingStarted { series, number, .. },
+        ) => (series, number),
+        _ => {
+            return Err(StoreError::Corrupt(format!(
+                "document event {} does not decode",
+                event.event_id
+            )));
+        }
+    };
+    if series.is_empty() {
+        return Ok(None);
+    }
+    let drawn: i64 = number
+        .number
+        .parse()
+        .map_err(|_| StoreError::Corrupt(format!("number {:?}", number.number)))?;
+    Ok(Some((series, drawn)))
 }
 
 /// The next number of a series (1 for a series never used).
