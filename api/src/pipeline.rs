@@ -3,12 +3,13 @@
 //!
 //! - [`Prepare`] (`sifen.prepare`): draws the next number of the document's series, builds the
 //!   DE, signs it (off the async runtime), appends the QR, stores the signed bytes as an artifact
-//!   and records transformed → artifact → signed in **one** append. Nothing is consumed unless
-//!   that append commits: the number series projection refuses a number someone else drew (the
-//!   job draws again), and a crash before the commit leaves at most an unreferenced artifact.
-//!   The commit queues `sifen.submit`.
-//! - [`Submit`] (`sifen.submit`): records the attempt **before** sending, then sends the stored
-//!   signed bytes unchanged. Before any attempt after the first it asks SIFEN for the CDC
+//!   and records transformed → artifact → signed → first attempt in **one** append. Nothing is
+//!   consumed unless that append commits: the number series projection refuses a number someone
+//!   else drew (the job draws again), and a crash before the commit leaves at most an
+//!   unreferenced artifact. The commit queues `sifen.submit`.
+//! - [`Submit`] (`sifen.submit`): the attempt is on record **before** sending (the first since
+//!   signing, each later one recorded by the job), then it sends the stored signed bytes
+//!   unchanged. Before any attempt but the first run of the first it asks SIFEN for the CDC
 //!   (siConsDE): an earlier attempt may have been approved without us hearing the answer, and a
 //!   CDC is never sent again once approved. SIFEN's answer becomes an event (accepted, rejected,
 //!   or an operational failure with the next attempt's time, which queues the next job), and its
@@ -659,8 +660,28 @@ fn prepared_commands(
             signed_at: signed.signed_at,
             at: now,
         },
+        // The first attempt is on record before anything can leave: `sifen.submit` sends it
+        // without an append of its own (see `first_run_of_first_attempt`).
+        DocumentCommand::RecordSubmitted {
+            attempt: 1,
+            lot_id: None,
+            at: now,
+        },
     ]);
     commands
+}
+
+/// Whether this run of `sifen.submit` is the first run of the job queued at signing, with the
+/// first attempt on record (since signing) and nothing else yet. Only that job sends a first
+/// attempt, so on its first run nothing can have been sent: it sends without asking SIFEN first
+/// and without recording the attempt again. Any later run (a crash, a lost lease, a failure
+/// before sending) cannot know whether the earlier one sent it, and reconciles first.
+/// `attempts` and `lot_id` are the document's.
+fn first_run_of_first_attempt(job: &Job, id: Uuid, attempts: u32, lot_id: Option<&str>) -> bool {
+    // An earlier run that ended without completing left its reason (a failure, an expired lease,
+    // a lease given back at shutdown, which also uncounts the attempt).
+    let first_run = job.attempts == 1 && job.last_error.is_none();
+    first_run && attempts == 1 && lot_id.is_none() && job.idempotency_key == documents::signed_submit_key(id)
 }
 
 /// SIFEN's answer to one attempt, as the document records it.
@@ -733,7 +754,9 @@ impl JobHandler for Submit {
 
         // Any earlier attempt may have been approved unheard, or sit in a lot SIFEN is still
         // processing (GMP items 2, 3 and 5): ask before sending again.
+        let first_run = first_run_of_first_attempt(job, id, state.attempts, state.lot_id.as_deref());
         if state.attempts > 0
+            && !first_run
             && let Some((outcome, raw)) = reconcile(&client, d_id, &cdc).await
         {
             return record(p, tenant, id, &state, outcome, raw).await;
@@ -759,25 +782,30 @@ impl JobHandler for Submit {
         let xml = String::from_utf8(bytes)
             .map_err(|_| JobFailure::Permanent("the signed XML is not UTF-8".into()))?;
 
-        // The attempt is on record before anything leaves.
-        let attempt = state.attempts + 1;
-        match p
-            .run(
-                tenant,
-                id,
-                vec![DocumentCommand::RecordSubmitted {
-                    attempt,
-                    lot_id: None,
-                    at: now,
-                }],
-            )
-            .await
-        {
-            Ok(()) => {}
-            Err(DocumentsError::Conflict) => return Err(retry("the document changed meanwhile")),
-            Err(e) => return Err(retry(e)),
-        }
-        state.attempts = attempt;
+        // The attempt is on record before anything leaves (the first since signing).
+        let attempt = if first_run {
+            1
+        } else {
+            let attempt = state.attempts + 1;
+            match p
+                .run(
+                    tenant,
+                    id,
+                    vec![DocumentCommand::RecordSubmitted {
+                        attempt,
+                        lot_id: None,
+                        at: now,
+                    }],
+                )
+                .await
+            {
+                Ok(()) => {}
+                Err(DocumentsError::Conflict) => return Err(retry("the document changed meanwhile")),
+                Err(e) => return Err(retry(e)),
+            }
+            state.attempts = attempt;
+            attempt
+        };
 
         if attempt == 1 {
             let key = lots::LotKey {
@@ -1196,5 +1224,52 @@ mod tests {
     fn the_retry_schedule_is_the_decided_one() {
         let minutes: Vec<i64> = (1..=8).map(|n| retry_delay(n).num_seconds()).collect();
         assert_eq!(minutes, vec![30, 120, 600, 1800, 3600, 7200, 7200, 7200]);
+    }
+
+    #[test]
+    fn only_the_first_run_of_the_signing_job_sends_the_first_attempt_without_asking_sifen() {
+        let id = Uuid::now_v7();
+        let job = |attempts: u32, last_error: Option<&str>, key: String| Job {
+            id: Uuid::now_v7(),
+            kind: SIFEN_SUBMIT.into(),
+            idempotency_key: key,
+            tenant_id: TenantId::from_uuid(Uuid::now_v7()),
+            payload: serde_json::json!({ "document_id": id }),
+            state: kuatia_application::jobs::JobState::Running,
+            attempts,
+            max_attempts: 1_000,
+            next_attempt_at: Utc::now(),
+            lease_owner: Some("w".into()),
+            lease_expires_at: None,
+            last_error: last_error.map(str::to_owned),
+        };
+        let key = documents::signed_submit_key(id);
+        let first =
+            |job: &Job, attempts: u32, lot: Option<&str>| first_run_of_first_attempt(job, id, attempts, lot);
+        assert!(first(&job(1, None, key.clone()), 1, None));
+        // Run again (a failure, an expired lease, a lease given back at shutdown, which uncounts
+        // the attempt): the earlier run may have sent it; reconcile.
+        assert!(!first(&job(2, None, key.clone()), 1, None));
+        assert!(!first(
+            &job(1, Some(kuatia_application::jobs::RELEASED), key.clone()),
+            1,
+            None
+        ));
+        // Another document's job, a retry's.
+        assert!(!first(
+            &job(1, None, documents::signed_submit_key(Uuid::now_v7())),
+            1,
+            None
+        ));
+        assert!(!first(
+            &job(1, None, format!("{SIFEN_SUBMIT}:{id}:retry:1")),
+            1,
+            None
+        ));
+        // Signed before the first attempt was recorded with the signature (the job records it),
+        // a later attempt, or one in a lot already.
+        assert!(!first(&job(1, None, key.clone()), 0, None));
+        assert!(!first(&job(1, None, key.clone()), 2, None));
+        assert!(!first(&job(1, None, key), 1, Some("7")));
     }
 }

@@ -60,6 +60,12 @@ pub const KUDE_RENDER: &str = "printing.kude";
 /// Job kind: render a new version of a document's printable (`POST /regenerate-pdf`).
 pub const PRINTABLE_REGENERATE: &str = "printing.regenerate";
 
+/// The key of the [`SIFEN_SUBMIT`] job a document's signing queues: the one job that sends its
+/// first attempt.
+pub fn signed_submit_key(document_id: impl std::fmt::Display) -> String {
+    format!("{SIFEN_SUBMIT}:{document_id}:signed")
+}
+
 /// The document's outbox: the jobs its new events call for, committed with them.
 /// - queued for `sifen` → [`SIFEN_PREPARE`];
 /// - signed → [`SIFEN_SUBMIT`] now; a retry scheduled → [`SIFEN_SUBMIT`] at its time; a manual
@@ -119,11 +125,7 @@ pub fn job_policy() -> Arc<JobPolicy<Document>> {
                 DocumentEvent::DocumentRendered { .. } => jobs.push(report("issued")),
                 DocumentEvent::DocumentInvalidated { fiscal: false, .. } => jobs.push(report("voided")),
                 DocumentEvent::DocumentSigned { .. } => {
-                    jobs.push(job(
-                        SIFEN_SUBMIT,
-                        format!("{SIFEN_SUBMIT}:{document_id}:signed"),
-                        None,
-                    ));
+                    jobs.push(job(SIFEN_SUBMIT, signed_submit_key(document_id), None));
                 }
                 DocumentEvent::DocumentRetryScheduled { next_attempt_at, .. } => jobs.push(job(
                     SIFEN_SUBMIT,

@@ -92,6 +92,9 @@ impl JobState {
     pub const ALL: [JobState; 4] = [Self::Pending, Self::Running, Self::Succeeded, Self::Dead];
 }
 
+/// What [`JobQueue::release`] notes in a released job's `last_error`.
+pub const RELEASED: &str = "released at shutdown during an attempt";
+
 /// A claimed (or inspected) job.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Job {
@@ -165,7 +168,9 @@ pub trait JobQueue: Send + Sync {
     /// Extends the lease of a running job. Returns false when `worker` lost the lease.
     async fn extend_lease(&self, job_id: Uuid, worker: &str, lease: Duration) -> Result<bool, StoreError>;
 
-    /// Gives back every lease `worker` holds, without counting the attempt (graceful shutdown).
+    /// Gives back every lease `worker` holds, without counting the attempt (graceful shutdown),
+    /// noting [`RELEASED`] in the job's `last_error`: the interrupted attempt may have had
+    /// effects (a handler that must know whether an earlier run started reads it there).
     async fn release(&self, worker: &str) -> Result<u64, StoreError>;
 
     /// Reads one job.

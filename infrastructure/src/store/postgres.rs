@@ -13,7 +13,7 @@ use kuatia_application::event_store::{
     AppendOutcome, AppendRequest, BatchOutcome, EventMetadata, ProjectionKind, ReadFilter, RecordedEvent,
     Store, StoreError, SubscriptionStatus,
 };
-use kuatia_application::jobs::{Job, JobCount, JobQueue, JobState, NewJob};
+use kuatia_application::jobs::{Job, JobCount, JobQueue, JobState, NewJob, RELEASED};
 use kuatia_application::projection::{MAX_JSON_PARAM_BYTES, Projection, json_row_chunks, pg_timestamp};
 use kuatia_application::upcast::UpcasterChain;
 use sqlx::migrate::Migrator;
@@ -960,10 +960,12 @@ impl JobQueue for PgStore {
     async fn release(&self, worker: &str) -> Result<u64, StoreError> {
         let result = sqlx::query(
             "UPDATE jobs SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL, \
-               attempts = GREATEST(attempts - 1, 0), next_attempt_at = clock_timestamp(), updated_at = clock_timestamp() \
+               attempts = GREATEST(attempts - 1, 0), next_attempt_at = clock_timestamp(), updated_at = clock_timestamp(), \
+               last_error = COALESCE(last_error || '; ', '') || $2 \
              WHERE lease_owner = $1 AND state = 'running'",
         )
         .bind(worker)
+        .bind(RELEASED)
         .execute(&self.inner.pool)
         .await
         .map_err(db_error)?;

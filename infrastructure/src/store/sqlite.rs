@@ -14,7 +14,7 @@ use kuatia_application::event_store::{
     Store, StoreError, SubscriptionStatus,
 };
 use kuatia_application::hash::format_timestamp;
-use kuatia_application::jobs::{Job, JobCount, JobQueue, JobState, NewJob};
+use kuatia_application::jobs::{Job, JobCount, JobQueue, JobState, NewJob, RELEASED};
 use kuatia_application::projection::Projection;
 use kuatia_application::upcast::UpcasterChain;
 use sqlx::migrate::Migrator;
@@ -801,13 +801,15 @@ impl JobQueue for SqliteStore {
         let (_guard, mut tx) = self.inner.begin_write().await?;
         let result = sqlx::query(concat!(
             "UPDATE jobs SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL, \
-               attempts = max(attempts - 1, 0), next_attempt_at = ",
+               attempts = max(attempts - 1, 0), last_error = COALESCE(last_error || '; ', '') || $2, \
+               next_attempt_at = ",
             now!(),
             ", updated_at = ",
             now!(),
             " WHERE lease_owner = $1 AND state = 'running'"
         ))
         .bind(worker)
+        .bind(RELEASED)
         .execute(&mut *tx)
         .await
         .map_err(db_error)?;

@@ -310,6 +310,11 @@ async fn on_shutdown_a_worker_gives_back_the_lease_of_a_job_it_could_not_finish(
         released.attempts, 0,
         "an interrupted attempt is not counted against the job"
     );
+    // But it is on record: the next run knows an earlier one started (and may have had effects).
+    assert_eq!(
+        released.last_error.as_deref(),
+        Some(kuatia_application::jobs::RELEASED)
+    );
 }
 
 /// The real queue, counting claims.

@@ -191,6 +191,19 @@ async fn an_invoice_is_numbered_signed_sent_and_accepted_and_its_xml_verifies() 
         ]
     );
     assert!(kude(&timeline[10]), "{:?}", timeline[10]);
+    // The first attempt is on record with the signature, in the same append (one transaction:
+    // one time, consecutive positions), and the job sends it without an append of its own.
+    let (signed, submitted) = (&timeline[6], &timeline[7]);
+    assert_eq!(
+        submitted["data"]["DocumentSubmitted"]["attempt"], 1,
+        "{submitted}"
+    );
+    assert_eq!(signed["at"], submitted["at"], "{signed} {submitted}");
+    assert_eq!(
+        submitted["position"].as_i64(),
+        signed["position"].as_i64().map(|p| p + 1),
+        "{signed} {submitted}"
+    );
     let accepted = &timeline[9]["data"]["DocumentAccepted"];
     assert_eq!(accepted["code"], "0260", "{accepted}");
     assert_eq!(timeline[9]["actor"], "system:sifen");
@@ -244,6 +257,9 @@ async fn an_invoice_is_numbered_signed_sent_and_accepted_and_its_xml_verifies() 
 
     let stats = f.stats().await;
     assert_eq!(stats["approvals"][&cdc], 1, "{stats}");
+    // Sent once, without asking SIFEN for the CDC first (nothing can have been sent before).
+    assert_eq!(stats["totals"]["requests"]["siRecepDE"], 1, "{stats}");
+    assert!(stats["totals"]["requests"].get("siConsDE").is_none(), "{stats}");
 
     // The detail explains SIFEN's answer in plain words.
     let (status, detail) = send(f.req(Method::GET, &format!("/v1/documents/{doc}"))).await;
