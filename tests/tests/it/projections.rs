@@ -408,3 +408,94 @@ async fn while_one_instance_holds_a_subscription_another_backs_off() {
         BatchOutcome::Applied { count: 1, .. }
     ));
 }
+
+/// A `DocumentTransformed` of document `id` drawing `number` of `series`, as an append.
+fn numbered(
+    t: TenantId,
+    id: uuid::Uuid,
+    series: &str,
+    number: u64,
+) -> kuatia_application::event_store::AppendRequest {
+    use kuatia_domain::document::aggregate::{DocumentEvent, DocumentNumber};
+    let event = DocumentEvent::DocumentTransformed {
+        series: series.into(),
+        number: DocumentNumber {
+            timbrado: "12345678".into(),
+            establishment: "001".into(),
+            point: "001".into(),
+            number: format!("{number:07}"),
+        },
+        cdc: format!("CDC-{id}"),
+        security_code: "123456789".into(),
+        xml_sha256: "0".repeat(64),
+        at: chrono::Utc::now(),
+    };
+    let mut request = append(
+        kuatia_application::event_store::StreamRef {
+            tenant_id: t,
+            stream_type: "document".into(),
+            stream_id: kuatia_domain::document::aggregate::stream_id(t, id),
+        },
+        ExpectedVersion::Any,
+        &[],
+    );
+    request.events = vec![kuatia_application::event_store::NewEvent::new(
+        "DocumentTransformed",
+        1,
+        serde_json::to_value(&event).expect("event"),
+    )];
+    request
+}
+
+async fn next_number(store: &SharedStore, t: TenantId, series: &str) -> u64 {
+    kuatia_projections::number_series::next_number(store, t, series)
+        .await
+        .expect("next number")
+}
+
+#[tokio::test]
+async fn a_number_series_moves_by_whole_batches_only_from_its_next_number() {
+    use kuatia_projections::number_series::NOT_NEXT;
+    let db = TestDb::new().await;
+    let database = db.open().await;
+    let store = database.store();
+    let t = tenant();
+    let doc = uuid::Uuid::now_v7;
+    let refused = |result: &Result<kuatia_application::event_store::AppendOutcome, StoreError>| matches!(result, Err(StoreError::Projection { message, .. }) if message.contains(NOT_NEXT));
+
+    // A turn's numbers, queued together: a new series opens at the first and moves past the last.
+    let turn: Vec<_> = (1..=5).map(|n| numbered(t, doc(), "S", n)).collect();
+    let results = store.append_all(turn).await;
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    assert_eq!(next_number(&store, t, "S").await, 6);
+
+    // Two series at once, one of them not from its next number: that one is refused whole,
+    // the other moves.
+    let results = store
+        .append_all(vec![
+            numbered(t, doc(), "S", 7),
+            numbered(t, doc(), "S", 8),
+            numbered(t, doc(), "T", 1),
+        ])
+        .await;
+    assert!(refused(&results[0]) && refused(&results[1]), "{results:?}");
+    assert!(results[2].is_ok(), "{results:?}");
+    assert_eq!(next_number(&store, t, "S").await, 6);
+    assert_eq!(next_number(&store, t, "T").await, 2);
+
+    // Numbers that do not follow one another: the ones that are next move the series, the
+    // others are refused.
+    let results = store
+        .append_all(vec![
+            numbered(t, doc(), "S", 6),
+            numbered(t, doc(), "S", 8),
+            numbered(t, doc(), "S", 7),
+        ])
+        .await;
+    assert!(results[0].is_ok(), "{results:?}");
+    assert!(refused(&results[1]), "{results:?}");
+    assert!(results[2].is_ok(), "{results:?}");
+    assert_eq!(next_number(&store, t, "S").await, 8);
+    // Each series as if numbered one document at a time.
+    database.close().await;
+}
