@@ -4,7 +4,8 @@
 
 use async_trait::async_trait;
 use kuatia_application::event_store::{ProjectionKind, RecordedEvent, StoreError};
-use kuatia_application::projection::{Projection, SqlTx, SqlValue};
+use kuatia_application::projection::{Backend, Projection, SqlTx, SqlValue, json_row_chunks};
+use serde_json::json;
 
 /// The projection.
 #[derive(Debug, Default, Clone, Copy)]
@@ -46,6 +47,66 @@ impl Projection for EventTypeCounts {
             ],
         )
         .await?;
+        Ok(())
+    }
+
+    /// On PostgreSQL, one statement per
+    /// [`MAX_JSON_PARAM_BYTES`](kuatia_application::projection::MAX_JSON_PARAM_BYTES) of
+    /// (tenant, stream type, event type) rows for the whole batch instead of one per event
+    /// (a catch-up batch is up to hundreds of events): each row counts the batch's events past its
+    /// `last_position`, exactly what `apply` does event by event.
+    async fn apply_all(&self, tx: &mut dyn SqlTx, events: &[RecordedEvent]) -> Result<(), StoreError> {
+        if tx.backend() != Backend::Postgres {
+            for event in events {
+                self.apply(tx, event).await?;
+            }
+            return Ok(());
+        }
+        // Per type, in order of first appearance: its events' positions, ascending.
+        let mut types: Vec<(&RecordedEvent, Vec<i64>)> = Vec::new();
+        for event in events {
+            let same = |(e, _): &&mut (&RecordedEvent, Vec<i64>)| {
+                e.tenant_id == event.tenant_id
+                    && e.stream_type == event.stream_type
+                    && e.event_type == event.event_type
+            };
+            match types.iter_mut().find(same) {
+                Some((_, positions)) => positions.push(event.global_position),
+                None => types.push((event, vec![event.global_position])),
+            }
+        }
+        let rows = types
+            .into_iter()
+            .map(|(e, positions)| {
+                json!({
+                    "tenant_id": e.tenant_id.as_uuid(),
+                    "stream_type": e.stream_type,
+                    "event_type": e.event_type,
+                    "positions": positions,
+                })
+            })
+            .collect();
+        for chunk in json_row_chunks(rows) {
+            // One runner at a time (the checkpoint row is locked): rows that exist count the
+            // positions past theirs, the others are created from the batch.
+            tx.execute(
+                "WITH r AS (SELECT * FROM jsonb_to_recordset($1) \
+                   AS r(tenant_id uuid, stream_type text, event_type text, positions bigint[])), \
+                 moved AS (UPDATE event_type_counts AS c SET \
+                     events = c.events + (SELECT count(*) FROM unnest(r.positions) AS p WHERE p > c.last_position), \
+                     last_position = GREATEST(c.last_position, r.positions[cardinality(r.positions)]) \
+                   FROM r WHERE c.tenant_id = r.tenant_id AND c.stream_type = r.stream_type \
+                     AND c.event_type = r.event_type \
+                   RETURNING c.tenant_id) \
+                 INSERT INTO event_type_counts (tenant_id, stream_type, event_type, events, last_position) \
+                 SELECT r.tenant_id, r.stream_type, r.event_type, cardinality(r.positions), \
+                   r.positions[cardinality(r.positions)] FROM r \
+                 WHERE NOT EXISTS (SELECT 1 FROM event_type_counts AS c WHERE c.tenant_id = r.tenant_id \
+                   AND c.stream_type = r.stream_type AND c.event_type = r.event_type)",
+                &[SqlValue::Json(chunk)],
+            )
+            .await?;
+        }
         Ok(())
     }
 }

@@ -449,16 +449,25 @@ impl PgInner {
             .map(|event| upcast(&self.upcasters, event.clone()))
             .collect();
         for projection in &self.inline {
-            let mut tx = PgSqlTx { conn: &mut *conn };
-            projection
-                .apply_all(&mut tx, &events)
-                .await
-                .map_err(|e| StoreError::Projection {
-                    name: projection.name().to_owned(),
-                    message: e.to_string(),
-                })?;
+            Self::apply_all(&mut *conn, projection.as_ref(), &events).await?;
         }
         Ok(())
+    }
+
+    /// A projection's `apply_all` on upcast events.
+    async fn apply_all(
+        conn: &mut PgConnection,
+        projection: &dyn Projection,
+        events: &[RecordedEvent],
+    ) -> Result<(), StoreError> {
+        let mut tx = PgSqlTx { conn };
+        projection
+            .apply_all(&mut tx, events)
+            .await
+            .map_err(|e| StoreError::Projection {
+                name: projection.name().to_owned(),
+                message: e.to_string(),
+            })
     }
 
     async fn apply_batch(
@@ -681,7 +690,20 @@ impl Store for PgStore {
             return Ok(BatchOutcome::CaughtUp);
         };
         let count = events.len();
-        self.inner.apply_batch(&mut tx, projection, events).await?;
+        let events: Vec<RecordedEvent> = events
+            .into_iter()
+            .map(|event| upcast(&self.inner.upcasters, event))
+            .collect();
+        // All at once (a projection may write a batch in fewer statements than event by event).
+        PgInner::apply_all(&mut tx, projection, &events)
+            .await
+            .map_err(|e| match e {
+                StoreError::Projection { name, message } => StoreError::Projection {
+                    name,
+                    message: format!("in positions {}..={last}: {message}", checkpoint + 1),
+                },
+                other => other,
+            })?;
         sqlx::query(
             "UPDATE subscriptions SET position = $2, last_error = NULL, updated_at = clock_timestamp() WHERE name = $1",
         )
@@ -860,21 +882,21 @@ impl JobQueue for PgStore {
         limit: usize,
         lease: Duration,
     ) -> Result<Vec<Job>, StoreError> {
-        // A job whose lease expired on its last attempt will never be claimed again: it is dead.
-        sqlx::query(
-            "UPDATE jobs SET state = 'dead', lease_owner = NULL, lease_expires_at = NULL, updated_at = clock_timestamp(), \
-               last_error = COALESCE(last_error || '; ', '') || 'lease expired during the last attempt' \
-             WHERE state = 'running' AND lease_expires_at < clock_timestamp() AND attempts >= max_attempts",
-        )
-        .execute(&self.inner.pool)
-        .await
-        .map_err(db_error)?;
+        // One statement (one round trip per claim). First, a job whose lease expired on its last
+        // attempt will never be claimed again: it is dead (`dead`, run whether or not the claim
+        // reads it; never a row the claim takes, which all have attempts left).
         // Due jobs are read kind by kind, each an ordered scan of `jobs_due_by_kind_idx`: an
         // ordered index scan marks the entries of jobs claimed and finished since the last vacuum
         // as dead as it passes them, so the next claim skips them (a bitmap scan of all the
         // kinds at once never does, and under load every claim re-read thousands of them).
         let rows = sqlx::query(concat!(
-            "WITH due AS ( \
+            "WITH dead AS ( \
+               UPDATE jobs SET state = 'dead', lease_owner = NULL, lease_expires_at = NULL, \
+                 updated_at = clock_timestamp(), \
+                 last_error = COALESCE(last_error || '; ', '') || 'lease expired during the last attempt' \
+               WHERE state = 'running' AND lease_expires_at < clock_timestamp() AND attempts >= max_attempts \
+               RETURNING id), \
+             due AS ( \
                SELECT j.id, j.next_attempt_at FROM unnest($3::text[]) AS k(kind) \
                CROSS JOIN LATERAL ( \
                  SELECT id, next_attempt_at FROM jobs \
