@@ -246,8 +246,8 @@ pub enum ExecuteError<E: std::error::Error> {
 }
 
 /// Jobs an aggregate's new events cause (the outbox policy), computed before the commit so they
-/// land in the same transaction.
-pub type JobPolicy<A> = dyn Fn(&StreamRef, &[<A as Aggregate>::Event]) -> Vec<NewJob> + Send + Sync;
+/// land in the same transaction; it sees the aggregate as those events leave it.
+pub type JobPolicy<A> = dyn Fn(&StreamRef, &A, &[<A as Aggregate>::Event]) -> Vec<NewJob> + Send + Sync;
 
 /// Runs commands against aggregates of type `A`.
 pub struct CommandExecutor<A: Aggregate> {
@@ -426,7 +426,7 @@ where
         let jobs = self
             .jobs
             .as_ref()
-            .map(|policy| policy(&stream, &events))
+            .map(|policy| policy(&stream, &loaded.aggregate, &events))
             .unwrap_or_default();
         let request = store
             .request(&events, &loaded, metadata, jobs)

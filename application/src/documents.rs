@@ -78,121 +78,126 @@ pub fn signed_submit_key(document_id: impl std::fmt::Display) -> String {
 /// - accepted (only `sifen` documents are accepted by SIFEN's answer) → [`KUDE_RENDER`];
 /// - a new printable requested → [`PRINTABLE_REGENERATE`].
 /// - a webhook-raising event (`kuatia_domain::webhook::webhook_event_type`) → [`WEBHOOK_FANOUT`];
-///   accepted (either channel) → [`DELIVERY_PLAN`] (customer and issuer delivery).
+///   accepted (either channel), when the document has delivery settings → [`DELIVERY_PLAN`]
+///   (customer and issuer delivery).
 ///
 /// Job keys name the event that caused them, so a replayed command never queues a job twice.
 pub fn job_policy() -> Arc<JobPolicy<Document>> {
-    Arc::new(|stream: &StreamRef, events: &[DocumentEvent]| {
-        let Some(document_id) = stream.stream_id.rsplit(':').next() else {
-            return Vec::new();
-        };
-        let payload = serde_json::json!({ "document_id": document_id });
-        let job = |kind: &str, key: String, run_at: Option<DateTime<Utc>>| {
-            let mut job = NewJob::new(kind, key, stream.tenant_id, payload.clone());
-            job.run_at = run_at;
-            job.max_attempts = 1_000;
-            job
-        };
-        let sifen = events.iter().any(|e| {
+    Arc::new(
+        |stream: &StreamRef, document: &Document, events: &[DocumentEvent]| {
+            let Some(document_id) = stream.stream_id.rsplit(':').next() else {
+                return Vec::new();
+            };
+            let payload = serde_json::json!({ "document_id": document_id });
+            let job = |kind: &str, key: String, run_at: Option<DateTime<Utc>>| {
+                let mut job = NewJob::new(kind, key, stream.tenant_id, payload.clone());
+                job.run_at = run_at;
+                job.max_attempts = 1_000;
+                job
+            };
+            let sifen = events.iter().any(|e| {
             matches!(e, DocumentEvent::DocumentReceived { routing, .. } if routing.channel == ChannelKind::Sifen)
         });
-        let autoimpresor = events.iter().any(|e| {
+            let autoimpresor = events.iter().any(|e| {
             matches!(e, DocumentEvent::DocumentReceived { routing, .. } if routing.channel == ChannelKind::Autoimpresor)
         });
-        let report = |what: &str| {
-            let mut job = NewJob::new(
-                AUTOIMPRESOR_REPORT,
-                format!("{AUTOIMPRESOR_REPORT}:{document_id}:{what}"),
-                stream.tenant_id,
-                serde_json::json!({ "document_id": document_id, "report": what }),
-            );
-            job.max_attempts = 1_000;
-            job
-        };
-        let mut jobs = Vec::new();
-        for event in events {
-            match event {
-                DocumentEvent::DocumentQueued { .. } if sifen => {
-                    jobs.push(job(SIFEN_PREPARE, format!("{SIFEN_PREPARE}:{document_id}"), None));
-                }
-                DocumentEvent::DocumentQueued { .. } if autoimpresor => {
-                    jobs.push(job(
-                        AUTOIMPRESOR_ISSUE,
-                        format!("{AUTOIMPRESOR_ISSUE}:{document_id}"),
-                        None,
-                    ));
-                }
-                DocumentEvent::DocumentRendered { .. } => jobs.push(report("issued")),
-                DocumentEvent::DocumentInvalidated { fiscal: false, .. } => jobs.push(report("voided")),
-                DocumentEvent::DocumentSigned { .. } => {
-                    jobs.push(job(SIFEN_SUBMIT, signed_submit_key(document_id), None));
-                }
-                DocumentEvent::DocumentRetryScheduled { next_attempt_at, .. } => jobs.push(job(
-                    SIFEN_SUBMIT,
-                    format!(
-                        "{SIFEN_SUBMIT}:{document_id}:retry:{}",
-                        next_attempt_at.timestamp_micros()
-                    ),
-                    Some(*next_attempt_at),
-                )),
-                DocumentEvent::DocumentRetryRequested { at } => jobs.push(job(
-                    SIFEN_SUBMIT,
-                    format!("{SIFEN_SUBMIT}:{document_id}:manual:{}", at.timestamp_micros()),
-                    None,
-                )),
-                DocumentEvent::DocumentCancellationRequested { at, .. } => jobs.push(job(
-                    SIFEN_EVENT,
-                    format!(
-                        "{SIFEN_EVENT}:{document_id}:cancellation:{}",
-                        at.timestamp_micros()
-                    ),
-                    None,
-                )),
-                DocumentEvent::DocumentInutilizationRequested { at, .. } => jobs.push(job(
-                    SIFEN_EVENT,
-                    format!(
-                        "{SIFEN_EVENT}:{document_id}:inutilization:{}",
-                        at.timestamp_micros()
-                    ),
-                    None,
-                )),
-                DocumentEvent::DocumentAccepted { .. } => jobs.push(job(
-                    KUDE_RENDER,
-                    format!("{KUDE_RENDER}:{document_id}:accepted"),
-                    None,
-                )),
-                DocumentEvent::PdfRegenerationRequested { at, .. } => jobs.push(job(
-                    PRINTABLE_REGENERATE,
-                    format!("{PRINTABLE_REGENERATE}:{document_id}:{}", at.timestamp_micros()),
-                    None,
-                )),
-                _ => {}
-            }
-            // Webhooks (DECISIONS §7): a fan-out per webhook-raising event, keyed by the event
-            // (type and time; a delivery's id and attempt too), so a replay never queues twice.
-            if let Some(kind) = kuatia_domain::webhook::webhook_event_type(event) {
-                let mut key = format!(
-                    "{WEBHOOK_FANOUT}:{document_id}:{kind}:{}",
-                    event.at().timestamp_micros()
+            let report = |what: &str| {
+                let mut job = NewJob::new(
+                    AUTOIMPRESOR_REPORT,
+                    format!("{AUTOIMPRESOR_REPORT}:{document_id}:{what}"),
+                    stream.tenant_id,
+                    serde_json::json!({ "document_id": document_id, "report": what }),
                 );
-                if let DocumentEvent::DeliveryRecorded {
-                    delivery_id, attempt, ..
-                } = event
-                {
-                    key.push_str(&format!(":{delivery_id}:{attempt}"));
+                job.max_attempts = 1_000;
+                job
+            };
+            let mut jobs = Vec::new();
+            for event in events {
+                match event {
+                    DocumentEvent::DocumentQueued { .. } if sifen => {
+                        jobs.push(job(SIFEN_PREPARE, format!("{SIFEN_PREPARE}:{document_id}"), None));
+                    }
+                    DocumentEvent::DocumentQueued { .. } if autoimpresor => {
+                        jobs.push(job(
+                            AUTOIMPRESOR_ISSUE,
+                            format!("{AUTOIMPRESOR_ISSUE}:{document_id}"),
+                            None,
+                        ));
+                    }
+                    DocumentEvent::DocumentRendered { .. } => jobs.push(report("issued")),
+                    DocumentEvent::DocumentInvalidated { fiscal: false, .. } => jobs.push(report("voided")),
+                    DocumentEvent::DocumentSigned { .. } => {
+                        jobs.push(job(SIFEN_SUBMIT, signed_submit_key(document_id), None));
+                    }
+                    DocumentEvent::DocumentRetryScheduled { next_attempt_at, .. } => jobs.push(job(
+                        SIFEN_SUBMIT,
+                        format!(
+                            "{SIFEN_SUBMIT}:{document_id}:retry:{}",
+                            next_attempt_at.timestamp_micros()
+                        ),
+                        Some(*next_attempt_at),
+                    )),
+                    DocumentEvent::DocumentRetryRequested { at } => jobs.push(job(
+                        SIFEN_SUBMIT,
+                        format!("{SIFEN_SUBMIT}:{document_id}:manual:{}", at.timestamp_micros()),
+                        None,
+                    )),
+                    DocumentEvent::DocumentCancellationRequested { at, .. } => jobs.push(job(
+                        SIFEN_EVENT,
+                        format!(
+                            "{SIFEN_EVENT}:{document_id}:cancellation:{}",
+                            at.timestamp_micros()
+                        ),
+                        None,
+                    )),
+                    DocumentEvent::DocumentInutilizationRequested { at, .. } => jobs.push(job(
+                        SIFEN_EVENT,
+                        format!(
+                            "{SIFEN_EVENT}:{document_id}:inutilization:{}",
+                            at.timestamp_micros()
+                        ),
+                        None,
+                    )),
+                    DocumentEvent::DocumentAccepted { .. } => jobs.push(job(
+                        KUDE_RENDER,
+                        format!("{KUDE_RENDER}:{document_id}:accepted"),
+                        None,
+                    )),
+                    DocumentEvent::PdfRegenerationRequested { at, .. } => jobs.push(job(
+                        PRINTABLE_REGENERATE,
+                        format!("{PRINTABLE_REGENERATE}:{document_id}:{}", at.timestamp_micros()),
+                        None,
+                    )),
+                    _ => {}
                 }
-                jobs.push(job(WEBHOOK_FANOUT, key, None));
+                // Webhooks (DECISIONS §7): a fan-out per webhook-raising event, keyed by the event
+                // (type and time; a delivery's id and attempt too), so a replay never queues twice.
+                if let Some(kind) = kuatia_domain::webhook::webhook_event_type(event) {
+                    let mut key = format!(
+                        "{WEBHOOK_FANOUT}:{document_id}:{kind}:{}",
+                        event.at().timestamp_micros()
+                    );
+                    if let DocumentEvent::DeliveryRecorded {
+                        delivery_id, attempt, ..
+                    } = event
+                    {
+                        key.push_str(&format!(":{delivery_id}:{attempt}"));
+                    }
+                    jobs.push(job(WEBHOOK_FANOUT, key, None));
+                }
+                // Customer and issuer delivery (contract §2.6) once the document is accepted, when
+                // it asks for any (most documents do not: no job to claim and find nothing to do).
+                if matches!(
+                    event,
+                    DocumentEvent::DocumentAccepted { .. } | DocumentEvent::DocumentRendered { .. }
+                ) && document.state().is_some_and(|s| s.document.delivery.is_some())
+                {
+                    jobs.push(job(DELIVERY_PLAN, format!("{DELIVERY_PLAN}:{document_id}"), None));
+                }
             }
-            // Customer and issuer delivery (contract §2.6) once the document is accepted.
-            if matches!(
-                event,
-                DocumentEvent::DocumentAccepted { .. } | DocumentEvent::DocumentRendered { .. }
-            ) {
-                jobs.push(job(DELIVERY_PLAN, format!("{DELIVERY_PLAN}:{document_id}"), None));
-            }
-        }
-        jobs
-    })
+            jobs
+        },
+    )
 }
 
 /// The executor every document command goes through (with the outbox policy).
