@@ -41,8 +41,9 @@
 //! The same load, but with 16 job workers (`KUATIA_BENCH_WORKERS=N` for another number) and the channel pointing at an in-process SIFEN
 //! simulator (real HTTP and SOAP, signatures and QR checked): every document is numbered, signed,
 //! sent and accepted. After the clients stop, the bench waits until every document is final and
-//! reports, from the `documents` read model, each accepted document's posted → accepted time
-//! (p50/p90/p99) and `documents / (last acceptance − first post)`.
+//! reports each accepted document's posted → accepted time (the `documents` row's creation to
+//! its timeline's `DocumentAccepted`; p50/p90/p99) and `documents / (last acceptance − first
+//! post)`.
 //!
 //! # Backends
 //!
@@ -234,6 +235,71 @@ async fn run(window: Duration, cores: usize, rate: Option<f64>) -> Result<Vec<&'
     Ok(failed)
 }
 
+/// The bench's `/metrics` bearer token.
+const METRICS_TOKEN: &str = "bench-metrics";
+
+/// Per job kind, the seconds job attempts took in all and their number, from the service's
+/// `kuatia_job_duration_seconds` histogram (the process's metrics live as long as it does: the
+/// caller subtracts what an earlier backend left).
+async fn job_seconds(app: &TestApp) -> std::collections::BTreeMap<String, (f64, f64)> {
+    let mut kinds = std::collections::BTreeMap::new();
+    let Ok(response) = app
+        .client
+        .get(format!("{}/metrics", app.base))
+        .bearer_auth(METRICS_TOKEN)
+        .send()
+        .await
+    else {
+        return kinds;
+    };
+    let text = response.text().await.unwrap_or_default();
+    for line in text.lines() {
+        let (series, value) = match line.rsplit_once(' ') {
+            Some((series, value)) => (series, value.parse::<f64>().unwrap_or(0.0)),
+            None => continue,
+        };
+        let (sum, rest) = if let Some(rest) = series.strip_prefix("kuatia_job_duration_seconds_sum{") {
+            (true, rest)
+        } else if let Some(rest) = series.strip_prefix("kuatia_job_duration_seconds_count{") {
+            (false, rest)
+        } else {
+            continue;
+        };
+        let Some(kind) = rest.split("kind=\"").nth(1).and_then(|k| k.split('"').next()) else {
+            continue;
+        };
+        let entry = kinds.entry(kind.to_owned()).or_insert((0.0, 0.0));
+        if sum {
+            entry.0 += value;
+        } else {
+            entry.1 += value;
+        }
+    }
+    kinds
+}
+
+/// Where the job workers' time went: per kind, worker-seconds, attempts and per accepted document.
+fn print_job_seconds(
+    backend: &str,
+    before: &std::collections::BTreeMap<String, (f64, f64)>,
+    after: &std::collections::BTreeMap<String, (f64, f64)>,
+    documents: usize,
+) {
+    println!("{backend:<9} job worker time:  kind  seconds  attempts  ms/attempt  ms/document");
+    for (kind, (sum, count)) in after {
+        let (sum0, count0) = before.get(kind).copied().unwrap_or((0.0, 0.0));
+        let (sum, count) = (sum - sum0, count - count0);
+        if count <= 0.0 {
+            continue;
+        }
+        println!(
+            "{backend:<9}   {kind:<18} {sum:>8.1} {count:>9.0} {:>11.1} {:>12.1}",
+            1000.0 * sum / count,
+            1000.0 * sum / documents.max(1) as f64
+        );
+    }
+}
+
 /// What one backend did in the measured window.
 struct Row {
     backend: &'static str,
@@ -272,15 +338,28 @@ async fn bench_backend(backend: &Backend, window: Duration, rate: Option<f64>) -
     let app = TestApp::spawn_on(db, |config| {
         config.rate_limit_per_key = 10_000_000;
         config.workers = workers;
+        config.metrics_bearer_token = Some(kuatia_infrastructure::config::Secret::new(METRICS_TOKEN));
     })
     .await
     .context("starting the service")?;
     let endpoint = sim
         .as_ref()
         .map_or_else(|| "http://127.0.0.1:9".to_owned(), |s| s.base_url());
+    let jobs_before = job_seconds(&app).await;
     let result = drive(backend.name(), &app, window, rate, &endpoint).await;
     let result = match (result, &sim) {
-        (Ok(row), Some(_)) => settle(backend.name(), &app, row).await,
+        (Ok(row), Some(_)) => {
+            let settled = settle(backend.name(), &app, row).await;
+            if let Ok(row) = &settled {
+                print_job_seconds(
+                    backend.name(),
+                    &jobs_before,
+                    &job_seconds(&app).await,
+                    row.latencies.len(),
+                );
+            }
+            settled
+        }
         (result, _) => result,
     };
     // The service stops before its database is dropped (removed folder, DROP DATABASE).
@@ -392,8 +471,14 @@ async fn settle(backend: &'static str, app: &TestApp, row: Row) -> Result<Row> {
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    // Accepted when its `DocumentAccepted` was recorded (the row's `updated_at` moves on with the
+    // KuDE's artifact, later).
     let rows = store
-        .query("SELECT status, created_at, updated_at FROM documents", &[])
+        .query(
+            "SELECT d.status, d.created_at, t.at FROM documents d \
+             LEFT JOIN document_timeline t ON t.document_id = d.id AND t.event_type = 'DocumentAccepted'",
+            &[],
+        )
         .await?;
     let (mut first, mut last) = (None, None);
     let mut latencies = Vec::with_capacity(rows.len());
