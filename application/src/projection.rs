@@ -155,6 +155,11 @@ pub trait Projection: Send + Sync {
     /// them with fewer statements (the append transaction of an inline projection holds the
     /// global append lock, so every round trip there is paid by every writer).
     async fn apply_all(&self, tx: &mut dyn SqlTx, events: &[RecordedEvent]) -> Result<(), StoreError> {
+        self.apply_each(tx, events).await
+    }
+    /// [`Projection::apply`] on each event in turn (what an `apply_all` falls back to where it
+    /// cannot group, on SQLite say).
+    async fn apply_each(&self, tx: &mut dyn SqlTx, events: &[RecordedEvent]) -> Result<(), StoreError> {
         for event in events {
             self.apply(tx, event).await?;
         }

@@ -103,10 +103,7 @@ impl Projection for Documents {
     /// rebuild equal to them).
     async fn apply_all(&self, tx: &mut dyn SqlTx, events: &[RecordedEvent]) -> Result<(), StoreError> {
         if tx.backend() != Backend::Postgres {
-            for event in events {
-                self.apply(tx, event).await?;
-            }
-            return Ok(());
+            return self.apply_each(tx, events).await;
         }
         let mut intake = IntakeRows::default();
         let mut steps = StepRows::default();

@@ -57,10 +57,7 @@ impl Projection for EventTypeCounts {
     /// `last_position`, exactly what `apply` does event by event.
     async fn apply_all(&self, tx: &mut dyn SqlTx, events: &[RecordedEvent]) -> Result<(), StoreError> {
         if tx.backend() != Backend::Postgres {
-            for event in events {
-                self.apply(tx, event).await?;
-            }
-            return Ok(());
+            return self.apply_each(tx, events).await;
         }
         // Per type, in order of first appearance: its events' positions, ascending.
         let mut types: Vec<(&RecordedEvent, Vec<i64>)> = Vec::new();

@@ -95,10 +95,7 @@ impl Projection for NumberSeries {
             }
         }
         if !consecutive {
-            for event in events {
-                self.apply(tx, event).await?;
-            }
-            return Ok(());
+            return self.apply_each(tx, events).await;
         }
         let rows = runs
             .iter()

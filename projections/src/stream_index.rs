@@ -59,10 +59,7 @@ impl Projection for StreamIndex {
     /// [`MAX_JSON_PARAM_BYTES`](kuatia_application::projection::MAX_JSON_PARAM_BYTES) of rows.
     async fn apply_all(&self, tx: &mut dyn SqlTx, events: &[RecordedEvent]) -> Result<(), StoreError> {
         if tx.backend() != Backend::Postgres {
-            for event in events {
-                self.apply(tx, event).await?;
-            }
-            return Ok(());
+            return self.apply_each(tx, events).await;
         }
         // Per stream in order of first appearance: (first event, last event).
         let mut streams: Vec<(&RecordedEvent, &RecordedEvent)> = Vec::new();
