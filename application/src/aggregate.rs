@@ -329,13 +329,14 @@ where
     /// append between them). Each stream is decided and answered on its own, as
     /// [`Self::execute_all`] does; the streams are loaded concurrently. Each stream's commands
     /// are handled inside the span given with them, so the jobs they queue carry that span's
-    /// trace context (`NewJob::new`).
+    /// trace context (`NewJob::new`). Each stream comes back with its aggregate as the commands
+    /// left it (what a caller acting on the result would otherwise load again).
     pub async fn execute_each(
         &self,
         tenant: TenantId,
         work: Vec<(String, Vec<A::Command>, tracing::Span)>,
         metadata: EventMetadata,
-    ) -> Vec<Result<Committed, ExecuteError<A::Error>>> {
+    ) -> Vec<Result<(Committed, A), ExecuteError<A::Error>>> {
         let store = AggregateStore::<A>::new(self.store.clone(), tenant);
         let loads: Vec<_> = work
             .iter()
@@ -349,7 +350,7 @@ where
             .collect();
         let mut decided = Vec::with_capacity(work.len());
         for ((_, commands, span), load) in work.into_iter().zip(loads) {
-            let loaded = match load.await {
+            let mut loaded = match load.await {
                 Ok(Ok(loaded)) => loaded,
                 Ok(Err(StoreError::Invalid(_))) => {
                     decided.push(Err(ExecuteError::NotFound));
@@ -367,28 +368,33 @@ where
                 }
             };
             decided.push(
-                self.decide(&store, loaded, commands, metadata.clone())
+                self.decide(&store, &mut loaded, commands, metadata.clone())
                     .instrument(span)
-                    .await,
+                    .await
+                    .map(|decision| (decision, loaded.aggregate)),
             );
         }
         let requests: Vec<AppendRequest> = decided
             .iter_mut()
             .filter_map(|d| match d {
-                Ok(Decision::Append { request, .. }) => request.take(),
+                Ok((Decision::Append { request, .. }, _)) => request.take(),
                 _ => None,
             })
             .collect();
         let mut outcomes = self.store.append_all(requests).await.into_iter();
         decided
             .into_iter()
-            .map(|decision| match decision? {
-                Decision::Nothing(committed) => Ok(committed),
-                Decision::Append { .. } => committed(
-                    outcomes
-                        .next()
-                        .unwrap_or_else(|| Err(StoreError::Database("no append result".into()))),
-                ),
+            .map(|decided| {
+                let (decision, aggregate) = decided?;
+                match decision {
+                    Decision::Nothing(committed) => Ok((committed, aggregate)),
+                    Decision::Append { .. } => committed(
+                        outcomes
+                            .next()
+                            .unwrap_or_else(|| Err(StoreError::Database("no append result".into()))),
+                    )
+                    .map(|committed| (committed, aggregate)),
+                }
             })
             .collect()
     }
@@ -397,7 +403,7 @@ where
     async fn decide(
         &self,
         store: &AggregateStore<A>,
-        mut loaded: LoadedAggregate<A>,
+        loaded: &mut LoadedAggregate<A>,
         commands: Vec<A::Command>,
         metadata: EventMetadata,
     ) -> Result<Decision, ExecuteError<A::Error>> {
@@ -429,7 +435,7 @@ where
             .map(|policy| policy(&stream, &loaded.aggregate, &events))
             .unwrap_or_default();
         let request = store
-            .request(&events, &loaded, metadata, jobs)
+            .request(&events, loaded, metadata, jobs)
             .map_err(ExecuteError::Store)?;
         Ok(Decision::Append {
             request: Some(request),
@@ -439,11 +445,11 @@ where
     async fn run(
         &self,
         store: &AggregateStore<A>,
-        loaded: LoadedAggregate<A>,
+        mut loaded: LoadedAggregate<A>,
         commands: Vec<A::Command>,
         metadata: EventMetadata,
     ) -> Result<Committed, ExecuteError<A::Error>> {
-        match self.decide(store, loaded, commands, metadata).await? {
+        match self.decide(store, &mut loaded, commands, metadata).await? {
             Decision::Nothing(committed) => Ok(committed),
             Decision::Append { request } => {
                 let request =

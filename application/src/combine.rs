@@ -15,7 +15,11 @@
 //! - A caller already answered returns at once; only the unanswered compete to lead. (Queuing for
 //!   the leader lock just to read an answer would keep callers from queuing new work and shrink
 //!   every batch.)
+//! - A combiner may *gather* before each batch ([`Combiner::with_gather`]): the leader waits on
+//!   the given future (for callers known to be on their way, say) before it takes the queue.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Mutex;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -28,12 +32,16 @@ pub struct Waiting<Req, Res> {
     pub reply: oneshot::Sender<Res>,
 }
 
+/// What a leader waits on before it takes a batch (see [`Combiner::with_gather`]).
+pub type Gather = Box<dyn Fn() -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
+
 /// The queue and the leader lock.
 pub struct Combiner<Req, Res> {
     pending: Mutex<Vec<Waiting<Req, Res>>>,
     leader: tokio::sync::Mutex<()>,
     max_weight: usize,
     weight: fn(&Req) -> usize,
+    gather: Option<Gather>,
 }
 
 impl<Req, Res> std::fmt::Debug for Combiner<Req, Res> {
@@ -52,7 +60,17 @@ impl<Req, Res> Combiner<Req, Res> {
             leader: tokio::sync::Mutex::new(()),
             max_weight: max_weight.max(1),
             weight,
+            gather: None,
         }
+    }
+
+    /// Before taking each batch the leader awaits `gather()` (it should end soon: every request
+    /// queued meanwhile waits with it), so that requests known to be on their way join the batch
+    /// instead of the next one.
+    #[must_use]
+    pub fn with_gather(mut self, gather: Gather) -> Self {
+        self.gather = Some(gather);
+        self
     }
 
     fn queue(&self) -> std::sync::MutexGuard<'_, Vec<Waiting<Req, Res>>> {
@@ -131,6 +149,9 @@ impl<Req, Res> Combiner<Req, Res> {
                 Ok(res) => return Some(res),
                 Err(oneshot::error::TryRecvError::Closed) => return None,
                 Err(oneshot::error::TryRecvError::Empty) => {}
+            }
+            if let Some(gather) = &self.gather {
+                gather().await;
             }
             let batch = self.take_batch();
             if batch.is_empty() {
@@ -233,6 +254,49 @@ mod tests {
                 "a run is queued contiguously and in order: {order:?}"
             );
         }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_leader_that_gathers_takes_the_requests_that_arrive_meanwhile() {
+        // The first caller leads at once; its gathering lasts until the other four have queued,
+        // so one batch holds all five. Without the gather the first runs alone.
+        let queued = Arc::new(tokio::sync::Semaphore::new(0));
+        let gate = queued.clone();
+        let combiner = Arc::new(
+            Combiner::<u32, u32>::new(10, |_| 1).with_gather(Box::new(move || {
+                let gate = gate.clone();
+                Box::pin(async move {
+                    let _ = gate
+                        .acquire_many(4)
+                        .await
+                        .map(tokio::sync::SemaphorePermit::forget);
+                })
+            })),
+        );
+        let batches: Batches = Arc::default();
+        let first = {
+            let (combiner, batches) = (combiner.clone(), batches.clone());
+            tokio::spawn(async move { combiner.submit(0, runner(batches)).await })
+        };
+        let mut others = Vec::new();
+        for i in 1..5u32 {
+            while combiner.queued() < i as usize {
+                tokio::task::yield_now().await;
+            }
+            let (queue, batches) = (combiner.clone(), batches.clone());
+            others.push(tokio::spawn(
+                async move { queue.submit(i, runner(batches)).await },
+            ));
+            while combiner.queued() < i as usize + 1 {
+                tokio::task::yield_now().await;
+            }
+            queued.add_permits(1);
+        }
+        assert_eq!(first.await.unwrap(), Some(0));
+        for (i, other) in others.into_iter().enumerate() {
+            assert_eq!(other.await.unwrap(), Some((i as u32 + 1) * 2));
+        }
+        assert_eq!(*batches.lock().unwrap(), vec![vec![0, 1, 2, 3, 4]]);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

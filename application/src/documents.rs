@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use kuatia_domain::channel::ChannelKind;
 use kuatia_domain::document::aggregate::{
-    self, Document, DocumentCommand, DocumentError, DocumentEvent, DocumentStatus,
+    self, Document, DocumentCommand, DocumentError, DocumentEvent, DocumentState, DocumentStatus,
 };
 use kuatia_domain::document::canonical::CanonicalDocument;
 use kuatia_domain::document::issues::Issue;
@@ -44,9 +44,11 @@ fn from_execute(err: ExecuteError<DocumentError>) -> DocumentsError {
     }
 }
 
-/// Job kind: number, build, sign and store a queued SIFEN document.
+/// Job kind: number, build, sign and store a queued SIFEN document, and send its first attempt
+/// (with the documents numbered in the same turn).
 pub const SIFEN_PREPARE: &str = "sifen.prepare";
-/// Job kind: send a signed SIFEN document (or reconcile and resend after a failure).
+/// Job kind: send a SIFEN document again after an operational failure or a manual retry
+/// (reconciling first).
 pub const SIFEN_SUBMIT: &str = "sifen.submit";
 /// Job kind: send a requested SIFEN event (cancelación, inutilización) and record SIFEN's answer.
 pub const SIFEN_EVENT: &str = "sifen.event";
@@ -60,16 +62,9 @@ pub const KUDE_RENDER: &str = "printing.kude";
 /// Job kind: render a new version of a document's printable (`POST /regenerate-pdf`).
 pub const PRINTABLE_REGENERATE: &str = "printing.regenerate";
 
-/// The key of the [`SIFEN_SUBMIT`] job a document's signing queues: the one job that sends its
-/// first attempt.
-pub fn signed_submit_key(document_id: impl std::fmt::Display) -> String {
-    format!("{SIFEN_SUBMIT}:{document_id}:signed")
-}
-
 /// The document's outbox: the jobs its new events call for, committed with them.
-/// - queued for `sifen` → [`SIFEN_PREPARE`];
-/// - signed → [`SIFEN_SUBMIT`] now; a retry scheduled → [`SIFEN_SUBMIT`] at its time; a manual
-///   retry → [`SIFEN_SUBMIT`] now;
+/// - queued for `sifen` → [`SIFEN_PREPARE`] (which also sends the first attempt);
+/// - a retry scheduled → [`SIFEN_SUBMIT`] at its time; a manual retry → [`SIFEN_SUBMIT`] now;
 /// - a cancelación or inutilización requested → [`SIFEN_EVENT`] now (the aggregate requests
 ///   these only for `sifen` documents);
 /// - queued for `autoimpresor` → [`AUTOIMPRESOR_ISSUE`]; rendered (accepted) or voided
@@ -126,9 +121,6 @@ pub fn job_policy() -> Arc<JobPolicy<Document>> {
                     }
                     DocumentEvent::DocumentRendered { .. } => jobs.push(report("issued")),
                     DocumentEvent::DocumentInvalidated { fiscal: false, .. } => jobs.push(report("voided")),
-                    DocumentEvent::DocumentSigned { .. } => {
-                        jobs.push(job(SIFEN_SUBMIT, signed_submit_key(document_id), None));
-                    }
                     DocumentEvent::DocumentRetryScheduled { next_attempt_at, .. } => jobs.push(job(
                         SIFEN_SUBMIT,
                         format!(
@@ -250,13 +242,13 @@ pub async fn commands(
 /// append their numbers in order, usually in one transaction. A document another writer changed
 /// meanwhile answers [`DocumentsError::Conflict`] (not decided again: the caller knows whether
 /// that is worth it). The commands run in the span given with them (the jobs they queue carry
-/// its trace).
+/// its trace). Each document comes back as its commands left it.
 pub async fn commands_each(
     store: &SharedStore,
     tenant: TenantId,
     work: Vec<(Uuid, Vec<DocumentCommand>, tracing::Span)>,
     metadata: EventMetadata,
-) -> Vec<Result<(), DocumentsError>> {
+) -> Vec<Result<Option<DocumentState>, DocumentsError>> {
     let work = work
         .into_iter()
         .map(|(id, commands, span)| (aggregate::stream_id(tenant, id), commands, span))
@@ -265,7 +257,11 @@ pub async fn commands_each(
         .execute_each(tenant, work, metadata)
         .await
         .into_iter()
-        .map(|result| result.map(|_| ()).map_err(from_execute))
+        .map(|result| {
+            result
+                .map(|(_, document)| document.into_state())
+                .map_err(from_execute)
+        })
         .collect()
 }
 

@@ -144,9 +144,10 @@ pub struct Config {
     /// `KUATIA_SIFEN_EXTRA_ROOTS_FILE`: a PEM file of root certificates the SIFEN client trusts
     /// besides the system's (a simulator's self-signed certificate). Default unset.
     pub sifen_extra_roots_file: Option<PathBuf>,
-    /// `KUATIA_SIFEN_LOT_WINDOW_MS`: how long a document's first submission waits for others
-    /// being submitted at the same time to share one siRecepLoteDE lot (up to 50); a document
-    /// alone goes at once through siRecepDE. 0: never lots. Default 200.
+    /// `KUATIA_SIFEN_LOT_WINDOW_MS`: the documents of one numbering turn go out as one
+    /// siRecepLoteDE lot (up to 50); a turn waits at most this long for the `sifen.prepare` jobs
+    /// already running to join it. A turn of one goes at once through siRecepDE. 0: never lots.
+    /// Default 200.
     pub sifen_lot_window_ms: u64,
     /// `KUATIA_SIFEN_LOT_POLL_MS`: from sending a lot to its first poll, and between polls. Default 600 000 (SIFEN's guide: at least 10
     /// minutes), 1 000 in demo mode (the built-in simulator processes a lot in 2 s).

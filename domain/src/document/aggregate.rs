@@ -1719,6 +1719,11 @@ impl Document {
         self.state.as_ref()
     }
 
+    /// The document's state, taken.
+    pub fn into_state(self) -> Option<DocumentState> {
+        self.state
+    }
+
     /// The events a command produces in the current state, or why it is refused. Pure: `handle`
     /// writes these through the event sink, and a caller may ask without writing.
     pub fn decide(&self, command: DocumentCommand) -> Decision {

@@ -110,7 +110,6 @@ async fn metrics_are_disabled_without_a_token_and_guarded_with_one() {
         // Job attempts and run times, recorded by the worker.
         "# TYPE kuatia_job_attempts_total counter",
         "kuatia_job_attempts_total{kind=\"sifen.prepare\",outcome=\"succeeded\"}",
-        "kuatia_job_attempts_total{kind=\"sifen.submit\",outcome=\"succeeded\"}",
         "# TYPE kuatia_job_duration_seconds histogram",
         "kuatia_job_duration_seconds_bucket{kind=\"sifen.prepare\",le=\"0.01\"}",
         // SIFEN's answer by operation and code, and the call's latency, from the SOAP client.

@@ -274,7 +274,7 @@ async fn a_request_its_jobs_and_the_sifen_call_are_one_trace_exported_over_otlp(
 
     // Spans arrive in batches (at most a second after they end).
     let deadline = Instant::now() + Duration::from_secs(20);
-    let (request, prepare, submit, soap) = loop {
+    let (request, prepare, next, soap) = loop {
         let spans = collector.spans_of(&trace_id);
         let named = |name: &str| spans.iter().find(|s| s["name"] == name).cloned();
         let request = named("POST /v1/documents");
@@ -282,11 +282,13 @@ async fn a_request_its_jobs_and_the_sifen_call_are_one_trace_exported_over_otlp(
             .iter()
             .find(|s| s["name"] == "sifen.prepare" && s["parentSpanId"] == request_span.as_str())
             .cloned();
-        let submit = prepare.as_ref().and_then(|p| {
+        // The prepare job sends the document and records SIFEN's verdict, whose jobs (the KuDE,
+        // the webhook fan-out) continue the trace under it.
+        let next = prepare.as_ref().and_then(|p| {
             spans
                 .iter()
                 .find(|s| {
-                    matches!(s["name"].as_str(), Some("sifen.submit" | "sifen.lot"))
+                    matches!(s["name"].as_str(), Some("printing.kude" | "webhook.fanout"))
                         && s["parentSpanId"] == p["spanId"]
                 })
                 .cloned()
@@ -295,7 +297,7 @@ async fn a_request_its_jobs_and_the_sifen_call_are_one_trace_exported_over_otlp(
             .iter()
             .find(|s| s["name"] == "SIFEN siRecepDE" || s["name"] == "SIFEN siRecepLoteDE")
             .cloned();
-        if let (Some(a), Some(b), Some(c), Some(d)) = (&request, &prepare, &submit, &soap) {
+        if let (Some(a), Some(b), Some(c), Some(d)) = (&request, &prepare, &next, &soap) {
             break (a.clone(), b.clone(), c.clone(), d.clone());
         }
         assert!(
@@ -317,13 +319,14 @@ async fn a_request_its_jobs_and_the_sifen_call_are_one_trace_exported_over_otlp(
     );
     // The jobs: consumer spans, each under the span that queued it.
     assert_eq!(prepare["kind"], 5, "consumer");
-    assert_eq!(submit["kind"], 5);
+    assert_eq!(next["kind"], 5);
     assert_eq!(
-        attribute(&submit, "job.kind"),
-        Some(&json!({"stringValue": submit["name"]}))
+        attribute(&next, "job.kind"),
+        Some(&json!({"stringValue": next["name"]}))
     );
-    // The SIFEN call: a client span under a job of the trace, with SIFEN's code.
+    // The SIFEN call: a client span under the prepare job, with SIFEN's code.
     assert_eq!(soap["kind"], 3, "client");
+    assert_eq!(soap["parentSpanId"], prepare["spanId"], "{soap}");
     let jobs: Vec<Value> = collector
         .spans_of(&trace_id)
         .into_iter()
@@ -335,7 +338,7 @@ async fn a_request_its_jobs_and_the_sifen_call_are_one_trace_exported_over_otlp(
         attribute(&soap, "sifen.code"),
         Some(&json!({"stringValue": "0260"}))
     );
-    for span in [&request, &prepare, &submit, &soap] {
+    for span in [&request, &prepare, &next, &soap] {
         let start: u128 = span["startTimeUnixNano"]
             .as_str()
             .expect("start")
@@ -408,10 +411,9 @@ fn series(text: &str, name_and_labels: &str) -> f64 {
 
 #[tokio::test]
 async fn a_lot_result_counts_sifen_s_code_for_each_document() {
-    // A first submission goes alone unless another is running at that moment: the first of the
-    // three is sent through siRecepDE, and SIFEN taking half a second to answer it makes sure the
-    // other two find it running and share a lot (without the delay, whether they overlap depends
-    // on the machine: seen alone, all three, in CI).
+    // Documents whose `sifen.prepare` jobs wait for the same numbering turn go out as one lot.
+    // Six posted at once: the first may have its turn alone (sent through siRecepDE, which SIFEN
+    // takes half a second to answer), the ones claimed meanwhile share the next turn and its lot.
     let f = crate::sifen_pipeline::Fx::new(
         SimConfig {
             latency_ms: 500,
@@ -420,6 +422,7 @@ async fn a_lot_result_counts_sifen_s_code_for_each_document() {
         |c| {
             c.metrics_bearer_token = Some(Secret::new("m3trics-token"));
             c.sifen_lot_window_ms = 1_000;
+            c.workers = 8;
         },
     )
     .await;
@@ -434,7 +437,7 @@ async fn a_lot_result_counts_sifen_s_code_for_each_document() {
     let before = scrape().await;
 
     let mut posts = tokio::task::JoinSet::new();
-    for i in 0..3 {
+    for i in 0..6 {
         let request = f
             .req(Method::POST, "/v1/documents")
             .header("Idempotency-Key", format!("otel-lot-{i}"))

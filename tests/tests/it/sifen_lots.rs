@@ -1,5 +1,5 @@
-//! SIFEN lots, black-box: documents submitted at the same time go to the simulator as one
-//! siRecepLoteDE, the `sifen.lot` job polls siResultLoteDE (through 0361 "processing") and each
+//! SIFEN lots, black-box: documents numbered in the same turn (posted at the same time) go to
+//! the simulator as one siRecepLoteDE, the `sifen.lot` job polls siResultLoteDE (through 0361 "processing") and each
 //! document records its own verdict; a lot SIFEN did not queue, or whose answer was lost, is
 //! reconciled by CDC and never has a CDC sent again while a lot holding it is processing.
 
@@ -119,9 +119,9 @@ async fn documents_submitted_together_share_a_lot_that_is_polled_until_done() {
 }
 
 #[tokio::test]
-async fn a_batch_closes_as_soon_as_every_running_submission_waits_in_it_not_after_the_window() {
-    // A window far longer than the test may take: lots still go out, because a batch closes once
-    // no running submission is left to join it.
+async fn a_turn_gathers_only_the_jobs_on_their_way_not_for_the_whole_window() {
+    // A window far longer than the test may take: lots still go out, because a numbering turn
+    // waits only until the `sifen.prepare` jobs already started have joined it.
     let f = Fx::new(SimConfig::default(), |c| {
         lots_config(c);
         c.sifen_lot_window_ms = 120_000;
