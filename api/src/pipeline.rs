@@ -364,7 +364,11 @@ impl Pipeline {
             .map_err(retry)?;
         let csc = self.vault.get(tenant, sifen.csc_secret_id).await.map_err(retry)?;
         let csc = String::from_utf8(csc.to_vec()).map_err(|_| permanent("an unreadable CSC"))?;
+        let key = SigningKey::from_pem(&pem).map_err(|e| {
+            JobFailure::Permanent(format!("document {}: the signing key: {e}", state.document_id))
+        })?;
         Ok(Setup {
+            key: Arc::new(key),
             issuer,
             endpoint: channel.endpoint.clone(),
             certificate_id: sifen.certificate_id,
@@ -409,7 +413,10 @@ struct Setup {
     csc_id: String,
     csc: String,
     environment: kuatia_domain::channel::SifenEnvironment,
+    /// The certificate's private key and chain, PEM (the SOAP client's TLS identity).
     pem: Vec<u8>,
+    /// The same, parsed for signing.
+    key: Arc<SigningKey>,
     /// The tenant's city names by code (`config::city_names`), when the document needs them.
     cities: Option<std::collections::BTreeMap<u32, String>>,
 }
@@ -432,7 +439,7 @@ fn build_and_sign(
 ) -> Result<Signed, JobFailure> {
     let signing = SigningSetup {
         issuer: &setup.issuer,
-        pem: &setup.pem,
+        key: &setup.key,
         csc_id: &setup.csc_id,
         csc: &setup.csc,
         environment: setup.environment,

@@ -37,6 +37,7 @@ use kuatia_domain::print_settings::PrintSettings;
 use kuatia_domain::ruc::Ruc;
 use kuatia_domain::sifen::de::{Issuer, NoCityNames};
 use kuatia_infrastructure::selfsigned::SelfSigned;
+use kuatia_infrastructure::sifen::sign::SigningKey;
 use kuatia_infrastructure::sifen_sim::{self, CscEntry, SimConfig};
 use kuatia_infrastructure::sifen_soap::client::{
     Answered, ClientIdentity, MAX_ANSWER_BYTES, SifenClient, SoapClientConfig,
@@ -951,9 +952,10 @@ pub async fn preview(
             let signed = {
                 let pem = pem.clone();
                 tokio::task::spawn_blocking(move || {
+                    let key = SigningKey::from_pem(&pem).map_err(|e| format!("the signing key: {e}"))?;
                     let signing = SigningSetup {
                         issuer: &issuer,
-                        pem: &pem,
+                        key: &key,
                         csc_id: &csc_id,
                         csc: &csc,
                         environment: SifenEnvironment::Test,
@@ -1116,11 +1118,12 @@ mod tests {
         let pem = throwaway_pem(&ruc).await.expect("certificate");
         let again = throwaway_pem(&ruc).await.expect("certificate");
         assert!(Arc::ptr_eq(&pem, &again), "one certificate per RUC and process");
+        let key = SigningKey::from_pem(&pem).expect("key");
         let signed = sifen_build::build_and_sign(
             &document,
             &SigningSetup {
                 issuer: &issuer,
-                pem: &pem,
+                key: &key,
                 csc_id: TEST_CSC_ID,
                 csc: TEST_CSC,
                 environment: SifenEnvironment::Test,
