@@ -76,6 +76,11 @@ use std::time::{Duration, Instant};
 use tokio::sync::Barrier;
 use uuid::Uuid;
 
+/// The service binary's allocator (`api/src/main.rs`): the service measured here runs in this
+/// process.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Default measured seconds.
 const DEFAULT_SECS: u64 = 10;
 /// Warm-up before the measured window.

@@ -55,6 +55,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use tokio::sync::Barrier;
 
+/// The service binary's allocator (`api/src/main.rs`): the service measured here runs in this
+/// process.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const DEFAULT_ROWS: usize = 2_000_000;
 const DEFAULT_SECS: u64 = 10;
 const WARM_UP: Duration = Duration::from_secs(2);
