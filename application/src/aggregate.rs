@@ -74,7 +74,7 @@ fn store_error<E: std::error::Error>(err: StoreError) -> AggregateError<E> {
     }
 }
 
-impl<A: Aggregate + 'static> AggregateStore<A> {
+impl<A: Aggregate + Clone + 'static> AggregateStore<A> {
     async fn load_owned(&self, stream_id: &str) -> Result<Vec<RecordedEvent>, StoreError> {
         let events = self.store.load_stream(stream_id).await?;
         if let Some(first) = events.first()
@@ -141,17 +141,36 @@ impl<A: Aggregate + 'static> AggregateStore<A> {
         jobs: Vec<NewJob>,
     ) -> Result<AppendOutcome, StoreError> {
         let request = self.request(events, context, metadata, jobs)?;
+        // Not folded here: the next load reads the stream again.
+        if let Some(cache) = self.store.aggregate_cache() {
+            cache.forget(&context.stream_id);
+        }
         self.store.append(request).await
     }
 
-    /// Loads and folds an aggregate.
+    /// Loads and folds an aggregate: from the store's cache (`crate::aggregate_cache`) and the
+    /// events after its version when it holds the stream, otherwise the whole stream.
     pub async fn load(&self, stream_id: &str) -> Result<LoadedAggregate<A>, StoreError> {
-        let events = self.load_owned(stream_id).await?;
-        let mut aggregate = A::default();
-        let mut version = 0;
+        let cache = self.store.aggregate_cache();
+        let (cached, mut aggregate, mut version) =
+            match cache.and_then(|c| c.get::<A>(self.tenant, stream_id)) {
+                Some((version, aggregate)) => (true, aggregate, version),
+                None => (false, A::default(), 0),
+            };
+        let events = if cached {
+            self.store.load_stream_after(stream_id, version).await?
+        } else {
+            self.load_owned(stream_id).await?
+        };
         for event in &events {
             aggregate.apply(Self::decode(event)?);
             version = event.stream_version;
+        }
+        if let Some(cache) = cache
+            && version > 0
+            && !(cached && events.is_empty())
+        {
+            cache.put(self.tenant, stream_id, version, &aggregate);
         }
         Ok(LoadedAggregate {
             aggregate,
@@ -159,9 +178,26 @@ impl<A: Aggregate + 'static> AggregateStore<A> {
             version,
         })
     }
+
+    /// What a command's append did to the cache: committed, the aggregate as its events left it;
+    /// a conflict, forgotten (someone else wrote the stream; the next load reads it).
+    fn settle(&self, loaded: &LoadedAggregate<A>, outcome: &Result<AppendOutcome, StoreError>) {
+        let Some(cache) = self.store.aggregate_cache() else {
+            return;
+        };
+        match outcome {
+            Ok(outcome) => cache.put(
+                self.tenant,
+                &loaded.stream_id,
+                outcome.stream_version,
+                &loaded.aggregate,
+            ),
+            Err(_) => cache.forget(&loaded.stream_id),
+        }
+    }
 }
 
-impl<A: Aggregate + 'static> EventStore<A> for AggregateStore<A>
+impl<A: Aggregate + Clone + 'static> EventStore<A> for AggregateStore<A>
 where
     A::Event: Send,
 {
@@ -256,7 +292,7 @@ pub struct CommandExecutor<A: Aggregate> {
     jobs: Option<Arc<JobPolicy<A>>>,
 }
 
-impl<A: Aggregate + 'static> CommandExecutor<A>
+impl<A: Aggregate + Clone + 'static> CommandExecutor<A>
 where
     A::Event: Send,
 {
@@ -371,7 +407,7 @@ where
                 self.decide(&store, &mut loaded, commands, metadata.clone())
                     .instrument(span)
                     .await
-                    .map(|decision| (decision, loaded.aggregate)),
+                    .map(|decision| (decision, loaded)),
             );
         }
         let requests: Vec<AppendRequest> = decided
@@ -385,15 +421,16 @@ where
         decided
             .into_iter()
             .map(|decided| {
-                let (decision, aggregate) = decided?;
+                let (decision, loaded) = decided?;
                 match decision {
-                    Decision::Nothing(committed) => Ok((committed, aggregate)),
-                    Decision::Append { .. } => committed(
-                        outcomes
+                    Decision::Nothing(committed) => Ok((committed, loaded.aggregate)),
+                    Decision::Append { .. } => {
+                        let outcome = outcomes
                             .next()
-                            .unwrap_or_else(|| Err(StoreError::Database("no append result".into()))),
-                    )
-                    .map(|committed| (committed, aggregate)),
+                            .unwrap_or_else(|| Err(StoreError::Database("no append result".into())));
+                        store.settle(&loaded, &outcome);
+                        committed(outcome).map(|committed| (committed, loaded.aggregate))
+                    }
                 }
             })
             .collect()
@@ -454,7 +491,9 @@ where
             Decision::Append { request } => {
                 let request =
                     request.ok_or_else(|| ExecuteError::Store(StoreError::Invalid("no append".into())))?;
-                committed(self.store.append(request).await)
+                let outcome = self.store.append(request).await;
+                store.settle(&loaded, &outcome);
+                committed(outcome)
             }
         }
     }

@@ -317,6 +317,20 @@ pub trait Store: Send + Sync {
     /// Every event of one stream in version order, upcast.
     async fn load_stream(&self, stream_id: &str) -> Result<Vec<RecordedEvent>, StoreError>;
 
+    /// The events of one stream after version `after`, in version order, upcast (what a cached
+    /// aggregate at that version has not seen).
+    async fn load_stream_after(&self, stream_id: &str, after: u64) -> Result<Vec<RecordedEvent>, StoreError> {
+        let mut events = self.load_stream(stream_id).await?;
+        events.retain(|e| e.stream_version > after);
+        Ok(events)
+    }
+
+    /// The folded aggregates this store's users keep (`crate::aggregate_cache`); `None`: none
+    /// are kept, every load reads the whole stream.
+    fn aggregate_cache(&self) -> Option<&crate::aggregate_cache::AggregateCache> {
+        None
+    }
+
     /// Events in global (commit) order, upcast.
     async fn read_all(&self, filter: &ReadFilter) -> Result<Vec<RecordedEvent>, StoreError>;
 

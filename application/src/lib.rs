@@ -8,6 +8,7 @@
 
 pub mod access;
 pub mod aggregate;
+pub mod aggregate_cache;
 pub mod artifacts;
 pub mod combine;
 pub mod configuration;

@@ -9,6 +9,7 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use kuatia_application::aggregate_cache::AggregateCache;
 use kuatia_application::event_store::{
     AppendOutcome, AppendRequest, BatchOutcome, EventMetadata, ProjectionKind, ReadFilter, RecordedEvent,
     Store, StoreError, SubscriptionStatus,
@@ -78,6 +79,8 @@ pub struct SqliteStore {
 
 /// What the store and its group-commit tasks share.
 struct SqliteInner {
+    /// Folded aggregates by stream (`Store::aggregate_cache`).
+    aggregates: AggregateCache,
     pool: SqlitePool,
     write: Mutex<()>,
     inline: Vec<Arc<dyn Projection>>,
@@ -135,6 +138,7 @@ impl SqliteStore {
         let (hint, _) = watch::channel(head);
         let store = Self {
             inner: Arc::new(SqliteInner {
+                aggregates: AggregateCache::default(),
                 pool,
                 write: Mutex::new(()),
                 inline,
@@ -433,6 +437,26 @@ impl Store for SqliteStore {
         rows.iter()
             .map(|row| event_from_row(row).map(|e| upcast(&self.inner.upcasters, e)))
             .collect()
+    }
+
+    async fn load_stream_after(&self, stream_id: &str, after: u64) -> Result<Vec<RecordedEvent>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            event_columns!(),
+            " FROM events WHERE stream_id = $1 AND stream_version > $2 ORDER BY stream_version"
+        ))
+        .bind(stream_id)
+        .bind(i64::try_from(after).unwrap_or(i64::MAX))
+        .fetch_all(&self.inner.pool)
+        .await
+        .map_err(db_error)?;
+        rows.iter()
+            .map(|row| event_from_row(row).map(|e| upcast(&self.inner.upcasters, e)))
+            .collect()
+    }
+
+    fn aggregate_cache(&self) -> Option<&AggregateCache> {
+        Some(&self.inner.aggregates)
     }
 
     async fn read_all(&self, filter: &ReadFilter) -> Result<Vec<RecordedEvent>, StoreError> {

@@ -128,6 +128,59 @@ async fn concurrent_commands_on_one_aggregate_conflict_instead_of_overwriting() 
 }
 
 #[tokio::test]
+async fn a_cached_aggregate_catches_up_with_another_instance_and_equals_a_full_fold() {
+    // Two stores on one database: two instances, each with its own aggregate cache.
+    let db = TestDb::new().await;
+    let (here, there) = (db.open().await.store(), db.open().await.store());
+    let t = tenant();
+    let meta = EventMetadata::default;
+    let executor = CommandExecutor::<Ledger>::new(here.clone(), ());
+    executor
+        .execute(t, "acct", C::Open { owner: "ana".into() }, meta())
+        .await
+        .expect("open");
+    executor
+        .execute(t, "acct", C::Deposit { amount: 100 }, meta())
+        .await
+        .expect("deposit");
+    // Committing left the aggregate in this store's cache, at its version.
+    let cache = here.aggregate_cache().expect("the store keeps aggregates");
+    let (version, cached) = cache.get::<Ledger>(t, "acct").expect("cached");
+    assert_eq!((version, cached.balance), (2, 100));
+    assert!(
+        cache.get::<Ledger>(tenant(), "acct").is_none(),
+        "another tenant's stream"
+    );
+
+    // The other instance deposits; this one's cache is behind, yet a withdrawal only that deposit
+    // allows is decided on the stream as it stands (the events after the cached version).
+    CommandExecutor::<Ledger>::new(there.clone(), ())
+        .execute(t, "acct", C::Deposit { amount: 50 }, meta())
+        .await
+        .expect("deposit there");
+    executor
+        .execute(t, "acct", C::Withdraw { amount: 150 }, meta())
+        .await
+        .expect("withdraw what both deposited");
+    let loaded = AggregateStore::<Ledger>::new(here.clone(), t)
+        .load("acct")
+        .await
+        .expect("load");
+    assert_eq!((loaded.version(), loaded.aggregate().balance), (4, 0));
+
+    // What the cache holds is what folding every event gives.
+    let mut folded = Ledger::default();
+    let envelopes = AggregateStore::<Ledger>::new(there, t)
+        .load_events("acct")
+        .await
+        .expect("events");
+    for envelope in envelopes {
+        cqrs_es::Aggregate::apply(&mut folded, envelope.payload);
+    }
+    assert_eq!(cache.get::<Ledger>(t, "acct"), Some((4, folded)));
+}
+
+#[tokio::test]
 async fn our_store_serves_cqrs_es_through_its_event_store_trait() {
     let db = TestDb::new().await;
     let store = db.open().await.store();

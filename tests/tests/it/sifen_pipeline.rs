@@ -191,6 +191,28 @@ async fn an_invoice_is_numbered_signed_sent_and_accepted_and_its_xml_verifies() 
         ]
     );
     assert!(kude(&timeline[10]), "{:?}", timeline[10]);
+    // The service kept the document folded in its store's cache as its events went by
+    // (`kuatia_application::aggregate_cache`): it holds what folding every event gives.
+    {
+        use cqrs_es::EventStore;
+        use kuatia_domain::document::aggregate::{Document, stream_id};
+        let tenant = kuatia_domain::tenancy::TenantId::from_uuid(f.r.tenant.parse().expect("tenant"));
+        let store = f.app.service().database.store();
+        let stream = stream_id(tenant, doc.parse().expect("id"));
+        let aggregates =
+            kuatia_application::aggregate::AggregateStore::<Document>::new(store.clone(), tenant);
+        let mut folded = Document::default();
+        for envelope in aggregates.load_events(&stream).await.expect("events") {
+            cqrs_es::Aggregate::apply(&mut folded, envelope.payload);
+        }
+        let cached = store
+            .aggregate_cache()
+            .and_then(|c| c.get::<Document>(tenant, &stream));
+        assert!(
+            cached == Some((11, folded)),
+            "the cached document differs from its events"
+        );
+    }
     // The first attempt is on record with the signature, in the same append (one transaction:
     // one time, consecutive positions), and the job sends it without an append of its own.
     let (signed, submitted) = (&timeline[6], &timeline[7]);
