@@ -1639,8 +1639,8 @@ fn two_instances_on_one_postgres_survive_sigkills_with_documents_accepted_once_a
             // What is left, document by document: its events and its unfinished jobs.
             let stuck = stats_of(
                 "SELECT d.id::text || ' ' || d.status || ' events: ' || \
-                   (SELECT string_agg(t.event_type, ', ' ORDER BY t.version) FROM document_timeline t \
-                    WHERE t.document_id = d.id) || ' jobs: ' || \
+                   (SELECT string_agg(e.event_type, ', ' ORDER BY e.stream_version) FROM events e \
+                    WHERE e.stream_id = d.stream_id) || ' jobs: ' || \
                    coalesce((SELECT string_agg(j.idempotency_key || ' ' || j.state || ' attempts ' || \
                       j.attempts || ' due in ' || (j.next_attempt_at - clock_timestamp())::text || \
                       ' lease ' || coalesce(j.lease_owner, '-') || ' error ' || coalesce(j.last_error, '-'), \

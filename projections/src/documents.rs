@@ -1,6 +1,7 @@
-//! `documents` (inline): the status and list read model (`documents`), each document's timeline
-//! (`document_timeline`, one row per event, never rewritten) and its artifacts
-//! (`document_artifacts`), from the document streams, and the queries the document endpoints run.
+//! `documents` (inline): the status and list read model (`documents`) and each document's
+//! artifacts (`document_artifacts`), from the document streams, and the queries the document
+//! endpoints run. A document's timeline is its stream itself ([`timeline`] reads the events), not
+//! a copy of it.
 //!
 //! Inline, so that a read right after `POST /v1/documents` sees the document. Updates carry the
 //! stream version and only apply forward, so a replayed event changes nothing.
@@ -48,7 +49,7 @@ impl Projection for Documents {
     }
 
     fn tables(&self) -> &'static [&'static str] {
-        &["documents", "document_timeline", "document_artifacts"]
+        &["documents", "document_artifacts"]
     }
 
     async fn apply(&self, tx: &mut dyn SqlTx, event: &RecordedEvent) -> Result<(), StoreError> {
@@ -58,7 +59,6 @@ impl Projection for Documents {
         let decoded = decode(event)?;
         let document_id = document_id(event)?;
         let version = event.stream_version as i64;
-        let tenant = SqlValue::Uuid(event.tenant_id.as_uuid());
         apply_own(tx, event, &decoded, document_id).await?;
         let status = decoded.resulting_status().map(|s| s.as_str().to_owned());
         tx.execute(
@@ -72,33 +72,16 @@ impl Projection for Documents {
             ],
         )
         .await?;
-        tx.execute(
-            "INSERT INTO document_timeline (document_id, version, tenant_id, position, event_id, event_type, status, \
-               at, actor, data) SELECT $1, $2, $3, $4, $5, $6, status, $7, $8, $9 FROM documents WHERE id = $1 \
-             ON CONFLICT (document_id, version) DO NOTHING",
-            &[
-                SqlValue::Uuid(document_id),
-                SqlValue::Int(version),
-                tenant,
-                SqlValue::Int(event.global_position),
-                SqlValue::Uuid(event.event_id),
-                SqlValue::Text(event.event_type.clone()),
-                SqlValue::Timestamp(event.recorded_at),
-                event.metadata.actor.clone().map_or(SqlValue::Null, SqlValue::Text),
-                SqlValue::Json(event.payload.clone()),
-            ],
-        )
-        .await?;
         Ok(())
     }
 
     /// On PostgreSQL, documents whose first events (received, then validated or
-    /// validation_failed, then queued: what intake appends) are in `events` get their row and
-    /// those timeline entries from two statements per
+    /// validation_failed, then queued: what intake appends) are in `events` get their rows from
+    /// one statement per
     /// [`MAX_JSON_PARAM_BYTES`](kuatia_application::projection::MAX_JSON_PARAM_BYTES) of rows for
-    /// the whole batch, instead of eight statements each; every later event of a document (the
-    /// pipeline's steps) has its status, version, timeline entry, CDC and number, and artifact
-    /// join three statements for the whole batch as well (what else an event writes, issues say,
+    /// the whole batch, instead of four statements each; every later event of a document (the
+    /// pipeline's steps) has its status, version, CDC and number, and artifact
+    /// join two statements for the whole batch as well (what else an event writes, issues say,
     /// is written at once). The rows are those `apply` writes event by event (tests hold a
     /// rebuild equal to them).
     async fn apply_all(&self, tx: &mut dyn SqlTx, events: &[RecordedEvent]) -> Result<(), StoreError> {
@@ -138,7 +121,7 @@ impl Projection for Documents {
     }
 }
 
-/// What an event writes besides the document's status, version and timeline entry.
+/// What an event writes besides the document's status and version.
 async fn apply_own(
     tx: &mut dyn SqlTx,
     event: &RecordedEvent,
@@ -248,14 +231,11 @@ async fn apply_own(
     Ok(())
 }
 
-/// The status, version and timeline entries of a batch's later document events, written
-/// together (PostgreSQL): the timeline first, each entry with the status its event left (or, for
-/// an event that changes none before any that does, the document's status before the batch),
-/// then each document's row once, as its last event leaves it (with the CDC and number a
+/// The status and version of a batch's later document events, written together (PostgreSQL):
+/// each document's row once, as its last event leaves it (with the CDC and number a
 /// `DocumentTransformed` of the batch gave it), and the batch's artifacts.
 #[derive(Default)]
 struct StepRows {
-    timeline: Vec<Value>,
     /// Per document, in order of first appearance.
     documents: Vec<StepDocument>,
     /// `document_artifacts` rows of the batch's `ArtifactRecorded`.
@@ -275,7 +255,7 @@ struct StepDocument {
 }
 
 impl StepRows {
-    /// Takes one event. What it writes besides status, version and timeline (`apply_own`) joins
+    /// Takes one event. What it writes besides status and version (`apply_own`) joins
     /// the batch's statements too when it is a CDC and number or an artifact; `false`: the caller
     /// writes that part itself.
     fn push(&mut self, event: &RecordedEvent, decoded: &DocumentEvent, document_id: Uuid) -> bool {
@@ -298,8 +278,7 @@ impl StepRows {
         }
         entry.version = event.stream_version;
         entry.at = event.recorded_at;
-        let status = entry.status;
-        let own = match decoded {
+        match decoded {
             DocumentEvent::DocumentTransformed { number, cdc, .. } => {
                 entry.numbered = Some((cdc.clone(), number.to_string()));
                 true
@@ -327,13 +306,10 @@ impl StepRows {
                 true
             }
             _ => false,
-        };
-        self.timeline.push(timeline_row(document_id, event, status));
-        own
+        }
     }
 
     async fn write(&mut self, tx: &mut dyn SqlTx) -> Result<(), StoreError> {
-        write_timeline(tx, std::mem::take(&mut self.timeline)).await?;
         let rows: Vec<Value> = std::mem::take(&mut self.documents)
             .into_iter()
             .map(|d| {
@@ -380,11 +356,10 @@ struct IntakeRun<'a> {
     events: Vec<(&'a RecordedEvent, DocumentEvent)>,
 }
 
-/// What a document's intake events leave: its issues, the status after each event, the last event.
+/// What a document's intake events leave: its issues, its status, the last event.
 struct IntakeState<'a> {
     errors: Vec<Issue>,
     warnings: Vec<Issue>,
-    statuses: Vec<(&'a RecordedEvent, DocumentStatus)>,
     status: DocumentStatus,
     last: &'a RecordedEvent,
 }
@@ -395,7 +370,6 @@ impl<'a> IntakeRun<'a> {
         let mut state = IntakeState {
             errors: Vec::new(),
             warnings: Vec::new(),
-            statuses: Vec::with_capacity(self.events.len()),
             status: DocumentStatus::Received,
             last: self.events[0].0,
         };
@@ -412,7 +386,6 @@ impl<'a> IntakeRun<'a> {
                 _ => {}
             }
             state.status = decoded.resulting_status().unwrap_or(state.status);
-            state.statuses.push((event, state.status));
             state.last = event;
         }
         state
@@ -457,11 +430,10 @@ fn decode(event: &RecordedEvent) -> Result<DocumentEvent, StoreError> {
 #[derive(Default)]
 struct IntakeRows {
     documents: Vec<Value>,
-    timeline: Vec<Value>,
 }
 
 impl IntakeRows {
-    /// The row and timeline entries `apply` leaves after the run's events.
+    /// The row `apply` leaves after the run's events.
     fn push(&mut self, run: IntakeRun<'_>) -> Result<(), StoreError> {
         let (received, decoded) = &run.events[0];
         let DocumentEvent::DocumentReceived {
@@ -472,10 +444,6 @@ impl IntakeRows {
         };
         let document_id = document_id(received)?;
         let state = run.fold();
-        for (event, status) in &state.statuses {
-            self.timeline
-                .push(timeline_row(document_id, event, Some(status.as_str())));
-        }
         let (status, last) = (state.status, state.last);
         let (errors, warnings) = (json(&state.errors)?, json(&state.warnings)?);
         self.documents.push(serde_json::json!({
@@ -522,47 +490,8 @@ impl IntakeRows {
             )
             .await?;
         }
-        write_timeline(tx, std::mem::take(&mut self.timeline)).await?;
         Ok(())
     }
-}
-
-/// A timeline entry as a JSON row for [`write_timeline`]; `status` `None`: the document's status
-/// before the batch (an event that changes none, before any of the batch that does).
-fn timeline_row(document_id: Uuid, event: &RecordedEvent, status: Option<&str>) -> Value {
-    serde_json::json!({
-        "document_id": document_id,
-        "version": event.stream_version,
-        "tenant_id": event.tenant_id.as_uuid(),
-        "position": event.global_position,
-        "event_id": event.event_id,
-        "event_type": event.event_type,
-        "status": status,
-        "at": pg_timestamp(event.recorded_at),
-        "actor": event.metadata.actor,
-        "data": event.payload,
-    })
-}
-
-/// Inserts timeline entries (PostgreSQL), one statement per chunk of rows; their documents' rows
-/// must exist (an entry's missing status is read from its document's row).
-async fn write_timeline(tx: &mut dyn SqlTx, rows: Vec<Value>) -> Result<(), StoreError> {
-    for chunk in json_row_chunks(rows) {
-        tx.execute(
-            "INSERT INTO document_timeline (document_id, version, tenant_id, position, event_id, event_type, \
-               status, at, actor, data) \
-             SELECT r.document_id, r.version, r.tenant_id, r.position, r.event_id, r.event_type, \
-               COALESCE(r.status, d.status), r.at, r.actor, r.data \
-             FROM jsonb_to_recordset($1) AS r(document_id uuid, version bigint, tenant_id uuid, \
-               position bigint, event_id uuid, event_type text, status text, at timestamptz, actor text, \
-               data jsonb) \
-             JOIN documents d ON d.id = r.document_id \
-             ON CONFLICT (document_id, version) DO NOTHING",
-            &[SqlValue::Json(chunk)],
-        )
-        .await?;
-    }
-    Ok(())
 }
 
 /// The document id of an event of a document stream (`…:<uuid>`).
@@ -867,33 +796,30 @@ pub struct TimelineEntry {
     pub data: Value,
 }
 
-/// A document's timeline, oldest first.
+/// A document's timeline, oldest first: the events of its stream (upcast, as every read path
+/// sees them), each with the status the document had after it. Empty for a document the tenant
+/// does not have (the stream id names the tenant).
 pub async fn timeline(
     store: &SharedStore,
     tenant: TenantId,
     id: Uuid,
 ) -> Result<Vec<TimelineEntry>, StoreError> {
-    let rows = store
-        .query(
-            "SELECT position, version, event_type, status, at, actor, data FROM document_timeline \
-             WHERE tenant_id = $1 AND document_id = $2 ORDER BY version",
-            &[SqlValue::Uuid(tenant.as_uuid()), SqlValue::Uuid(id)],
-        )
+    let events = store
+        .load_stream(&kuatia_domain::document::aggregate::stream_id(tenant, id))
         .await?;
-    rows.iter()
-        .map(|r| {
+    let mut status = DocumentStatus::Received;
+    events
+        .into_iter()
+        .map(|event| {
+            status = decode(&event)?.resulting_status().unwrap_or(status);
             Ok(TimelineEntry {
-                position: r[0].as_i64().ok_or_else(|| corrupt("position"))?,
-                version: r[1].as_i64().ok_or_else(|| corrupt("version"))?,
-                event_type: r[2].as_text().ok_or_else(|| corrupt("event type"))?,
-                status: r[3].as_text().ok_or_else(|| corrupt("status"))?,
-                at: r[4].as_timestamp().ok_or_else(|| corrupt("at"))?,
-                actor: r[5].non_null().and_then(SqlValue::as_text),
-                data: match &r[6] {
-                    SqlValue::Json(v) => v.clone(),
-                    SqlValue::Text(t) => serde_json::from_str(t).map_err(|_| corrupt("timeline data"))?,
-                    _ => return Err(corrupt("timeline data")),
-                },
+                position: event.global_position,
+                version: event.stream_version as i64,
+                event_type: event.event_type,
+                status: status.as_str().to_owned(),
+                at: event.recorded_at,
+                actor: event.metadata.actor,
+                data: event.payload,
             })
         })
         .collect()

@@ -480,8 +480,8 @@ async fn settle(backend: &'static str, app: &TestApp, row: Row) -> Result<Row> {
     // KuDE's artifact, later).
     let rows = store
         .query(
-            "SELECT d.status, d.created_at, t.at FROM documents d \
-             LEFT JOIN document_timeline t ON t.document_id = d.id AND t.event_type = 'DocumentAccepted'",
+            "SELECT d.status, d.created_at, e.recorded_at FROM documents d \
+             LEFT JOIN events e ON e.stream_id = d.stream_id AND e.event_type = 'DocumentAccepted'",
             &[],
         )
         .await?;
