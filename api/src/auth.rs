@@ -121,6 +121,7 @@ impl Caller {
             request_id: self.request_id.clone(),
             correlation_id: self.request_id.clone(),
             causation_id: None,
+            trace_parent: None,
         }
     }
 }

@@ -1,14 +1,10 @@
 //! Webhook delivery as jobs (DECISIONS §7), in the composition root because it reads the
 //! projections (endpoints, tenants) and drives the infrastructure sender.
 //!
-//! - [`Fanout`] (`webhook.fanout`, queued by the document's outbox with each webhook-raising
-//!   event): reads the document's stream and, for every webhook-raising event in it, records one
-//!   delivery per active endpoint of the tenant or company that subscribes to it and existed
-//!   when the event happened, and queues its delivery job. Every fan-out walks the whole stream,
-//!   so whichever fan-out of a document runs first records the deliveries of the events before
-//!   it too: a later event can never be delivered before an earlier one was even recorded. The
-//!   webhook event id is `evt_` and the causing store event's id, so it is the same in every
-//!   fan-out, retry and replay; the body is built once and stored.
+//! - The fan-out is not a job: the `webhook_fanout` subscription
+//!   (`kuatia_projections::webhook_fanout`) records the deliveries of each webhook-raising event
+//!   in commit order and queues their jobs ([`LegacyFanout`] finishes the fan-out jobs of older
+//!   versions).
 //! - [`Deliver`] (`webhook.deliver`): one attempt of one delivery. It waits while an earlier
 //!   event of the same document to the same endpoint is not delivered or failed (order per
 //!   document and endpoint), checks the URL again (production: https and public addresses
@@ -26,12 +22,11 @@ use kuatia_application::webhooks::{
     WEBHOOK_FANOUT,
 };
 use kuatia_application::worker::{JobFailure, JobHandler};
-use kuatia_domain::document::aggregate::{self as document, DocumentEvent, DocumentStatus};
 use kuatia_domain::tenancy::{Environment, TenantId};
-use kuatia_domain::webhook::{expiring_threshold, retry_delay, webhook_event_type};
+use kuatia_domain::webhook::{expiring_threshold, retry_delay};
 use kuatia_infrastructure::webhooks::{Outgoing, WebhookSender, check_destination};
 use kuatia_projections::webhooks::{self as read, EndpointRow};
-use serde_json::{Value, json};
+use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
 use uuid::Uuid;
@@ -54,11 +49,6 @@ impl std::fmt::Debug for Webhooks {
 
 fn retry(message: impl std::fmt::Display) -> JobFailure {
     JobFailure::Retry(message.to_string())
-}
-
-/// The webhook event id of a store event: stable across fan-outs, retries and replays.
-pub fn event_id(store_event_id: Uuid) -> String {
-    format!("evt_{}", store_event_id.simple())
 }
 
 /// The outcome of one attempt.
@@ -101,7 +91,7 @@ impl Webhooks {
     /// The job handlers: fan-out, delivery and the certificate scan.
     pub fn handlers(&self) -> Vec<Arc<dyn JobHandler>> {
         vec![
-            Arc::new(Fanout(self.clone())),
+            Arc::new(LegacyFanout),
             Arc::new(Deliver(self.clone())),
             Arc::new(CertificateScan(self.clone())),
         ]
@@ -180,7 +170,7 @@ impl Webhooks {
         endpoint: &EndpointRow,
     ) -> Result<(DeliveryRow, Sent), JobFailure> {
         let now = Utc::now();
-        let id = event_id(Uuid::now_v7());
+        let id = app::webhook_event_id(Uuid::now_v7());
         let body = json!({
             "id": id,
             "type": "webhook.test",
@@ -255,140 +245,21 @@ async fn record(
     .map_err(retry)
 }
 
-/// The delivery job of a delivery (a replay is a new job: its key names the replay).
-pub fn deliver_job(row: &DeliveryRow) -> NewJob {
-    let mut job = NewJob::new(
-        WEBHOOK_DELIVER,
-        format!("{WEBHOOK_DELIVER}:{}:{}", row.id, row.replays),
-        row.tenant,
-        json!({"delivery_id": row.id, "replays": row.replays}),
-    );
-    // Waiting for an earlier delivery of the same document is an attempt of the job too.
-    job.max_attempts = 1_000_000;
-    job
-}
-
-/// `webhook.fanout`.
+/// `webhook.fanout`, as jobs of versions before the `webhook_fanout` subscription queued it: it
+/// does nothing. Migration 0017 started the subscription before the first event such a job was
+/// still pending for (and deleted those jobs), and an instance of an older version that still
+/// queues one queues it for an event the subscription fans out anyway; this handler only lets such
+/// a job finish instead of waiting forever for a worker.
 #[derive(Debug)]
-pub struct Fanout(Webhooks);
-
-/// What the payload says about the document at one event.
-#[derive(Default)]
-struct Facts {
-    company_id: Option<Uuid>,
-    external_id: Option<String>,
-    channel: Option<&'static str>,
-    cdc: Option<String>,
-    status: Option<DocumentStatus>,
-}
+pub struct LegacyFanout;
 
 #[async_trait]
-impl JobHandler for Fanout {
+impl JobHandler for LegacyFanout {
     fn kind(&self) -> &'static str {
         WEBHOOK_FANOUT
     }
 
-    fn backoff(&self) -> Backoff {
-        Backoff {
-            base: Duration::from_millis(200),
-            ..Backoff::default()
-        }
-    }
-
-    async fn run(&self, job: &Job) -> Result<(), JobFailure> {
-        let w = &self.0;
-        let tenant = job.tenant_id;
-        let document_id: Uuid = job.payload["document_id"]
-            .as_str()
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(|| JobFailure::Permanent(format!("job {} has no document_id", job.id)))?;
-        // Most tenants have no endpoint: one indexed query, and the stream is not even read.
-        let any_active = read::endpoints(&w.store, tenant, None)
-            .await
-            .map_err(retry)?
-            .iter()
-            .any(|e| e.settings.active);
-        if !any_active {
-            return Ok(());
-        }
-        let events = w
-            .store
-            .load_stream(&document::stream_id(tenant, document_id))
-            .await
-            .map_err(retry)?;
-        let mut facts = Facts::default();
-        let mut endpoints: Option<Vec<EndpointRow>> = None;
-        for recorded in &events {
-            let event: DocumentEvent = serde_json::from_value(recorded.payload.clone())
-                .map_err(|e| JobFailure::Permanent(format!("event {}: {e}", recorded.event_id)))?;
-            match &event {
-                DocumentEvent::DocumentReceived {
-                    routing, document, ..
-                } => {
-                    facts.company_id = Some(routing.company_id);
-                    facts.channel = Some(routing.channel.as_str());
-                    facts.external_id = Some(document.external_id.clone());
-                }
-                DocumentEvent::DocumentTransformed { cdc, .. } => facts.cdc = Some(cdc.clone()),
-                _ => {}
-            }
-            if let Some(status) = event.resulting_status() {
-                facts.status = Some(status);
-            }
-            let Some(kind) = webhook_event_type(&event) else {
-                continue;
-            };
-            if endpoints.is_none() {
-                endpoints = Some(
-                    read::active_endpoints_for(&w.store, tenant, facts.company_id)
-                        .await
-                        .map_err(retry)?,
-                );
-            }
-            let id = event_id(recorded.event_id);
-            // The event's own fields (the payload is `{"DocumentRejected": {...}}`).
-            let data = recorded
-                .payload
-                .as_object()
-                .and_then(|o| o.values().next().cloned())
-                .unwrap_or(Value::Null);
-            let body = json!({
-                "id": id,
-                "type": kind,
-                "created_at": recorded.recorded_at,
-                "tenant_id": tenant,
-                "company_id": facts.company_id,
-                "document_id": document_id,
-                "external_id": facts.external_id,
-                "status": facts.status.map(DocumentStatus::as_str),
-                "channel": facts.channel,
-                "cdc": facts.cdc,
-                "data": data,
-            })
-            .to_string();
-            for endpoint in endpoints.iter().flatten() {
-                if !endpoint.settings.subscribes(kind) || endpoint.created_at > recorded.recorded_at {
-                    continue;
-                }
-                let row = app::record_delivery(
-                    &w.store,
-                    &NewDelivery {
-                        tenant,
-                        endpoint_id: endpoint.id,
-                        event_id: id.clone(),
-                        event_type: kind.to_owned(),
-                        document_id: Some(document_id),
-                        seq: recorded.stream_version as i64,
-                        body: body.clone(),
-                        created_at: Utc::now(),
-                    },
-                )
-                .await
-                .map_err(retry)?;
-                // The same key is the same job: a repeated fan-out queues nothing new.
-                w.jobs.enqueue(&deliver_job(&row)).await.map_err(retry)?;
-            }
-        }
+    async fn run(&self, _job: &Job) -> Result<(), JobFailure> {
         Ok(())
     }
 }
@@ -575,7 +446,7 @@ impl JobHandler for CertificateScan {
                 )
                 .await
                 .map_err(retry)?;
-                w.jobs.enqueue(&deliver_job(&row)).await.map_err(retry)?;
+                w.jobs.enqueue(&app::deliver_job(&row)).await.map_err(retry)?;
             }
         }
         Ok(())

@@ -110,14 +110,17 @@ impl<A: Aggregate + Clone + 'static> AggregateStore<A> {
     }
 
     /// The append of events and jobs on a loaded aggregate (expecting the version it was loaded
-    /// at).
+    /// at). The events carry the current span's trace context unless the metadata names one.
     fn request(
         &self,
         events: &[A::Event],
         context: &LoadedAggregate<A>,
-        metadata: EventMetadata,
+        mut metadata: EventMetadata,
         jobs: Vec<NewJob>,
     ) -> Result<AppendRequest, StoreError> {
+        if metadata.trace_parent.is_none() {
+            metadata.trace_parent = crate::trace_context::current();
+        }
         let new_events = events.iter().map(Self::encode).collect::<Result<Vec<_>, _>>()?;
         Ok(AppendRequest {
             stream: StreamRef {

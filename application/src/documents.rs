@@ -16,7 +16,7 @@ use uuid::Uuid;
 use crate::aggregate::{CommandExecutor, ExecuteError, JobPolicy};
 use crate::event_store::{EventMetadata, SharedStore, StoreError, StreamRef};
 use crate::jobs::NewJob;
-use crate::webhooks::{DELIVERY_PLAN, WEBHOOK_FANOUT};
+use crate::webhooks::DELIVERY_PLAN;
 
 /// Why a document command did not happen.
 #[derive(Debug, thiserror::Error)]
@@ -72,9 +72,11 @@ pub const PRINTABLE_REGENERATE: &str = "printing.regenerate";
 ///   [`AUTOIMPRESOR_REPORT`] with `report` `issued` or `voided`.
 /// - accepted (only `sifen` documents are accepted by SIFEN's answer) → [`KUDE_RENDER`];
 /// - a new printable requested → [`PRINTABLE_REGENERATE`].
-/// - a webhook-raising event (`kuatia_domain::webhook::webhook_event_type`) → [`WEBHOOK_FANOUT`];
-///   accepted (either channel), when the document has delivery settings → [`DELIVERY_PLAN`]
+/// - accepted (either channel), when the document has delivery settings → [`DELIVERY_PLAN`]
 ///   (customer and issuer delivery).
+///
+/// Webhooks are not queued here: the `webhook_fanout` subscription reads the webhook-raising
+/// events from the stream (`kuatia_projections::webhook_fanout`).
 ///
 /// Job keys name the event that caused them, so a replayed command never queues a job twice.
 pub fn job_policy() -> Arc<JobPolicy<Document>> {
@@ -161,21 +163,6 @@ pub fn job_policy() -> Arc<JobPolicy<Document>> {
                         None,
                     )),
                     _ => {}
-                }
-                // Webhooks (DECISIONS §7): a fan-out per webhook-raising event, keyed by the event
-                // (type and time; a delivery's id and attempt too), so a replay never queues twice.
-                if let Some(kind) = kuatia_domain::webhook::webhook_event_type(event) {
-                    let mut key = format!(
-                        "{WEBHOOK_FANOUT}:{document_id}:{kind}:{}",
-                        event.at().timestamp_micros()
-                    );
-                    if let DocumentEvent::DeliveryRecorded {
-                        delivery_id, attempt, ..
-                    } = event
-                    {
-                        key.push_str(&format!(":{delivery_id}:{attempt}"));
-                    }
-                    jobs.push(job(WEBHOOK_FANOUT, key, None));
                 }
                 // Customer and issuer delivery (contract §2.6) once the document is accepted, when
                 // it asks for any (most documents do not: no job to claim and find nothing to do).

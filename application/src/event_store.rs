@@ -75,17 +75,22 @@ pub struct EventMetadata {
     /// The event or job that directly caused this one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub causation_id: Option<String>,
+    /// The W3C `traceparent` of the span that wrote the event (`crate::trace_context`), so that
+    /// work a subscription does for the event (a webhook delivery) joins the same trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_parent: Option<String>,
 }
 
 impl EventMetadata {
     /// Reads the metadata out of cqrs-es's string map (keys `actor`, `request_id`,
-    /// `correlation_id`, `causation_id`; other keys are ignored).
+    /// `correlation_id`, `causation_id`, `trace_parent`; other keys are ignored).
     pub fn from_map(map: &std::collections::HashMap<String, String>) -> Self {
         Self {
             actor: map.get("actor").cloned(),
             request_id: map.get("request_id").cloned(),
             correlation_id: map.get("correlation_id").cloned(),
             causation_id: map.get("causation_id").cloned(),
+            trace_parent: map.get("trace_parent").cloned(),
         }
     }
 
@@ -97,6 +102,7 @@ impl EventMetadata {
             ("request_id", &self.request_id),
             ("correlation_id", &self.correlation_id),
             ("causation_id", &self.causation_id),
+            ("trace_parent", &self.trace_parent),
         ];
         for (key, value) in fields {
             if let Some(value) = value {

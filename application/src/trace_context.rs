@@ -52,6 +52,16 @@ pub fn stamp(payload: &mut Value) {
     }
 }
 
+/// Adds a given `traceparent` (an event's, say) to an object payload that does not carry one yet.
+pub fn stamp_with(payload: &mut Value, traceparent: Option<&str>) {
+    if let Value::Object(map) = payload
+        && !map.contains_key(PAYLOAD_KEY)
+        && let Some(traceparent) = traceparent
+    {
+        map.insert(PAYLOAD_KEY.to_owned(), Value::String(traceparent.to_owned()));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,10 +16,12 @@ use zeroize::Zeroizing;
 
 use crate::aggregate::{CommandExecutor, ExecuteError};
 use crate::event_store::{EventMetadata, SharedStore, StoreError};
-use crate::projection::SqlValue;
+use crate::jobs::NewJob;
+use crate::projection::{SqlTx, SqlValue};
 use crate::vault::{Vault, VaultError};
 
-/// Job kind: find the endpoints a document's webhook events go to and queue their deliveries.
+/// Job kind of versions that fanned webhooks out with a job per event (the `webhook_fanout`
+/// subscription does it now); such a job finishes without doing anything.
 pub const WEBHOOK_FANOUT: &str = "webhook.fanout";
 /// Job kind: send one webhook delivery (and retry it on its schedule).
 pub const WEBHOOK_DELIVER: &str = "webhook.deliver";
@@ -319,40 +321,84 @@ fn delivery_row(r: &[SqlValue]) -> Result<DeliveryRow, StoreError> {
 /// or the one from before).
 pub async fn record_delivery(store: &SharedStore, new: &NewDelivery) -> Result<DeliveryRow, StoreError> {
     store
-        .execute(
-            "INSERT INTO webhook_deliveries (id, tenant_id, endpoint_id, event_id, event_type, document_id, seq, \
-               body, status, attempts, replays, next_attempt_at, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, 0, $10, $10, $10) \
-             ON CONFLICT (endpoint_id, event_id) DO NOTHING",
-            &[
-                SqlValue::Uuid(Uuid::now_v7()),
-                SqlValue::Uuid(new.tenant.as_uuid()),
-                SqlValue::Uuid(new.endpoint_id),
-                SqlValue::Text(new.event_id.clone()),
-                SqlValue::Text(new.event_type.clone()),
-                new.document_id.into(),
-                SqlValue::Int(new.seq),
-                SqlValue::Text(new.body.clone()),
-                SqlValue::Text(DeliveryStatus::Pending.as_str().to_owned()),
-                SqlValue::Timestamp(new.created_at),
-            ],
-        )
+        .execute(INSERT_DELIVERY, &insert_delivery_params(new))
         .await?;
     let rows = store
         .query(
-            "SELECT id, tenant_id, endpoint_id, event_id, event_type, document_id, seq, body, status, attempts, \
-               replays, last_status_code, last_error, next_attempt_at, created_at, delivered_at \
-             FROM webhook_deliveries WHERE endpoint_id = $1 AND event_id = $2",
+            DELIVERY_BY_EVENT,
             &[
                 SqlValue::Uuid(new.endpoint_id),
                 SqlValue::Text(new.event_id.clone()),
             ],
         )
         .await?;
+    inserted(&rows)
+}
+
+/// [`record_delivery`] in an open transaction (the fan-out subscription's, whose checkpoint moves
+/// with it).
+pub async fn record_delivery_in(tx: &mut dyn SqlTx, new: &NewDelivery) -> Result<DeliveryRow, StoreError> {
+    tx.execute(INSERT_DELIVERY, &insert_delivery_params(new)).await?;
+    let rows = tx
+        .query(
+            DELIVERY_BY_EVENT,
+            &[
+                SqlValue::Uuid(new.endpoint_id),
+                SqlValue::Text(new.event_id.clone()),
+            ],
+        )
+        .await?;
+    inserted(&rows)
+}
+
+const INSERT_DELIVERY: &str = "INSERT INTO webhook_deliveries (id, tenant_id, endpoint_id, event_id, event_type, \
+       document_id, seq, body, status, attempts, replays, next_attempt_at, created_at, updated_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, 0, $10, $10, $10) \
+     ON CONFLICT (endpoint_id, event_id) DO NOTHING";
+
+const DELIVERY_BY_EVENT: &str = "SELECT id, tenant_id, endpoint_id, event_id, event_type, document_id, seq, body, \
+       status, attempts, replays, last_status_code, last_error, next_attempt_at, created_at, delivered_at \
+     FROM webhook_deliveries WHERE endpoint_id = $1 AND event_id = $2";
+
+fn insert_delivery_params(new: &NewDelivery) -> [SqlValue; 10] {
+    [
+        SqlValue::Uuid(Uuid::now_v7()),
+        SqlValue::Uuid(new.tenant.as_uuid()),
+        SqlValue::Uuid(new.endpoint_id),
+        SqlValue::Text(new.event_id.clone()),
+        SqlValue::Text(new.event_type.clone()),
+        new.document_id.into(),
+        SqlValue::Int(new.seq),
+        SqlValue::Text(new.body.clone()),
+        SqlValue::Text(DeliveryStatus::Pending.as_str().to_owned()),
+        SqlValue::Timestamp(new.created_at),
+    ]
+}
+
+fn inserted(rows: &[Vec<SqlValue>]) -> Result<DeliveryRow, StoreError> {
     rows.first()
         .map(|r| delivery_row(r))
         .transpose()?
         .ok_or_else(|| corrupt("insert (row missing after insert)"))
+}
+
+/// The webhook event id of a store event (`evt_` and its id): the same in every fan-out, retry
+/// and replay, so receivers can de-duplicate.
+pub fn webhook_event_id(store_event_id: Uuid) -> String {
+    format!("evt_{}", store_event_id.simple())
+}
+
+/// The delivery job of a delivery (a replay is a new job: its key names the replay).
+pub fn deliver_job(row: &DeliveryRow) -> NewJob {
+    let mut job = NewJob::new(
+        WEBHOOK_DELIVER,
+        format!("{WEBHOOK_DELIVER}:{}:{}", row.id, row.replays),
+        row.tenant,
+        serde_json::json!({"delivery_id": row.id, "replays": row.replays}),
+    );
+    // Waiting for an earlier delivery of the same document is an attempt of the job too.
+    job.max_attempts = 1_000_000;
+    job
 }
 
 /// One delivery of the tenant.

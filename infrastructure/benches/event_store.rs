@@ -264,6 +264,7 @@ async fn writer(
         request_id: None,
         correlation_id: Some(Uuid::now_v7().to_string()),
         causation_id: None,
+        trace_parent: None,
     };
     let mut latencies = Vec::with_capacity(calls);
     start.wait().await;

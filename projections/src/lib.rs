@@ -13,4 +13,5 @@ pub mod number_series;
 pub mod registry;
 pub mod runtime;
 pub mod stream_index;
+pub mod webhook_fanout;
 pub mod webhooks;

@@ -11,6 +11,7 @@ use crate::documents::Documents;
 use crate::event_type_counts::EventTypeCounts;
 use crate::number_series::NumberSeries;
 use crate::stream_index::StreamIndex;
+use crate::webhook_fanout::WebhookFanout;
 use crate::webhooks::Webhooks;
 
 /// All projections.
@@ -23,6 +24,7 @@ pub fn all() -> Vec<Arc<dyn Projection>> {
         Arc::new(NumberSeries),
         Arc::new(EventTypeCounts),
         Arc::new(Webhooks),
+        Arc::new(WebhookFanout),
     ]
 }
 

@@ -221,15 +221,39 @@ pub async fn endpoints(
         None => {
             store
                 .query(
-                    "SELECT id, stream_id, company_id, url, description, events, active, secret_id, \
-                       previous_secret_id, previous_secret_expires_at, created_at, updated_at \
-                     FROM webhook_endpoints WHERE tenant_id = $1 AND deleted = $2 ORDER BY created_at, id",
+                    TENANT_ENDPOINTS,
                     &[SqlValue::Uuid(tenant.as_uuid()), SqlValue::Bool(false)],
                 )
                 .await?
         }
     };
     rows.iter().map(|r| row(r)).collect()
+}
+
+/// The tenant's endpoints that are not deleted, oldest first.
+const TENANT_ENDPOINTS: &str = "SELECT id, stream_id, company_id, url, description, events, active, secret_id, \
+       previous_secret_id, previous_secret_expires_at, created_at, updated_at \
+     FROM webhook_endpoints WHERE tenant_id = $1 AND deleted = $2 ORDER BY created_at, id";
+
+/// The tenant's active endpoints, oldest first, read in an open transaction (the fan-out's).
+pub async fn active_endpoints_in(
+    tx: &mut dyn SqlTx,
+    tenant: TenantId,
+) -> Result<Vec<EndpointRow>, StoreError> {
+    let rows = tx
+        .query(
+            TENANT_ENDPOINTS,
+            &[SqlValue::Uuid(tenant.as_uuid()), SqlValue::Bool(false)],
+        )
+        .await?;
+    let mut active = Vec::new();
+    for r in &rows {
+        let endpoint = row(r)?;
+        if endpoint.settings.active {
+            active.push(endpoint);
+        }
+    }
+    Ok(active)
 }
 
 /// The active endpoints that receive events of `company` (theirs and the tenant-wide ones).

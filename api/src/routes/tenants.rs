@@ -108,6 +108,7 @@ pub async fn create_tenant(
         request_id: request_id.clone(),
         correlation_id: request_id,
         causation_id: None,
+        trace_parent: None,
     };
     let environment = body.environment.unwrap_or_default();
     let (tenant_id, key) = access::create_tenant(&state.store, slug, name, environment, metadata)

@@ -580,6 +580,9 @@ pub async fn replay_delivery(
     let row = app::requeue(&state.store, caller.tenant, delivery.id, Utc::now())
         .await?
         .ok_or_else(|| ApiError::not_found("no such delivery of this endpoint"))?;
-    state.jobs.enqueue(&crate::webhooks::deliver_job(&row)).await?;
+    state
+        .jobs
+        .enqueue(&kuatia_application::webhooks::deliver_job(&row))
+        .await?;
     Ok((StatusCode::ACCEPTED, axum::Json(row.into())))
 }

@@ -262,6 +262,15 @@ async fn a_request_its_jobs_and_the_sifen_call_are_one_trace_exported_over_otlp(
     })
     .await;
     let r = ready_at(&app, "otel", &sim.url).await;
+    // A webhook endpoint: its deliveries join the trace of the events that raised them.
+    let inbox = crate::webhooks::Inbox::default();
+    let (port, _receiver) = crate::webhooks::start_receiver(inbox.clone(), 0).await;
+    let (status, body) = send(
+        app.as_key(Method::POST, "/v1/webhooks", &r.key, &r.tenant)
+            .json(&json!({"url": format!("http://127.0.0.1:{port}/hook"), "events": ["document.accepted"]})),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
 
     let (trace_id, caller_span) = (random_hex(16), random_hex(8));
     logs().watch(&trace_id);
@@ -282,15 +291,12 @@ async fn a_request_its_jobs_and_the_sifen_call_are_one_trace_exported_over_otlp(
             .iter()
             .find(|s| s["name"] == "sifen.prepare" && s["parentSpanId"] == request_span.as_str())
             .cloned();
-        // The prepare job sends the document and records SIFEN's verdict, whose jobs (the KuDE,
-        // the webhook fan-out) continue the trace under it.
+        // The prepare job sends the document and records SIFEN's verdict, whose job (the KuDE)
+        // continues the trace under it.
         let next = prepare.as_ref().and_then(|p| {
             spans
                 .iter()
-                .find(|s| {
-                    matches!(s["name"].as_str(), Some("printing.kude" | "webhook.fanout"))
-                        && s["parentSpanId"] == p["spanId"]
-                })
+                .find(|s| s["name"] == "printing.kude" && s["parentSpanId"] == p["spanId"])
                 .cloned()
         });
         let soap = spans
@@ -359,6 +365,28 @@ async fn a_request_its_jobs_and_the_sifen_call_are_one_trace_exported_over_otlp(
         "{:?}",
         sim.seen()
     );
+    // The webhook the acceptance raised was delivered in the same trace, under the job span that
+    // recorded the acceptance (the fan-out subscription carries the event's trace context).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let deliver = loop {
+        let spans = collector.spans_of(&trace_id);
+        if let Some(deliver) = spans.iter().find(|s| s["name"] == "webhook.deliver") {
+            let parent = deliver["parentSpanId"].clone();
+            assert!(
+                spans.iter().any(|s| s["kind"] == 5 && s["spanId"] == parent),
+                "{deliver}"
+            );
+            break deliver.clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no webhook delivery in trace {trace_id}: {:?}",
+            inbox.all()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(deliver["kind"], 5, "consumer");
+    assert_eq!(inbox.all().len(), 1, "{:?}", inbox.all());
     // The JSON log lines of the request name the trace next to the request id.
     let lines = logs().naming(&trace_id);
     assert!(

@@ -36,6 +36,7 @@ pub fn append(stream: StreamRef, expected: ExpectedVersion, types: &[&str]) -> A
             request_id: Some("req-1".into()),
             correlation_id: Some("corr-1".into()),
             causation_id: None,
+            trace_parent: None,
         },
         jobs: Vec::new(),
     }

@@ -18,7 +18,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 /// One request the receiver got.
 #[derive(Debug, Clone)]
-struct Received {
+pub(crate) struct Received {
     id: String,
     event: String,
     signature: String,
@@ -26,14 +26,14 @@ struct Received {
 }
 
 #[derive(Clone, Default)]
-struct Inbox {
+pub(crate) struct Inbox {
     got: Arc<Mutex<Vec<Received>>>,
     /// What to answer (0: 200).
     answer: Arc<AtomicU16>,
 }
 
 impl Inbox {
-    fn all(&self) -> Vec<Received> {
+    pub(crate) fn all(&self) -> Vec<Received> {
         self.got.lock().expect("inbox").clone()
     }
 }
@@ -59,7 +59,7 @@ async fn receive(State(inbox): State<Inbox>, headers: HeaderMap, body: String) -
 }
 
 /// A receiver on `port` (0: any); returns its port and the task serving it.
-async fn start_receiver(inbox: Inbox, port: u16) -> (u16, tokio::task::JoinHandle<()>) {
+pub(crate) async fn start_receiver(inbox: Inbox, port: u16) -> (u16, tokio::task::JoinHandle<()>) {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
         .await
         .expect("bind the receiver");
