@@ -182,6 +182,17 @@ impl<A: Aggregate + Clone + 'static> AggregateStore<A> {
         })
     }
 
+    /// The cached aggregate as it is, without reading the stream: what a command is decided on
+    /// first ([`CommandExecutor`]: the append, which expects the cached version, checks it).
+    fn cached(&self, stream_id: &str) -> Option<LoadedAggregate<A>> {
+        let (version, aggregate) = self.store.aggregate_cache()?.get::<A>(self.tenant, stream_id)?;
+        Some(LoadedAggregate {
+            aggregate,
+            stream_id: stream_id.to_owned(),
+            version,
+        })
+    }
+
     /// What a command's append did to the cache: committed, the aggregate as its events left it;
     /// a conflict, forgotten (someone else wrote the stream; the next load reads it).
     fn settle(&self, loaded: &LoadedAggregate<A>, outcome: &Result<AppendOutcome, StoreError>) {
@@ -298,6 +309,7 @@ pub struct CommandExecutor<A: Aggregate> {
 impl<A: Aggregate + Clone + 'static> CommandExecutor<A>
 where
     A::Event: Send,
+    A::Command: Clone,
 {
     /// An executor with the aggregate's services.
     pub fn new(store: SharedStore, services: A::Services) -> Self {
@@ -329,6 +341,13 @@ where
     /// Handles several commands in order, each seeing the events of the ones before, and commits
     /// all their events in one append — or nothing, when any command is refused. (Intake stores
     /// and queues a document this way: one transaction instead of two.)
+    ///
+    /// A stream the store's aggregate cache holds is decided on the cached aggregate without
+    /// reading the stream: an append expects the cached version, so it commits only if nobody
+    /// wrote the stream since, i.e. only if the decision was made on the stream as it stands.
+    /// Any other outcome on a cached aggregate — a version conflict, a refusal, nothing to do —
+    /// may come from a stale cache (another instance wrote the stream), so the commands are
+    /// decided once more on the stream as read from the store; that outcome is the answer.
     pub async fn execute_all(
         &self,
         tenant: TenantId,
@@ -337,10 +356,14 @@ where
         metadata: EventMetadata,
     ) -> Result<Committed, ExecuteError<A::Error>> {
         let store = AggregateStore::<A>::new(self.store.clone(), tenant);
-        let loaded = store.load(stream_id).await.map_err(|e| match e {
-            StoreError::Invalid(_) => ExecuteError::NotFound,
-            other => ExecuteError::Store(other),
-        })?;
+        if let Some(cached) = store.cached(stream_id) {
+            match self.run(&store, cached, commands.clone(), metadata.clone()).await {
+                Ok(committed) if committed.recorded_at.is_some() => return Ok(committed),
+                Err(ExecuteError::Store(e)) => return Err(ExecuteError::Store(e)),
+                _ => {}
+            }
+        }
+        let loaded = store.load(stream_id).await.map_err(load_error)?;
         self.run(&store, loaded, commands, metadata).await
     }
 
@@ -366,10 +389,11 @@ where
     /// Runs commands on several streams and commits each one's events in the order given, queued
     /// together ([`crate::event_store::Store::append_all`]: usually one transaction, no other
     /// append between them). Each stream is decided and answered on its own, as
-    /// [`Self::execute_all`] does; the streams are loaded concurrently. Each stream's commands
-    /// are handled inside the span given with them, so the jobs they queue carry that span's
-    /// trace context (`NewJob::new`). Each stream comes back with its aggregate as the commands
-    /// left it (what a caller acting on the result would otherwise load again).
+    /// [`Self::execute_all`] does (on its cached aggregate when the cache holds it; the streams it
+    /// does not hold are loaded concurrently). Each stream's commands are handled inside the span
+    /// given with them, so the jobs they queue carry that span's trace context (`NewJob::new`).
+    /// Each stream comes back with its aggregate as the commands left it (what a caller acting on
+    /// the result would otherwise load again).
     pub async fn execute_each(
         &self,
         tenant: TenantId,
@@ -379,64 +403,120 @@ where
         let store = AggregateStore::<A>::new(self.store.clone(), tenant);
         let loads: Vec<_> = work
             .iter()
-            .map(|(stream_id, _, _)| {
-                let (store, stream_id) = (
-                    AggregateStore::<A>::new(self.store.clone(), tenant),
-                    stream_id.clone(),
-                );
-                tokio::spawn(async move { store.load(&stream_id).await })
+            .map(|(stream_id, _, _)| match store.cached(stream_id) {
+                Some(cached) => Load::Cached(cached),
+                None => {
+                    let (store, stream_id) = (
+                        AggregateStore::<A>::new(self.store.clone(), tenant),
+                        stream_id.clone(),
+                    );
+                    Load::Reading(tokio::spawn(async move { store.load(&stream_id).await }))
+                }
             })
             .collect();
         let mut decided = Vec::with_capacity(work.len());
-        for ((_, commands, span), load) in work.into_iter().zip(loads) {
-            let mut loaded = match load.await {
-                Ok(Ok(loaded)) => loaded,
-                Ok(Err(StoreError::Invalid(_))) => {
-                    decided.push(Err(ExecuteError::NotFound));
-                    continue;
-                }
-                Ok(Err(other)) => {
-                    decided.push(Err(ExecuteError::Store(other)));
-                    continue;
-                }
-                Err(e) => {
-                    decided.push(Err(ExecuteError::Store(StoreError::Database(
-                        format!("loading a stream: {e}").into(),
-                    ))));
-                    continue;
-                }
+        for ((stream_id, commands, span), load) in work.into_iter().zip(loads) {
+            let (mut loaded, cached) = match load {
+                Load::Cached(cached) => (cached, true),
+                Load::Reading(reading) => match reading.await {
+                    Ok(Ok(loaded)) => (loaded, false),
+                    Ok(Err(e)) => {
+                        decided.push(Err(load_error(e)));
+                        continue;
+                    }
+                    Err(e) => {
+                        decided.push(Err(ExecuteError::Store(StoreError::Database(
+                            format!("loading a stream: {e}").into(),
+                        ))));
+                        continue;
+                    }
+                },
             };
-            decided.push(
-                self.decide(&store, &mut loaded, commands, metadata.clone())
-                    .instrument(span)
-                    .await
-                    .map(|decision| (decision, loaded)),
-            );
+            let retry = cached.then(|| (commands.clone(), span.clone()));
+            let mut decision = self
+                .decide(&store, &mut loaded, commands, metadata.clone())
+                .instrument(span.clone())
+                .await;
+            // Nothing to do or refused on the cached aggregate: perhaps only because it is stale.
+            if let Some((commands, span)) = retry.as_ref()
+                && !matches!(decision, Ok(Decision::Append { .. }))
+            {
+                match store.load(&stream_id).await {
+                    Ok(fresh) => {
+                        loaded = fresh;
+                        decision = self
+                            .decide(&store, &mut loaded, commands.clone(), metadata.clone())
+                            .instrument(span.clone())
+                            .await;
+                    }
+                    Err(e) => decision = Err(load_error(e)),
+                }
+                decided.push(decision.map(|d| (d, loaded, None)));
+                continue;
+            }
+            decided.push(decision.map(|d| (d, loaded, retry)));
         }
         let requests: Vec<AppendRequest> = decided
             .iter_mut()
             .filter_map(|d| match d {
-                Ok((Decision::Append { request, .. }, _)) => request.take(),
+                Ok((Decision::Append { request, .. }, _, _)) => request.take(),
                 _ => None,
             })
             .collect();
         let mut outcomes = self.store.append_all(requests).await.into_iter();
-        decided
-            .into_iter()
-            .map(|decided| {
-                let (decision, loaded) = decided?;
-                match decision {
-                    Decision::Nothing(committed) => Ok((committed, loaded.aggregate)),
-                    Decision::Append { .. } => {
-                        let outcome = outcomes
-                            .next()
-                            .unwrap_or_else(|| Err(StoreError::Database("no append result".into())));
-                        store.settle(&loaded, &outcome);
-                        committed(outcome).map(|committed| (committed, loaded.aggregate))
+        let mut results = Vec::with_capacity(decided.len());
+        for decided in decided {
+            let (decision, loaded, retry) = match decided {
+                Ok(decided) => decided,
+                Err(e) => {
+                    results.push(Err(e));
+                    continue;
+                }
+            };
+            let result = match decision {
+                Decision::Nothing(committed) => Ok((committed, loaded.aggregate)),
+                Decision::Append { .. } => {
+                    let outcome = outcomes
+                        .next()
+                        .unwrap_or_else(|| Err(StoreError::Database("no append result".into())));
+                    store.settle(&loaded, &outcome);
+                    match (committed(outcome), retry) {
+                        // Decided on a cached aggregate that someone else's write made stale:
+                        // decided again on the stream as it stands, in an append of its own.
+                        (Err(ExecuteError::Conflict(_)), Some((commands, span))) => {
+                            self.decide_fresh(&store, &loaded.stream_id, commands, metadata.clone())
+                                .instrument(span)
+                                .await
+                        }
+                        (result, _) => result.map(|committed| (committed, loaded.aggregate)),
                     }
                 }
-            })
-            .collect()
+            };
+            results.push(result);
+        }
+        results
+    }
+
+    /// Loads a stream from the store and runs the commands on it (one append), returning the
+    /// aggregate as they left it.
+    async fn decide_fresh(
+        &self,
+        store: &AggregateStore<A>,
+        stream_id: &str,
+        commands: Vec<A::Command>,
+        metadata: EventMetadata,
+    ) -> Result<(Committed, A), ExecuteError<A::Error>> {
+        let mut loaded = store.load(stream_id).await.map_err(load_error)?;
+        match self.decide(store, &mut loaded, commands, metadata).await? {
+            Decision::Nothing(committed) => Ok((committed, loaded.aggregate)),
+            Decision::Append { request } => {
+                let request =
+                    request.ok_or_else(|| ExecuteError::Store(StoreError::Invalid("no append".into())))?;
+                let outcome = self.store.append(request).await;
+                store.settle(&loaded, &outcome);
+                committed(outcome).map(|committed| (committed, loaded.aggregate))
+            }
+        }
     }
 
     /// Handles the commands on a loaded aggregate: nothing to commit, or the append to make.
@@ -499,6 +579,20 @@ where
                 committed(outcome)
             }
         }
+    }
+}
+
+/// A stream's aggregate for [`CommandExecutor::execute_each`]: cached, or being read.
+enum Load<A> {
+    Cached(LoadedAggregate<A>),
+    Reading(tokio::task::JoinHandle<Result<LoadedAggregate<A>, StoreError>>),
+}
+
+/// A failed load as the executor's error (a stream of another tenant or type is not found).
+fn load_error<E: std::error::Error>(err: StoreError) -> ExecuteError<E> {
+    match err {
+        StoreError::Invalid(_) => ExecuteError::NotFound,
+        other => ExecuteError::Store(other),
     }
 }
 

@@ -325,6 +325,10 @@ mod conflicts {
         tenant: TenantId,
         document: uuid::Uuid,
         left: AtomicUsize,
+        /// Whether it offers the inner store's aggregate cache.
+        cache: bool,
+        /// Stream reads it forwarded.
+        reads: AtomicUsize,
     }
 
     fn artifact(kind: ArtifactKind, version: u32) -> DocumentCommand {
@@ -369,7 +373,25 @@ mod conflicts {
         }
 
         async fn load_stream(&self, stream_id: &str) -> Result<Vec<RecordedEvent>, StoreError> {
+            self.reads.fetch_add(1, Ordering::AcqRel);
             self.inner.load_stream(stream_id).await
+        }
+
+        async fn load_stream_after(
+            &self,
+            stream_id: &str,
+            after: u64,
+        ) -> Result<Vec<RecordedEvent>, StoreError> {
+            self.reads.fetch_add(1, Ordering::AcqRel);
+            self.inner.load_stream_after(stream_id, after).await
+        }
+
+        fn aggregate_cache(&self) -> Option<&kuatia_application::aggregate_cache::AggregateCache> {
+            if self.cache {
+                self.inner.aggregate_cache()
+            } else {
+                None
+            }
         }
 
         async fn read_all(&self, filter: &ReadFilter) -> Result<Vec<RecordedEvent>, StoreError> {
@@ -440,7 +462,11 @@ mod conflicts {
     /// A stored document (refused by validation: no jobs follow) and a store whose next `writes`
     /// appends to it are each preceded by another writer's.
     async fn interloped(db: &TestDb, writes: usize) -> (Arc<Interloper>, uuid::Uuid) {
-        let inner = db.open().await.store();
+        interloped_on(db.open().await.store(), writes, false).await
+    }
+
+    /// [`interloped`] over a given store, with its aggregate cache or without.
+    async fn interloped_on(inner: SharedStore, writes: usize, cache: bool) -> (Arc<Interloper>, uuid::Uuid) {
         let t = tenant();
         let document_id = uuid::Uuid::now_v7();
         let body = kuatia_domain::document::canonical::sample_invoice().to_string();
@@ -473,8 +499,93 @@ mod conflicts {
             tenant: t,
             document: document_id,
             left: AtomicUsize::new(writes),
+            cache,
+            reads: AtomicUsize::new(0),
         });
         (store, document_id)
+    }
+
+    #[tokio::test]
+    async fn a_command_on_a_cached_document_reads_nothing_and_a_stale_one_is_decided_again() {
+        // Two instances on one database, each with its own aggregate cache.
+        let db = TestDb::new().await;
+        let there = db.open().await.store();
+        let (store, id) = interloped_on(db.open().await.store(), 0, true).await;
+        let (here, t): (SharedStore, _) = (store.clone(), store.tenant);
+        // Intake left the document in this instance's cache: a command on it reads nothing.
+        command(
+            &here,
+            t,
+            id,
+            artifact(ArtifactKind::NormalizedPayload, 1),
+            EventMetadata::default(),
+        )
+        .await
+        .expect("committed");
+        assert_eq!(store.reads.load(Ordering::Acquire), 0);
+
+        // The other instance records a KuDE: this cache is one version behind. A command decided
+        // on it conflicts in its append, so it is decided once more on the stream as read (one
+        // read), and commits — the caller sees no conflict.
+        command(
+            &there,
+            t,
+            id,
+            artifact(ArtifactKind::Kude, 1),
+            EventMetadata::default(),
+        )
+        .await
+        .expect("there");
+        command(
+            &here,
+            t,
+            id,
+            artifact(ArtifactKind::SignedXml, 1),
+            EventMetadata::default(),
+        )
+        .await
+        .expect("decided again on the stream as it stands");
+        assert_eq!(store.reads.load(Ordering::Acquire), 1);
+
+        // The same through a group of documents (a numbering turn, a lot's verdicts).
+        command(
+            &there,
+            t,
+            id,
+            artifact(ArtifactKind::Kude, 2),
+            EventMetadata::default(),
+        )
+        .await
+        .expect("there");
+        let span = tracing::Span::none;
+        let each = kuatia_application::documents::commands_each(
+            &here,
+            t,
+            vec![(id, vec![artifact(ArtifactKind::ChannelResponse, 1)], span())],
+            EventMetadata::default(),
+        )
+        .await;
+        assert_eq!(each.len(), 1);
+        let document = each[0].as_ref().expect("committed").clone().expect("a document");
+        assert_eq!(store.reads.load(Ordering::Acquire), 2);
+        for (kind, next) in [
+            (ArtifactKind::NormalizedPayload, 2),
+            (ArtifactKind::Kude, 3),
+            (ArtifactKind::SignedXml, 2),
+            (ArtifactKind::ChannelResponse, 2),
+        ] {
+            assert_eq!(document.next_artifact_version(kind), next, "{kind:?}");
+        }
+        // And the cache holds what a full fold of the stream gives.
+        let folded = AggregateStore::<Document>::new(there, t)
+            .load(&store.stream)
+            .await
+            .expect("load");
+        let cached = here
+            .aggregate_cache()
+            .and_then(|c| c.get::<Document>(t, &store.stream))
+            .expect("cached");
+        assert_eq!(cached, (folded.version(), folded.aggregate().clone()));
     }
 
     #[tokio::test]
