@@ -4,10 +4,12 @@
 //! it: its jobs, their commands, the lot poll, the KuDE. The store keeps one [`AggregateCache`]
 //! (`Store::aggregate_cache`), and the aggregate store and command executor use it:
 //!
-//! - a load — a command's too — reads only the events after the cached version
-//!   (`Store::load_stream_after`: one indexed query, usually answering nothing) and folds them
-//!   onto the cached aggregate, so a command is still decided on the stream as it stands (another
-//!   instance's writes included), and its append still expects that version;
+//! - a load reads only the events after the cached version (`Store::load_stream_after`: one
+//!   indexed query, usually answering nothing) and folds them onto the cached aggregate;
+//! - a command is decided on the cached aggregate without reading at all: its append expects the
+//!   cached version, so only a decision made on the stream as it stands commits; a conflict,
+//!   refusal or no-op there (the cache may be stale: another instance wrote) is decided again on
+//!   the stream as read (`crate::aggregate::CommandExecutor::execute_all`);
 //! - a committed command leaves the aggregate as its events left it, at the new version; a
 //!   conflict (someone wrote first) forgets the stream.
 //!
