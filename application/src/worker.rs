@@ -1,9 +1,10 @@
 //! The worker pool: claims jobs, runs their handlers, records the outcome.
 //!
-//! Each worker holds at most one lease at a time and heartbeats it while the handler runs. On
-//! shutdown a worker stops claiming, lets its current job finish within the grace period, and
-//! gives back whatever lease it still holds so that another instance picks the job up at once
-//! instead of waiting for the lease to expire.
+//! Each worker runs one job at a time and heartbeats its lease while the handler runs; a claim
+//! takes jobs for the pool's idle workers too (see [`WorkerPool`]), leased under the claiming
+//! worker's name. On shutdown the workers stop claiming and let their current jobs finish within
+//! the grace period; then the pool gives back every lease still held under its workers' names so
+//! that another instance picks those jobs up at once instead of waiting for the leases to expire.
 
 use async_trait::async_trait;
 use std::collections::HashMap;
@@ -67,12 +68,17 @@ impl Default for WorkerConfig {
     }
 }
 
+/// The most jobs one claim takes (for the idle workers of the pool).
+const MAX_CLAIM: usize = 32;
+
 /// The pool.
 ///
 /// Idle workers wake one at a time: the store's position hint (or the poll interval) wakes one,
-/// and a worker that claims a job wakes the next before running it, so a burst of N jobs gets
-/// N + 1 claims instead of one claim per idle worker per commit, most of them finding nothing
-/// (and each a write on the jobs table).
+/// and that worker claims, in one statement, as many due jobs as there are idle workers (itself
+/// included, at most [`MAX_CLAIM`]). It runs the first and hands the others to idle workers
+/// through the pool's queue of claimed jobs (they run under its lease name), then wakes one more
+/// worker to look for more. A commit that queues N jobs thus costs about two claims instead of
+/// N + 1, and none per idle worker (each claim is a write on the jobs table).
 pub struct WorkerPool {
     queue: Arc<dyn JobQueue>,
     handlers: HashMap<String, Arc<dyn JobHandler>>,
@@ -80,6 +86,10 @@ pub struct WorkerPool {
     wake: Option<tokio::sync::watch::Receiver<i64>>,
     /// Wakes one idle worker.
     idle: tokio::sync::Notify,
+    /// Workers waiting for work.
+    idle_workers: std::sync::atomic::AtomicUsize,
+    /// Jobs a worker claimed for others, with the lease owner they were claimed under.
+    claimed: std::sync::Mutex<std::collections::VecDeque<(String, Job)>>,
 }
 
 impl WorkerPool {
@@ -91,6 +101,8 @@ impl WorkerPool {
             config,
             wake: None,
             idle: tokio::sync::Notify::new(),
+            idle_workers: std::sync::atomic::AtomicUsize::new(0),
+            claimed: std::sync::Mutex::new(std::collections::VecDeque::new()),
         }
     }
 
@@ -137,11 +149,13 @@ impl WorkerPool {
                 }));
             }
             // Zero workers: an instance that serves the API and leaves the jobs to others.
-            for n in 0..shared.config.workers {
+            let names: Vec<String> = (0..shared.config.workers)
+                .map(|n| format!("{}-{n}", shared.config.instance))
+                .collect();
+            for worker in names.iter().cloned() {
                 let pool = shared.clone();
                 let kinds = kinds.clone();
                 let shutdown = shutdown.clone();
-                let worker = format!("{}-{n}", pool.config.instance);
                 tasks.push(tokio::spawn(
                     async move { pool.work(worker, kinds, shutdown).await },
                 ));
@@ -149,26 +163,64 @@ impl WorkerPool {
             for task in tasks {
                 let _ = task.await;
             }
+            // Every worker has stopped: give back the leases still held under any worker's name
+            // (a job cut off by the grace, or claimed for another worker and never started). Not
+            // before: a worker may be running a job claimed under another's name.
+            for worker in names {
+                match shared.queue.release(&worker).await {
+                    Ok(0) => {}
+                    Ok(n) => {
+                        tracing::info!(worker = %worker, released = n, "released job leases on shutdown")
+                    }
+                    Err(err) => tracing::warn!(worker = %worker, error = %err, "releasing job leases failed"),
+                }
+            }
         })
     }
 
+    /// A job another worker claimed for this one, with its lease owner.
+    fn take_claimed(&self) -> Option<(String, Job)> {
+        self.claimed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .pop_front()
+    }
+
     async fn work(&self, worker: String, kinds: Vec<String>, shutdown: CancellationToken) {
+        use std::sync::atomic::Ordering;
         while !shutdown.is_cancelled() {
-            let claimed = self.queue.claim(&worker, &kinds, 1, self.config.lease).await;
+            if let Some((owner, job)) = self.take_claimed() {
+                self.run_one(&owner, job, &shutdown).await;
+                continue;
+            }
+            let want = (self.idle_workers.load(Ordering::Acquire) + 1).min(MAX_CLAIM);
+            let claimed = self.queue.claim(&worker, &kinds, want, self.config.lease).await;
             match claimed {
                 Ok(jobs) if !jobs.is_empty() => {
-                    // There may be more: let the next idle worker look.
-                    self.idle.notify_one();
-                    for job in jobs {
+                    let mut jobs = jobs.into_iter();
+                    let first = jobs.next();
+                    let others: Vec<(String, Job)> = jobs.map(|job| (worker.clone(), job)).collect();
+                    // One idle worker per job claimed for others, and one more: there may be more.
+                    let wake = others.len() + 1;
+                    self.claimed
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .extend(others);
+                    for _ in 0..wake {
+                        self.idle.notify_one();
+                    }
+                    if let Some(job) = first {
                         self.run_one(&worker, job, &shutdown).await;
                     }
                 }
                 Ok(_) => {
+                    self.idle_workers.fetch_add(1, Ordering::AcqRel);
                     tokio::select! {
                         _ = shutdown.cancelled() => {}
                         _ = tokio::time::sleep(self.config.poll_interval) => {}
                         () = self.idle.notified() => {}
                     }
+                    self.idle_workers.fetch_sub(1, Ordering::AcqRel);
                 }
                 Err(err) => {
                     tracing::warn!(worker = %worker, error = %err, "claiming jobs failed");
@@ -178,11 +230,6 @@ impl WorkerPool {
                     }
                 }
             }
-        }
-        match self.queue.release(&worker).await {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(worker = %worker, released = n, "released job leases on shutdown"),
-            Err(err) => tracing::warn!(worker = %worker, error = %err, "releasing job leases failed"),
         }
     }
 

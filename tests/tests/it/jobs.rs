@@ -372,6 +372,86 @@ impl JobQueue for CountingClaims {
     }
 }
 
+/// Holds every run until all of them are in progress at once, and notes how many claims it took
+/// to get there.
+struct Together {
+    started: Arc<tokio::sync::Barrier>,
+    queue: Arc<CountingClaims>,
+    claims_when_all_ran: Arc<Mutex<Option<usize>>>,
+}
+
+#[async_trait]
+impl JobHandler for Together {
+    fn kind(&self) -> &'static str {
+        "test.together"
+    }
+    async fn run(&self, _job: &Job) -> Result<(), JobFailure> {
+        let waited = tokio::time::timeout(Duration::from_secs(10), self.started.wait())
+            .await
+            .map_err(|_| JobFailure::Permanent("the other jobs never ran alongside".into()))?;
+        if waited.is_leader() {
+            *self.claims_when_all_ran.lock().expect("lock") =
+                Some(self.queue.claims.load(std::sync::atomic::Ordering::Relaxed));
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn one_claim_takes_a_commits_jobs_for_the_idle_workers_and_they_run_at_once() {
+    let db = TestDb::new().await;
+    let database = db.open().await;
+    let store = database.store();
+    let queue = Arc::new(CountingClaims {
+        inner: database.jobs(),
+        claims: Default::default(),
+    });
+    const WORKERS: usize = 16;
+    const JOBS: usize = 12;
+    let claims_when_all_ran = Arc::new(Mutex::new(None));
+    let shutdown = CancellationToken::new();
+    let pool = WorkerPool::new(
+        queue.clone(),
+        WorkerConfig {
+            workers: WORKERS,
+            poll_interval: Duration::from_secs(600),
+            ..WorkerConfig::default()
+        },
+    )
+    .with_wake(store.position_hint())
+    .with_handler(Arc::new(Together {
+        started: Arc::new(tokio::sync::Barrier::new(JOBS)),
+        queue: queue.clone(),
+        claims_when_all_ran: claims_when_all_ran.clone(),
+    }))
+    .spawn(shutdown.clone());
+    // Every worker looks once when it starts, then waits.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let at_start = queue.claims.load(std::sync::atomic::Ordering::Relaxed);
+    let mut request = append(stream(tenant(), "batch"), ExpectedVersion::NoStream, &["Queued"]);
+    request.jobs = (0..JOBS)
+        .map(|i| {
+            let mut job = job(&format!("together-{i}"));
+            job.kind = "test.together".into();
+            job
+        })
+        .collect();
+    store.append(request).await.expect("append with its jobs");
+    let jobs: Arc<dyn JobQueue> = queue.clone();
+    wait_until_succeeded(&jobs, JOBS as i64).await;
+    // Every job ran while all the others did (the barrier), and getting them all running took a
+    // claim or two: the woken worker took the commit's jobs for the idle workers at once (a
+    // claim per job would be at least 12).
+    let claims = claims_when_all_ran
+        .lock()
+        .expect("lock")
+        .expect("all ran at once")
+        - at_start;
+    assert!(claims <= 2, "{claims} claims to start one commit's {JOBS} jobs");
+    shutdown.cancel();
+    pool.await.expect("pool");
+}
+
 #[tokio::test]
 async fn a_commit_wakes_one_idle_worker_not_all_of_them_and_every_job_still_runs_at_once() {
     let db = TestDb::new().await;
