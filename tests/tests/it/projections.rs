@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use kuatia_application::aggregate::{CommandExecutor, ExecuteError};
 use kuatia_application::event_store::{
     BatchOutcome, EventMetadata, ExpectedVersion, ProjectionKind, RecordedEvent, SharedStore, StoreError,
+    StreamRef,
 };
 use kuatia_application::projection::{Projection, SqlTx};
 use kuatia_domain::tenancy::TenantId;
@@ -497,5 +498,83 @@ async fn a_number_series_moves_by_whole_batches_only_from_its_next_number() {
     assert!(results[2].is_ok(), "{results:?}");
     assert_eq!(next_number(&store, t, "S").await, 8);
     // Each series as if numbered one document at a time.
+    database.close().await;
+}
+
+/// Migration 0017 starts the `webhook_fanout` subscription before the first event of every
+/// document whose `webhook.fanout` job (of the versions that fanned out with jobs) had not
+/// finished, and removes those jobs; with none, at the head of the stream.
+#[tokio::test]
+async fn the_fanout_migration_hands_unfinished_fanout_jobs_over_to_the_subscription() {
+    let db = TestDb::new().await;
+    let t = tenant();
+    let document = |id: uuid::Uuid| StreamRef {
+        tenant_id: t,
+        stream_type: "ledger".into(),
+        stream_id: format!("document:{t}:{id}"),
+    };
+    let (done, pending, later) = (uuid::Uuid::now_v7(), uuid::Uuid::now_v7(), uuid::Uuid::now_v7());
+    let first_pending = {
+        let database = db.open().await;
+        let store = database.store();
+        store
+            .append(append(
+                document(done),
+                ExpectedVersion::NoStream,
+                &["A", "B", "C"],
+            ))
+            .await
+            .expect("append");
+        let mut request = append(document(pending), ExpectedVersion::NoStream, &["A", "B"]);
+        request.jobs = vec![kuatia_application::jobs::NewJob::new(
+            "webhook.fanout",
+            format!("webhook.fanout:{pending}:document.accepted:1"),
+            t,
+            serde_json::json!({ "document_id": pending }),
+        )];
+        let outcome = store.append(request).await.expect("append with the old job");
+        store
+            .append(append(document(later), ExpectedVersion::NoStream, &["A", "B"]))
+            .await
+            .expect("append");
+        // As a database of a version before 0017 stood: the job pending, no subscription.
+        for sql in [
+            "DELETE FROM subscriptions WHERE name = 'webhook_fanout'",
+            "DELETE FROM _sqlx_migrations WHERE version = 17",
+        ] {
+            kuatia_tests::execute(&database, sql).await.expect(sql);
+        }
+        database.close().await;
+        outcome.positions[0]
+    };
+    let database = db.open().await;
+    let position = async |database: &Database| {
+        snapshot(
+            database,
+            "SELECT CAST(position AS TEXT) FROM subscriptions WHERE name = 'webhook_fanout'",
+        )
+        .await
+    };
+    assert_eq!(
+        position(&database).await,
+        vec![vec![Some((first_pending - 1).to_string())]],
+        "just before the first event of the document whose fan-out had not run"
+    );
+    assert!(
+        snapshot(&database, "SELECT id FROM jobs WHERE kind = 'webhook.fanout'")
+            .await
+            .is_empty()
+    );
+    // With no unfinished fan-out job, it starts at the head.
+    for sql in [
+        "DELETE FROM subscriptions WHERE name = 'webhook_fanout'",
+        "DELETE FROM _sqlx_migrations WHERE version = 17",
+    ] {
+        kuatia_tests::execute(&database, sql).await.expect(sql);
+    }
+    let head = database.store().head_position().await.expect("head");
+    database.close().await;
+    let database = db.open().await;
+    assert_eq!(position(&database).await, vec![vec![Some(head.to_string())]]);
     database.close().await;
 }
