@@ -50,7 +50,9 @@ pub struct WorkerConfig {
     pub workers: usize,
     /// Lease length; heartbeats renew it every third of it.
     pub lease: Duration,
-    /// Sleep when no job is due.
+    /// How often an idle pool looks for due jobs without being woken (jobs that became due by
+    /// time: retries, expired leases; and jobs queued by other instances or outside an append):
+    /// one idle worker looks per interval, however many are idle.
     pub poll_interval: Duration,
     /// How long a running job may go on after shutdown starts.
     pub shutdown_grace: Duration,
@@ -148,6 +150,22 @@ impl WorkerPool {
                     }
                 }));
             }
+            // The poll: one idle worker looks per interval (each worker sleeping the interval on
+            // its own made an idle pool of N workers claim N times per interval, all for nothing).
+            {
+                let (pool, shutdown) = (shared.clone(), shutdown.clone());
+                tasks.push(tokio::spawn(async move {
+                    let mut tick =
+                        tokio::time::interval(pool.config.poll_interval.max(Duration::from_millis(1)));
+                    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                    loop {
+                        tokio::select! {
+                            () = shutdown.cancelled() => return,
+                            _ = tick.tick() => pool.idle.notify_one(),
+                        }
+                    }
+                }));
+            }
             // Zero workers: an instance that serves the API and leaves the jobs to others.
             let names: Vec<String> = (0..shared.config.workers)
                 .map(|n| format!("{}-{n}", shared.config.instance))
@@ -217,7 +235,6 @@ impl WorkerPool {
                     self.idle_workers.fetch_add(1, Ordering::AcqRel);
                     tokio::select! {
                         _ = shutdown.cancelled() => {}
-                        _ = tokio::time::sleep(self.config.poll_interval) => {}
                         () = self.idle.notified() => {}
                     }
                     self.idle_workers.fetch_sub(1, Ordering::AcqRel);

@@ -38,11 +38,11 @@
 //!
 //! # End to end (`KUATIA_BENCH_E2E=1`)
 //!
-//! The same load, but with 16 job workers (`KUATIA_BENCH_WORKERS=N` for another number) and the channel pointing at an in-process SIFEN
+//! The same load, but with the service's job workers (64 by default; `KUATIA_BENCH_WORKERS=N` for another number) and the channel pointing at an in-process SIFEN
 //! simulator (real HTTP and SOAP, signatures and QR checked): every document is numbered, signed,
 //! sent and accepted. After the clients stop, the bench waits until every document is final and
 //! reports each accepted document's posted → accepted time (the `documents` row's creation to
-//! its timeline's `DocumentAccepted`; p50/p90/p99) and `documents / (last acceptance − first
+//! its `DocumentAccepted` event; p50/p90/p99) and `documents / (last acceptance − first
 //! post)`.
 //!
 //! # Backends
@@ -92,17 +92,15 @@ const DEFAULT_POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres"
 /// The seller RUC of [`sample_invoice`].
 const RUC: &str = "80069563-1";
 const PASSWORD: &str = "bench pfx pass";
-/// Job workers in end-to-end mode, unless `KUATIA_BENCH_WORKERS` says otherwise.
-const E2E_WORKERS: usize = 16;
-
-/// `KUATIA_BENCH_WORKERS=N`: the service's job workers in end-to-end mode (default 16).
+/// `KUATIA_BENCH_WORKERS=N`: the service's job workers in end-to-end mode (default: the
+/// service's default, `KUATIA_WORKERS`).
 fn e2e_workers() -> Result<usize> {
     match std::env::var("KUATIA_BENCH_WORKERS") {
         Ok(v) => match v.trim().parse::<usize>() {
             Ok(n) if n > 0 => Ok(n),
             _ => bail!("KUATIA_BENCH_WORKERS={v:?}: expected a number of workers, at least 1"),
         },
-        Err(_) => Ok(E2E_WORKERS),
+        Err(_) => Ok(kuatia_infrastructure::config::Config::default().workers),
     }
 }
 /// How long end-to-end mode waits for the last document to be accepted.

@@ -453,6 +453,46 @@ async fn one_claim_takes_a_commits_jobs_for_the_idle_workers_and_they_run_at_onc
 }
 
 #[tokio::test]
+async fn an_idle_pool_looks_for_jobs_once_per_poll_interval_not_once_per_worker() {
+    let db = TestDb::new().await;
+    let database = db.open().await;
+    let queue = Arc::new(CountingClaims {
+        inner: database.jobs(),
+        claims: Default::default(),
+    });
+    const WORKERS: usize = 16;
+    let runs = Arc::new(Mutex::new(HashMap::new()));
+    let shutdown = CancellationToken::new();
+    let pool = WorkerPool::new(
+        queue.clone(),
+        WorkerConfig {
+            workers: WORKERS,
+            poll_interval: Duration::from_millis(100),
+            ..WorkerConfig::default()
+        },
+    )
+    .with_handler(Arc::new(Counting { runs: runs.clone() }))
+    .spawn(shutdown.clone());
+    // Every worker looks once when it starts.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let at = queue.claims.load(std::sync::atomic::Ordering::Relaxed);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let claims = queue.claims.load(std::sync::atomic::Ordering::Relaxed) - at;
+    // About ten polls in a second; a poll per worker would be 160.
+    assert!(
+        claims <= 20,
+        "{claims} claims in 1 s by {WORKERS} idle workers polling every 100 ms"
+    );
+    // A job nothing wakes the pool for (queued outside an append) is found by the poll.
+    queue.enqueue(&job("polled")).await.expect("enqueue");
+    let jobs: Arc<dyn JobQueue> = queue.clone();
+    wait_until_succeeded(&jobs, 1).await;
+    assert_eq!(runs.lock().expect("lock").get("polled"), Some(&1));
+    shutdown.cancel();
+    pool.await.expect("pool");
+}
+
+#[tokio::test]
 async fn a_commit_wakes_one_idle_worker_not_all_of_them_and_every_job_still_runs_at_once() {
     let db = TestDb::new().await;
     let database = db.open().await;
