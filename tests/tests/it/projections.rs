@@ -578,3 +578,62 @@ async fn the_fanout_migration_hands_unfinished_fanout_jobs_over_to_the_subscript
     assert_eq!(position(&database).await, vec![vec![Some(head.to_string())]]);
     database.close().await;
 }
+
+/// The documents' batch update finds its rows by primary key, not by reading the whole table
+/// (it runs under the append lock, for every batch of pipeline events). PostgreSQL only: SQLite
+/// writes event by event.
+#[tokio::test]
+async fn the_documents_batch_update_reads_its_rows_by_key_not_the_whole_table() {
+    use sqlx::{Connection, Row};
+    let db = TestDb::new().await;
+    let Some(mut conn) = db.owner_pg().await else {
+        return;
+    };
+    db.open().await.close().await;
+    sqlx::query(
+        "INSERT INTO documents (id, tenant_id, company_id, branch_id, issuance_point_id, channel, channel_id, \
+           doc_type, external_id, status, issue_datetime, grand_total, errors, warnings, state, stream_id, \
+           version, created_at, updated_at) \
+         SELECT gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), \
+           'sifen', gen_random_uuid(), 'invoice', 'E' || g, 'queued', now(), '100', '[]', '[]', '{}', 's' || g, \
+           3, now(), now() FROM generate_series(1, 5000) AS g",
+    )
+    .execute(&mut conn)
+    .await
+    .expect("documents");
+    sqlx::query("ANALYZE documents")
+        .execute(&mut conn)
+        .await
+        .expect("analyze");
+    let ids: Vec<uuid::Uuid> = sqlx::query_scalar("SELECT id FROM documents LIMIT 8")
+        .fetch_all(&mut conn)
+        .await
+        .expect("ids");
+    let rows: Vec<serde_json::Value> = ids
+        .iter()
+        .map(|id| {
+            serde_json::json!({"id": id, "status": "signing", "version": 5,
+                "updated_at": "2026-11-25T10:00:00.000000Z", "cdc": "01", "number": "0000001"})
+        })
+        .collect();
+    let statement = format!("EXPLAIN {}", kuatia_projections::documents::STEP_UPDATE);
+    let plan: Vec<String> = sqlx::query(sqlx::AssertSqlSafe(statement))
+        .bind(sqlx::types::Json(&rows))
+        .fetch_all(&mut conn)
+        .await
+        .expect("explain")
+        .iter()
+        .map(|r| r.get::<String, _>(0))
+        .collect();
+    let plan = plan.join("\n");
+    assert!(plan.contains("documents_pkey"), "{plan}");
+    assert!(!plan.contains("Seq Scan on documents"), "{plan}");
+    let updated = sqlx::query(kuatia_projections::documents::STEP_UPDATE)
+        .bind(sqlx::types::Json(&rows))
+        .execute(&mut conn)
+        .await
+        .expect("update")
+        .rows_affected();
+    assert_eq!(updated, 8);
+    conn.close().await.expect("close");
+}
