@@ -358,13 +358,15 @@ where
         let store = AggregateStore::<A>::new(self.store.clone(), tenant);
         if let Some(cached) = store.cached(stream_id) {
             match self.run(&store, cached, commands.clone(), metadata.clone()).await {
-                Ok(committed) if committed.recorded_at.is_some() => return Ok(committed),
+                Ok((committed, _)) if committed.recorded_at.is_some() => return Ok(committed),
                 Err(ExecuteError::Store(e)) => return Err(ExecuteError::Store(e)),
                 _ => {}
             }
         }
         let loaded = store.load(stream_id).await.map_err(load_error)?;
-        self.run(&store, loaded, commands, metadata).await
+        self.run(&store, loaded, commands, metadata)
+            .await
+            .map(|(committed, _)| committed)
     }
 
     /// Like [`Self::execute_all`] for a stream that must not exist yet: nothing is read, the
@@ -383,7 +385,9 @@ where
             stream_id: stream_id.to_owned(),
             version: 0,
         };
-        self.run(&store, fresh, commands, metadata).await
+        self.run(&store, fresh, commands, metadata)
+            .await
+            .map(|(committed, _)| committed)
     }
 
     /// Runs commands on several streams and commits each one's events in the order given, queued
@@ -484,9 +488,12 @@ where
                         // Decided on a cached aggregate that someone else's write made stale:
                         // decided again on the stream as it stands, in an append of its own.
                         (Err(ExecuteError::Conflict(_)), Some((commands, span))) => {
-                            self.decide_fresh(&store, &loaded.stream_id, commands, metadata.clone())
-                                .instrument(span)
-                                .await
+                            async {
+                                let fresh = store.load(&loaded.stream_id).await.map_err(load_error)?;
+                                self.run(&store, fresh, commands, metadata.clone()).await
+                            }
+                            .instrument(span)
+                            .await
                         }
                         (result, _) => result.map(|committed| (committed, loaded.aggregate)),
                     }
@@ -495,28 +502,6 @@ where
             results.push(result);
         }
         results
-    }
-
-    /// Loads a stream from the store and runs the commands on it (one append), returning the
-    /// aggregate as they left it.
-    async fn decide_fresh(
-        &self,
-        store: &AggregateStore<A>,
-        stream_id: &str,
-        commands: Vec<A::Command>,
-        metadata: EventMetadata,
-    ) -> Result<(Committed, A), ExecuteError<A::Error>> {
-        let mut loaded = store.load(stream_id).await.map_err(load_error)?;
-        match self.decide(store, &mut loaded, commands, metadata).await? {
-            Decision::Nothing(committed) => Ok((committed, loaded.aggregate)),
-            Decision::Append { request } => {
-                let request =
-                    request.ok_or_else(|| ExecuteError::Store(StoreError::Invalid("no append".into())))?;
-                let outcome = self.store.append(request).await;
-                store.settle(&loaded, &outcome);
-                committed(outcome).map(|committed| (committed, loaded.aggregate))
-            }
-        }
     }
 
     /// Handles the commands on a loaded aggregate: nothing to commit, or the append to make.
@@ -562,21 +547,23 @@ where
         })
     }
 
+    /// Handles the commands on a loaded aggregate and commits their events (one append),
+    /// returning the aggregate as they left it.
     async fn run(
         &self,
         store: &AggregateStore<A>,
         mut loaded: LoadedAggregate<A>,
         commands: Vec<A::Command>,
         metadata: EventMetadata,
-    ) -> Result<Committed, ExecuteError<A::Error>> {
+    ) -> Result<(Committed, A), ExecuteError<A::Error>> {
         match self.decide(store, &mut loaded, commands, metadata).await? {
-            Decision::Nothing(committed) => Ok(committed),
+            Decision::Nothing(committed) => Ok((committed, loaded.aggregate)),
             Decision::Append { request } => {
                 let request =
                     request.ok_or_else(|| ExecuteError::Store(StoreError::Invalid("no append".into())))?;
                 let outcome = self.store.append(request).await;
                 store.settle(&loaded, &outcome);
-                committed(outcome)
+                committed(outcome).map(|committed| (committed, loaded.aggregate))
             }
         }
     }

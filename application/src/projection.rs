@@ -134,6 +134,13 @@ pub trait SqlTx: Send {
     /// Writes a job in this transaction (a duplicate idempotency key is skipped; returns whether
     /// the job was new).
     async fn enqueue_job(&mut self, job: &NewJob) -> Result<bool, StoreError>;
+    /// The events of one stream up to and including version `upto`, in version order, upcast as
+    /// every read path upcasts them (a process manager folding what it acts on).
+    async fn load_stream_upto(
+        &mut self,
+        stream_id: &str,
+        upto: u64,
+    ) -> Result<Vec<RecordedEvent>, StoreError>;
 }
 
 /// A read model or process manager fed by events.

@@ -44,21 +44,21 @@ pub fn of_payload(payload: &Value) -> Option<&str> {
 
 /// Adds the current `traceparent` to an object payload that does not carry one yet.
 pub fn stamp(payload: &mut Value) {
-    if let Value::Object(map) = payload
-        && !map.contains_key(PAYLOAD_KEY)
-        && let Some(traceparent) = current()
-    {
-        map.insert(PAYLOAD_KEY.to_owned(), Value::String(traceparent));
-    }
+    stamp_from(payload, current);
 }
 
 /// Adds a given `traceparent` (an event's, say) to an object payload that does not carry one yet.
 pub fn stamp_with(payload: &mut Value, traceparent: Option<&str>) {
+    stamp_from(payload, || traceparent.map(str::to_owned));
+}
+
+/// Adds `traceparent()` (asked only when it is needed) to an object payload without one.
+fn stamp_from(payload: &mut Value, traceparent: impl FnOnce() -> Option<String>) {
     if let Value::Object(map) = payload
         && !map.contains_key(PAYLOAD_KEY)
-        && let Some(traceparent) = traceparent
+        && let Some(traceparent) = traceparent()
     {
-        map.insert(PAYLOAD_KEY.to_owned(), Value::String(traceparent.to_owned()));
+        map.insert(PAYLOAD_KEY.to_owned(), Value::String(traceparent));
     }
 }
 

@@ -20,9 +20,8 @@
 use async_trait::async_trait;
 use chrono::Utc;
 use kuatia_application::event_store::{ProjectionKind, RecordedEvent, StoreError};
-use kuatia_application::projection::{Projection, SqlTx, SqlValue};
+use kuatia_application::projection::{Projection, SqlTx};
 use kuatia_application::trace_context;
-use kuatia_application::upcast::UpcasterChain;
 use kuatia_application::webhooks::{self as app, NewDelivery};
 use kuatia_domain::document::aggregate::{DocumentEvent, DocumentStatus};
 use kuatia_domain::tenancy::TenantId;
@@ -171,30 +170,12 @@ impl Facts {
     /// Folds the document's stream up to and including `event` (read in the transaction, upcast
     /// as every read path does).
     async fn at(tx: &mut dyn SqlTx, event: &RecordedEvent) -> Result<Self, StoreError> {
-        let rows = tx
-            .query(
-                "SELECT event_id, event_type, schema_version, CAST(payload AS TEXT) FROM events \
-                 WHERE stream_id = $1 AND stream_version <= $2 ORDER BY stream_version",
-                &[
-                    SqlValue::Text(event.stream_id.clone()),
-                    SqlValue::Int(event.stream_version as i64),
-                ],
-            )
-            .await?;
-        let upcasters: UpcasterChain = kuatia_application::upcast::registered();
         let mut facts = Self::default();
-        for r in &rows {
-            let event_id = r[0].as_uuid().ok_or_else(|| corrupt("event id"))?;
-            let event_type = r[1].as_text().ok_or_else(|| corrupt("event type"))?;
-            let schema_version = r[2].as_i64().ok_or_else(|| corrupt("schema version"))?;
-            let payload: Value =
-                serde_json::from_str(&r[3].as_text().ok_or_else(|| corrupt("payload"))?).map_err(corrupt)?;
-            let (_, _, payload) = upcasters.apply(
-                event_type,
-                u32::try_from(schema_version).map_err(corrupt)?,
-                payload,
-            );
-            let decoded = decode(event_id, payload)?;
+        for recorded in tx
+            .load_stream_upto(&event.stream_id, event.stream_version)
+            .await?
+        {
+            let decoded = decode(recorded.event_id, recorded.payload)?;
             if let Some(status) = decoded.resulting_status() {
                 facts.status = Some(status);
             }

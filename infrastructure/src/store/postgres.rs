@@ -453,7 +453,7 @@ impl PgInner {
             .map(|event| upcast(&self.upcasters, event.clone()))
             .collect();
         for projection in &self.inline {
-            Self::apply_all(&mut *conn, projection.as_ref(), &events).await?;
+            Self::apply_all(&mut *conn, &self.upcasters, projection.as_ref(), &events).await?;
         }
         Ok(())
     }
@@ -461,10 +461,11 @@ impl PgInner {
     /// A projection's `apply_all` on upcast events.
     async fn apply_all(
         conn: &mut PgConnection,
+        upcasters: &UpcasterChain,
         projection: &dyn Projection,
         events: &[RecordedEvent],
     ) -> Result<(), StoreError> {
-        let mut tx = PgSqlTx { conn };
+        let mut tx = PgSqlTx { conn, upcasters };
         projection
             .apply_all(&mut tx, events)
             .await
@@ -482,7 +483,10 @@ impl PgInner {
     ) -> Result<(), StoreError> {
         for event in events {
             let event = upcast(&self.upcasters, event);
-            let mut tx = PgSqlTx { conn: &mut *conn };
+            let mut tx = PgSqlTx {
+                conn: &mut *conn,
+                upcasters: &self.upcasters,
+            };
             projection
                 .apply(&mut tx, &event)
                 .await
@@ -493,6 +497,29 @@ impl PgInner {
         }
         Ok(())
     }
+}
+
+/// The stored events of one stream with versions in `after + 1 ..= upto`, in version order, not
+/// upcast (the store's reads and a projection's `SqlTx` upcast them).
+pub(crate) async fn stream_events(
+    conn: &mut PgConnection,
+    stream_id: &str,
+    after: u64,
+    upto: u64,
+) -> Result<Vec<RecordedEvent>, StoreError> {
+    let rows = sqlx::query(concat!(
+        "SELECT ",
+        event_columns!(),
+        " FROM events WHERE stream_id = $1 AND stream_version > $2 AND stream_version <= $3 \
+         ORDER BY stream_version"
+    ))
+    .bind(stream_id)
+    .bind(i64::try_from(after).unwrap_or(i64::MAX))
+    .bind(i64::try_from(upto).unwrap_or(i64::MAX))
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(db_error)?;
+    rows.iter().map(event_from_row).collect()
 }
 
 fn event_from_row(row: &PgRow) -> Result<RecordedEvent, StoreError> {
@@ -607,34 +634,16 @@ impl Store for PgStore {
     }
 
     async fn load_stream(&self, stream_id: &str) -> Result<Vec<RecordedEvent>, StoreError> {
-        let rows = sqlx::query(concat!(
-            "SELECT ",
-            event_columns!(),
-            " FROM events WHERE stream_id = $1 ORDER BY stream_version"
-        ))
-        .bind(stream_id)
-        .fetch_all(&self.inner.pool)
-        .await
-        .map_err(db_error)?;
-        rows.iter()
-            .map(|row| event_from_row(row).map(|e| upcast(&self.inner.upcasters, e)))
-            .collect()
+        self.load_stream_after(stream_id, 0).await
     }
 
     async fn load_stream_after(&self, stream_id: &str, after: u64) -> Result<Vec<RecordedEvent>, StoreError> {
-        let rows = sqlx::query(concat!(
-            "SELECT ",
-            event_columns!(),
-            " FROM events WHERE stream_id = $1 AND stream_version > $2 ORDER BY stream_version"
-        ))
-        .bind(stream_id)
-        .bind(i64::try_from(after).unwrap_or(i64::MAX))
-        .fetch_all(&self.inner.pool)
-        .await
-        .map_err(db_error)?;
-        rows.iter()
-            .map(|row| event_from_row(row).map(|e| upcast(&self.inner.upcasters, e)))
-            .collect()
+        let mut conn = self.inner.pool.acquire().await.map_err(db_error)?;
+        let events = stream_events(&mut conn, stream_id, after, u64::MAX).await?;
+        Ok(events
+            .into_iter()
+            .map(|e| upcast(&self.inner.upcasters, e))
+            .collect())
     }
 
     fn aggregate_cache(&self) -> Option<&AggregateCache> {
@@ -719,7 +728,7 @@ impl Store for PgStore {
             .map(|event| upcast(&self.inner.upcasters, event))
             .collect();
         // All at once (a projection may write a batch in fewer statements than event by event).
-        PgInner::apply_all(&mut tx, projection, &events)
+        PgInner::apply_all(&mut tx, &self.inner.upcasters, projection, &events)
             .await
             .map_err(|e| match e {
                 StoreError::Projection { name, message } => StoreError::Projection {

@@ -2,15 +2,17 @@
 //! projections write through.
 
 use async_trait::async_trait;
-use kuatia_application::event_store::StoreError;
+use kuatia_application::event_store::{RecordedEvent, StoreError};
 use kuatia_application::hash::format_timestamp;
 use kuatia_application::jobs::NewJob;
 use kuatia_application::projection::{Backend, SqlTx, SqlType, SqlValue};
+use kuatia_application::upcast::UpcasterChain;
 use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::query::Query;
 use sqlx::sqlite::{SqliteArguments, SqliteRow};
 use sqlx::{Column, PgConnection, Postgres, Row, Sqlite, SqliteConnection, TypeInfo, ValueRef};
 
+use super::common::upcast;
 use super::db_error;
 
 pub(crate) fn bind_pg<'q>(
@@ -117,6 +119,7 @@ pub(crate) fn decode_sqlite_row(row: &SqliteRow) -> Result<Vec<SqlValue>, StoreE
 /// A PostgreSQL transaction as projections see it.
 pub(crate) struct PgSqlTx<'a> {
     pub conn: &'a mut PgConnection,
+    pub upcasters: &'a UpcasterChain,
 }
 
 #[async_trait]
@@ -148,11 +151,21 @@ impl SqlTx for PgSqlTx<'_> {
     async fn enqueue_job(&mut self, job: &NewJob) -> Result<bool, StoreError> {
         super::postgres::insert_job(&mut *self.conn, job).await
     }
+
+    async fn load_stream_upto(
+        &mut self,
+        stream_id: &str,
+        upto: u64,
+    ) -> Result<Vec<RecordedEvent>, StoreError> {
+        let events = super::postgres::stream_events(&mut *self.conn, stream_id, 0, upto).await?;
+        Ok(events.into_iter().map(|e| upcast(self.upcasters, e)).collect())
+    }
 }
 
 /// A SQLite transaction as projections see it.
 pub(crate) struct SqliteSqlTx<'a> {
     pub conn: &'a mut SqliteConnection,
+    pub upcasters: &'a UpcasterChain,
 }
 
 #[async_trait]
@@ -183,5 +196,14 @@ impl SqlTx for SqliteSqlTx<'_> {
 
     async fn enqueue_job(&mut self, job: &NewJob) -> Result<bool, StoreError> {
         super::sqlite::insert_job(&mut *self.conn, job).await
+    }
+
+    async fn load_stream_upto(
+        &mut self,
+        stream_id: &str,
+        upto: u64,
+    ) -> Result<Vec<RecordedEvent>, StoreError> {
+        let events = super::sqlite::stream_events(&mut *self.conn, stream_id, 0, upto).await?;
+        Ok(events.into_iter().map(|e| upcast(self.upcasters, e)).collect())
     }
 }

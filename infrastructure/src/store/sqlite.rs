@@ -216,6 +216,29 @@ fn parse_json<T: serde::de::DeserializeOwned>(column: &str, text: &str) -> Resul
     serde_json::from_str(text).map_err(|e| StoreError::Corrupt(format!("{column}: {e}")))
 }
 
+/// The stored events of one stream with versions in `after + 1 ..= upto`, in version order, not
+/// upcast (the store's reads and a projection's `SqlTx` upcast them).
+pub(crate) async fn stream_events(
+    conn: &mut SqliteConnection,
+    stream_id: &str,
+    after: u64,
+    upto: u64,
+) -> Result<Vec<RecordedEvent>, StoreError> {
+    let rows = sqlx::query(concat!(
+        "SELECT ",
+        event_columns!(),
+        " FROM events WHERE stream_id = $1 AND stream_version > $2 AND stream_version <= $3 \
+         ORDER BY stream_version"
+    ))
+    .bind(stream_id)
+    .bind(i64::try_from(after).unwrap_or(i64::MAX))
+    .bind(i64::try_from(upto).unwrap_or(i64::MAX))
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(db_error)?;
+    rows.iter().map(event_from_row).collect()
+}
+
 fn event_from_row(row: &SqliteRow) -> Result<RecordedEvent, StoreError> {
     let corrupt = |e: sqlx::Error| StoreError::Corrupt(e.to_string());
     let text = |name: &str| row.try_get::<String, _>(name).map_err(corrupt);
@@ -303,7 +326,10 @@ impl SqliteInner {
     ) -> Result<(), StoreError> {
         for event in events {
             let event = upcast(&self.upcasters, event.clone());
-            let mut tx = SqliteSqlTx { conn: &mut *conn };
+            let mut tx = SqliteSqlTx {
+                conn: &mut *conn,
+                upcasters: &self.upcasters,
+            };
             projection
                 .apply(&mut tx, &event)
                 .await
@@ -425,34 +451,16 @@ impl Store for SqliteStore {
     }
 
     async fn load_stream(&self, stream_id: &str) -> Result<Vec<RecordedEvent>, StoreError> {
-        let rows = sqlx::query(concat!(
-            "SELECT ",
-            event_columns!(),
-            " FROM events WHERE stream_id = $1 ORDER BY stream_version"
-        ))
-        .bind(stream_id)
-        .fetch_all(&self.inner.pool)
-        .await
-        .map_err(db_error)?;
-        rows.iter()
-            .map(|row| event_from_row(row).map(|e| upcast(&self.inner.upcasters, e)))
-            .collect()
+        self.load_stream_after(stream_id, 0).await
     }
 
     async fn load_stream_after(&self, stream_id: &str, after: u64) -> Result<Vec<RecordedEvent>, StoreError> {
-        let rows = sqlx::query(concat!(
-            "SELECT ",
-            event_columns!(),
-            " FROM events WHERE stream_id = $1 AND stream_version > $2 ORDER BY stream_version"
-        ))
-        .bind(stream_id)
-        .bind(i64::try_from(after).unwrap_or(i64::MAX))
-        .fetch_all(&self.inner.pool)
-        .await
-        .map_err(db_error)?;
-        rows.iter()
-            .map(|row| event_from_row(row).map(|e| upcast(&self.inner.upcasters, e)))
-            .collect()
+        let mut conn = self.inner.pool.acquire().await.map_err(db_error)?;
+        let events = stream_events(&mut conn, stream_id, after, u64::MAX).await?;
+        Ok(events
+            .into_iter()
+            .map(|e| upcast(&self.inner.upcasters, e))
+            .collect())
     }
 
     fn aggregate_cache(&self) -> Option<&AggregateCache> {

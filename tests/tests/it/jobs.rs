@@ -323,6 +323,33 @@ struct CountingClaims {
     claims: std::sync::atomic::AtomicUsize,
 }
 
+impl CountingClaims {
+    /// Over the database's queue.
+    fn over(database: &kuatia_infrastructure::store::Database) -> Arc<Self> {
+        Arc::new(Self {
+            inner: database.jobs(),
+            claims: Default::default(),
+        })
+    }
+
+    /// Claims so far.
+    fn count(&self) -> usize {
+        self.claims.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// A pool of `workers` over this queue that polls every `poll_interval`.
+    fn pool(self: &Arc<Self>, workers: usize, poll_interval: Duration) -> WorkerPool {
+        WorkerPool::new(
+            self.clone(),
+            WorkerConfig {
+                workers,
+                poll_interval,
+                ..WorkerConfig::default()
+            },
+        )
+    }
+}
+
 #[async_trait]
 impl JobQueue for CountingClaims {
     async fn enqueue(&self, job: &NewJob) -> Result<bool, StoreError> {
@@ -390,8 +417,7 @@ impl JobHandler for Together {
             .await
             .map_err(|_| JobFailure::Permanent("the other jobs never ran alongside".into()))?;
         if waited.is_leader() {
-            *self.claims_when_all_ran.lock().expect("lock") =
-                Some(self.queue.claims.load(std::sync::atomic::Ordering::Relaxed));
+            *self.claims_when_all_ran.lock().expect("lock") = Some(self.queue.count());
         }
         Ok(())
     }
@@ -402,32 +428,23 @@ async fn one_claim_takes_a_commits_jobs_for_the_idle_workers_and_they_run_at_onc
     let db = TestDb::new().await;
     let database = db.open().await;
     let store = database.store();
-    let queue = Arc::new(CountingClaims {
-        inner: database.jobs(),
-        claims: Default::default(),
-    });
+    let queue = CountingClaims::over(&database);
     const WORKERS: usize = 16;
     const JOBS: usize = 12;
     let claims_when_all_ran = Arc::new(Mutex::new(None));
     let shutdown = CancellationToken::new();
-    let pool = WorkerPool::new(
-        queue.clone(),
-        WorkerConfig {
-            workers: WORKERS,
-            poll_interval: Duration::from_secs(600),
-            ..WorkerConfig::default()
-        },
-    )
-    .with_wake(store.position_hint())
-    .with_handler(Arc::new(Together {
-        started: Arc::new(tokio::sync::Barrier::new(JOBS)),
-        queue: queue.clone(),
-        claims_when_all_ran: claims_when_all_ran.clone(),
-    }))
-    .spawn(shutdown.clone());
+    let pool = queue
+        .pool(WORKERS, Duration::from_secs(600))
+        .with_wake(store.position_hint())
+        .with_handler(Arc::new(Together {
+            started: Arc::new(tokio::sync::Barrier::new(JOBS)),
+            queue: queue.clone(),
+            claims_when_all_ran: claims_when_all_ran.clone(),
+        }))
+        .spawn(shutdown.clone());
     // Every worker looks once when it starts, then waits.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let at_start = queue.claims.load(std::sync::atomic::Ordering::Relaxed);
+    let at_start = queue.count();
     let mut request = append(stream(tenant(), "batch"), ExpectedVersion::NoStream, &["Queued"]);
     request.jobs = (0..JOBS)
         .map(|i| {
@@ -456,28 +473,19 @@ async fn one_claim_takes_a_commits_jobs_for_the_idle_workers_and_they_run_at_onc
 async fn an_idle_pool_looks_for_jobs_once_per_poll_interval_not_once_per_worker() {
     let db = TestDb::new().await;
     let database = db.open().await;
-    let queue = Arc::new(CountingClaims {
-        inner: database.jobs(),
-        claims: Default::default(),
-    });
+    let queue = CountingClaims::over(&database);
     const WORKERS: usize = 16;
     let runs = Arc::new(Mutex::new(HashMap::new()));
     let shutdown = CancellationToken::new();
-    let pool = WorkerPool::new(
-        queue.clone(),
-        WorkerConfig {
-            workers: WORKERS,
-            poll_interval: Duration::from_millis(100),
-            ..WorkerConfig::default()
-        },
-    )
-    .with_handler(Arc::new(Counting { runs: runs.clone() }))
-    .spawn(shutdown.clone());
+    let pool = queue
+        .pool(WORKERS, Duration::from_millis(100))
+        .with_handler(Arc::new(Counting { runs: runs.clone() }))
+        .spawn(shutdown.clone());
     // Every worker looks once when it starts.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let at = queue.claims.load(std::sync::atomic::Ordering::Relaxed);
+    let at = queue.count();
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let claims = queue.claims.load(std::sync::atomic::Ordering::Relaxed) - at;
+    let claims = queue.count() - at;
     // About ten polls in a second; a poll per worker would be 160.
     assert!(
         claims <= 20,
@@ -497,29 +505,20 @@ async fn a_commit_wakes_one_idle_worker_not_all_of_them_and_every_job_still_runs
     let db = TestDb::new().await;
     let database = db.open().await;
     let store = database.store();
-    let queue = Arc::new(CountingClaims {
-        inner: database.jobs(),
-        claims: Default::default(),
-    });
+    let queue = CountingClaims::over(&database);
     const WORKERS: usize = 16;
     const COMMITS: usize = 40;
     let runs = Arc::new(Mutex::new(HashMap::new()));
     let shutdown = CancellationToken::new();
-    let pool = WorkerPool::new(
-        queue.clone(),
-        WorkerConfig {
-            workers: WORKERS,
-            // Only the position hint wakes the workers here.
-            poll_interval: Duration::from_secs(600),
-            ..WorkerConfig::default()
-        },
-    )
-    .with_wake(store.position_hint())
-    .with_handler(Arc::new(Counting { runs: runs.clone() }))
-    .spawn(shutdown.clone());
+    // Only the position hint wakes the workers here.
+    let pool = queue
+        .pool(WORKERS, Duration::from_secs(600))
+        .with_wake(store.position_hint())
+        .with_handler(Arc::new(Counting { runs: runs.clone() }))
+        .spawn(shutdown.clone());
     // Every worker looks once when it starts.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let at_start = queue.claims.load(std::sync::atomic::Ordering::Relaxed);
+    let at_start = queue.count();
     let t = tenant();
     for i in 0..COMMITS {
         let mut request = append(
@@ -541,7 +540,7 @@ async fn a_commit_wakes_one_idle_worker_not_all_of_them_and_every_job_still_runs
     }
     shutdown.cancel();
     pool.await.expect("pool");
-    let claims = queue.claims.load(std::sync::atomic::Ordering::Relaxed) - at_start;
+    let claims = queue.count() - at_start;
     // One wake per commit: the woken worker claims the job and wakes another, which finds
     // nothing; the first looks again after running it. Waking every idle worker would make about
     // WORKERS claims per commit.
