@@ -38,31 +38,36 @@
 //!
 //! # End to end (`KUATIA_BENCH_E2E=1`)
 //!
-//! The same load, but with the service's job workers (64 by default; `KUATIA_BENCH_WORKERS=N` for another number) and the channel pointing at an in-process SIFEN
+//! The same load, but with the service's job workers (the service's default, 256;
+//! `KUATIA_BENCH_WORKERS=N` for another number) and the channel pointing at an in-process SIFEN
 //! simulator (real HTTP and SOAP, signatures and QR checked): every document is numbered, signed,
 //! sent and accepted. After the clients stop, the bench waits until every document is final and
 //! reports each accepted document's posted → accepted time (the `documents` row's creation to
 //! its `DocumentAccepted` event; p50/p90/p99), `docs/s` = `documents / (last acceptance − first
-//! post)` and `accepted/s`, the acceptance rate between the 10th and the 90th percentile of the
-//! acceptance times.
+//! post)` and `accepted/s`, the acceptance rate while the clients post (from the 10th percentile
+//! of the acceptance times to the last post).
 //!
 //! The two rates answer different questions. `docs/s` includes the pipeline's fill time: every
 //! document waits for its lot to be processed (2 s at the simulator, as SIFEN's lots take time)
 //! and polled, so a run that posts for 7 s cannot show more than about `documents / (7 s + the
 //! latency)` however fast the pipeline is. `accepted/s` is the rate at which the pipeline
-//! delivers acceptances once it is running (the first and last tenth of the acceptances, its
-//! filling and draining, left out): at an offered rate it keeps up with, it equals the
-//! offered rate (and the p99 stays at the lot's processing time plus a poll); at one it cannot,
-//! it is the pipeline's capacity (and the latency grows with the window). To find the capacity,
-//! offer more than it (`KUATIA_BENCH_RATE`) and read `accepted/s`.
+//! delivers acceptances once it is running and while intake still shares the cores with it (its
+//! filling, the first tenth of the acceptances, and its draining after the last post left out):
+//! at an offered rate it keeps up with, it equals the offered rate (and the p99 stays at the
+//! lot's processing time plus a poll); at one it cannot, it is the pipeline's capacity under that
+//! load (and the latency grows with the window). To find the capacity, offer more than it
+//! (`KUATIA_BENCH_RATE`) for a window several times the fill time (`KUATIA_BENCH_SECS=20`) and
+//! read `accepted/s`.
 //!
 //! # Backends
 //!
-//! - **SQLite**, always: a new file in a temporary folder, removed afterwards.
+//! - **SQLite**: a new file in a temporary folder, removed afterwards.
 //! - **PostgreSQL**, when reachable at `KUATIA_BENCH_POSTGRES_URL` (an admin URL allowed to
 //!   create databases; default `postgres://postgres@127.0.0.1:5432/postgres`): a new database,
 //!   dropped afterwards (the same as `KUATIA_TEST_POSTGRES_URL` does for the tests). Skipped with
 //!   a message otherwise.
+//!
+//! `KUATIA_BENCH_BACKENDS=postgres` (or `sqlite`) runs only the one named; both by default.
 //!
 //! # Running
 //!
@@ -134,6 +139,26 @@ fn offered_rate() -> Result<Option<f64>> {
     }
 }
 
+/// `KUATIA_BENCH_BACKENDS=sqlite,postgres` (the default: both): which backends run, as (SQLite,
+/// PostgreSQL).
+fn wanted_backends() -> Result<(bool, bool)> {
+    let Ok(list) = std::env::var("KUATIA_BENCH_BACKENDS") else {
+        return Ok((true, true));
+    };
+    let (mut sqlite, mut postgres) = (false, false);
+    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        match name {
+            "sqlite" => sqlite = true,
+            "postgres" => postgres = true,
+            _ => bail!("KUATIA_BENCH_BACKENDS={list:?}: expected sqlite and/or postgres, comma-separated"),
+        }
+    }
+    if !(sqlite || postgres) {
+        bail!("KUATIA_BENCH_BACKENDS={list:?}: names no backend");
+    }
+    Ok((sqlite, postgres))
+}
+
 /// Largest share of failed requests tolerated per backend.
 const MAX_FAILURE_RATE: f64 = 0.01;
 
@@ -170,6 +195,7 @@ async fn run(window: Duration, cores: usize, rate: Option<f64>) -> Result<Vec<&'
         println!("kuatia POST /v1/documents benchmark");
     }
     let env: String = [
+        "KUATIA_BENCH_BACKENDS",
         "KUATIA_BENCH_E2E",
         "KUATIA_BENCH_RATE",
         "KUATIA_BENCH_SECS",
@@ -196,10 +222,15 @@ async fn run(window: Duration, cores: usize, rate: Option<f64>) -> Result<Vec<&'
     );
     println!();
 
-    let mut backends = vec![Backend::Sqlite];
+    let (sqlite, postgres) = wanted_backends()?;
+    let mut backends = Vec::new();
+    if sqlite {
+        backends.push(Backend::Sqlite);
+    }
     let admin_url =
         std::env::var("KUATIA_BENCH_POSTGRES_URL").unwrap_or_else(|_| DEFAULT_POSTGRES_URL.to_owned());
     match tokio::time::timeout(Duration::from_secs(5), sqlx::PgConnection::connect(&admin_url)).await {
+        _ if !postgres => {}
         Ok(Ok(conn)) => {
             let _ = conn.close().await;
             backends.push(Backend::Postgres(admin_url));
@@ -329,8 +360,8 @@ fn print_job_seconds(
 struct Row {
     backend: &'static str,
     elapsed: Duration,
-    /// End to end: the acceptance rate of the middle 80 % of the acceptances (documents/s), the
-    /// pipeline's steady output without its fill and drain (`elapsed` includes both).
+    /// End to end: the acceptance rate while the clients post, once the pipeline has filled
+    /// (documents/s; `steady_rate`); `elapsed` includes the fill and the drain.
     accepting: Option<f64>,
     /// Latencies of the counted documents, microseconds, sorted.
     latencies: Vec<u32>,
@@ -509,18 +540,23 @@ async fn settle(backend: &'static str, app: &TestApp, row: Row) -> Result<Row> {
             &[],
         )
         .await?;
-    let (mut first, mut last) = (None, None);
+    let (mut first, mut last, mut last_post) = (None, None, None);
     let mut accepted_at = Vec::with_capacity(rows.len());
     let mut latencies = Vec::with_capacity(rows.len());
     let mut errors = 0;
     for r in &rows {
-        let (Some(created), Some(updated)) = (r[1].as_timestamp(), r[2].as_timestamp()) else {
+        let Some(created) = r[1].as_timestamp() else {
             continue;
         };
-        if !matches!(&r[0], SqlValue::Text(s) if s == "accepted") {
-            errors += 1;
-            continue;
-        }
+        last_post = Some(last_post.map_or(created, |l: chrono::DateTime<chrono::Utc>| l.max(created)));
+        // Rejected or failed documents have no `DocumentAccepted`: they count as errors.
+        let updated = match r[2].as_timestamp() {
+            Some(updated) if matches!(&r[0], SqlValue::Text(s) if s == "accepted") => updated,
+            _ => {
+                errors += 1;
+                continue;
+            }
+        };
         first = Some(first.map_or(created, |f: chrono::DateTime<chrono::Utc>| f.min(created)));
         last = Some(last.map_or(updated, |l: chrono::DateTime<chrono::Utc>| l.max(updated)));
         accepted_at.push(updated);
@@ -532,7 +568,7 @@ async fn settle(backend: &'static str, app: &TestApp, row: Row) -> Result<Row> {
         (Some(f), Some(l)) => (l - f).to_std().unwrap_or_default(),
         _ => Duration::ZERO,
     };
-    let accepting = steady_rate(&mut accepted_at);
+    let accepting = last_post.and_then(|last_post| steady_rate(&mut accepted_at, last_post));
     println!(
         "{backend:<9} end to end: {} documents accepted, {errors} not, posted → accepted (intake answered {} in the window)",
         latencies.len(),
@@ -755,21 +791,30 @@ async fn setup(app: &TestApp, endpoint: &str) -> Result<Setup> {
     })
 }
 
-/// The value at quantile `q` of sorted microsecond latencies.
-/// The acceptance rate between the 10th and the 90th percentile of the acceptance times
-/// (documents/s): the steady output, without the pipeline filling up (the first lots wait for
-/// the simulator's processing time) and draining. `None` with fewer than 10 acceptances or no
-/// time between the two.
-fn steady_rate(accepted_at: &mut [chrono::DateTime<chrono::Utc>]) -> Option<f64> {
+/// The acceptance rate while the clients still post (documents/s): the acceptances between the
+/// 10th percentile of the acceptance times (the pipeline has filled: the first lots waited for the
+/// simulator's processing time) and the last post, over that span. The drain after the last post
+/// is left out: intake no longer shares the cores then, so it would flatter the pipeline. `None`
+/// with fewer than 10 acceptances or when the pipeline had not filled before the last post (a
+/// window too short).
+fn steady_rate(
+    accepted_at: &mut [chrono::DateTime<chrono::Utc>],
+    last_post: chrono::DateTime<chrono::Utc>,
+) -> Option<f64> {
     if accepted_at.len() < 10 {
         return None;
     }
     accepted_at.sort_unstable();
-    let (from, to) = (accepted_at.len() / 10, accepted_at.len() * 9 / 10);
-    let span = (accepted_at[to] - accepted_at[from]).to_std().ok()?;
-    (!span.is_zero()).then(|| (to - from) as f64 / span.as_secs_f64())
+    let from = accepted_at[accepted_at.len() / 10];
+    let span = (last_post - from).to_std().ok().filter(|span| !span.is_zero())?;
+    let accepted = accepted_at
+        .iter()
+        .filter(|&&at| at > from && at <= last_post)
+        .count();
+    Some(accepted as f64 / span.as_secs_f64())
 }
 
+/// The value at quantile `q` of sorted microsecond latencies.
 fn percentile(latencies: &[u32], q: f64) -> u32 {
     if latencies.is_empty() {
         return 0;
