@@ -92,6 +92,9 @@ pub struct WorkerPool {
     idle_workers: std::sync::atomic::AtomicUsize,
     /// Jobs a worker claimed for others, with the lease owner they were claimed under.
     claimed: std::sync::Mutex<std::collections::VecDeque<(String, Job)>>,
+    /// The workers whose claims took jobs: the only lease owners the pool can have given leases
+    /// to, so the only ones released on shutdown (most of a large pool's workers never claim).
+    lease_owners: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl WorkerPool {
@@ -105,6 +108,7 @@ impl WorkerPool {
             idle: tokio::sync::Notify::new(),
             idle_workers: std::sync::atomic::AtomicUsize::new(0),
             claimed: std::sync::Mutex::new(std::collections::VecDeque::new()),
+            lease_owners: std::sync::Mutex::new(std::collections::BTreeSet::new()),
         }
     }
 
@@ -170,7 +174,7 @@ impl WorkerPool {
             let names: Vec<String> = (0..shared.config.workers)
                 .map(|n| format!("{}-{n}", shared.config.instance))
                 .collect();
-            for worker in names.iter().cloned() {
+            for worker in names {
                 let pool = shared.clone();
                 let kinds = kinds.clone();
                 let shutdown = shutdown.clone();
@@ -182,9 +186,16 @@ impl WorkerPool {
                 let _ = task.await;
             }
             // Every worker has stopped: give back the leases still held under any worker's name
-            // (a job cut off by the grace, or claimed for another worker and never started). Not
-            // before: a worker may be running a job claimed under another's name.
-            for worker in names {
+            // that claimed jobs (a job cut off by the grace, or claimed for another worker and
+            // never started). Not before: a worker may be running a job claimed under another's
+            // name.
+            let owners = std::mem::take(
+                &mut *shared
+                    .lease_owners
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
+            );
+            for worker in owners {
                 match shared.queue.release(&worker).await {
                     Ok(0) => {}
                     Ok(n) => {
@@ -213,6 +224,14 @@ impl WorkerPool {
             }
             let want = (self.idle_workers.load(Ordering::Acquire) + 1).min(MAX_CLAIM);
             let claimed = self.queue.claim(&worker, &kinds, want, self.config.lease).await;
+            // A claim that took jobs leased them under this name; one that failed may have too
+            // (its answer lost after the commit).
+            if !matches!(&claimed, Ok(jobs) if jobs.is_empty()) {
+                self.lease_owners
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .insert(worker.clone());
+            }
             match claimed {
                 Ok(jobs) if !jobs.is_empty() => {
                     let mut jobs = jobs.into_iter();

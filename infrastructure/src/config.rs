@@ -99,10 +99,11 @@ pub struct Config {
     pub db_role: String,
     /// `KUATIA_DB_MAX_CONNECTIONS`: pool size. Default 16.
     pub db_max_connections: u32,
-    /// `KUATIA_WORKERS`: concurrent job workers in this instance. Default 64: a `sifen.prepare`
-    /// job holds its worker while its numbering turn signs, records and sends, so the workers
-    /// bound how many documents share a turn (and a lot); an idle worker costs nothing (one idle
-    /// worker per pool polls).
+    /// `KUATIA_WORKERS`: concurrent job workers in this instance. Default 256: a `sifen.prepare`
+    /// job holds its worker while it waits for its numbering turn and while its turn signs,
+    /// records and sends, so the workers bound how many documents are in the pipeline at once
+    /// (and share a turn and a lot); an idle worker costs nothing (one idle worker per pool
+    /// polls), and a waiting one only a task. KuDE renders have their own pool, one per core.
     pub workers: usize,
     /// `KUATIA_SHUTDOWN_GRACE_SECS`: how long in-flight requests and jobs may finish after SIGTERM.
     /// Default 20.
@@ -235,7 +236,7 @@ impl Default for Config {
             max_body_bytes: 1024 * 1024,
             db_role: "kuatia_app".to_owned(),
             db_max_connections: 16,
-            workers: 64,
+            workers: 256,
             shutdown_grace_secs: 20,
             log_format: LogFormat::Json,
             public_signup: true,

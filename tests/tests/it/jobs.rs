@@ -317,10 +317,52 @@ async fn on_shutdown_a_worker_gives_back_the_lease_of_a_job_it_could_not_finish(
     );
 }
 
-/// The real queue, counting claims.
+#[tokio::test]
+async fn on_shutdown_a_large_pool_gives_back_leases_only_under_the_names_that_claimed_jobs() {
+    let db = TestDb::new().await;
+    let database = db.open().await;
+    let queue = CountingClaims::over(&database);
+    queue.enqueue(&job("long")).await.expect("enqueue");
+    let shutdown = CancellationToken::new();
+    let pool = WorkerPool::new(
+        queue.clone(),
+        WorkerConfig {
+            instance: "large".into(),
+            workers: 256,
+            poll_interval: Duration::from_millis(20),
+            shutdown_grace: Duration::from_millis(200),
+            ..WorkerConfig::default()
+        },
+    )
+    .with_handler(Arc::new(Sleepy))
+    .spawn(shutdown.clone());
+    let mut owner = None;
+    for _ in 0..100 {
+        let j = queue.get_by_key("long").await.expect("get").expect("job");
+        if j.state == JobState::Running {
+            owner = j.lease_owner;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let owner = owner.expect("the job started under a worker's name");
+    shutdown.cancel();
+    tokio::time::timeout(Duration::from_secs(5), pool)
+        .await
+        .expect("stops within the grace")
+        .expect("pool");
+    let released = queue.get_by_key("long").await.expect("get").expect("job");
+    assert_eq!(released.state, JobState::Pending);
+    assert_eq!(released.lease_owner, None);
+    // One release for the one worker that claimed, not one statement per worker of the pool.
+    assert_eq!(*queue.released.lock().expect("lock"), vec![owner]);
+}
+
+/// The real queue, counting claims (and noting whose leases were released).
 struct CountingClaims {
     inner: Arc<dyn JobQueue>,
     claims: std::sync::atomic::AtomicUsize,
+    released: Mutex<Vec<String>>,
 }
 
 impl CountingClaims {
@@ -329,6 +371,7 @@ impl CountingClaims {
         Arc::new(Self {
             inner: database.jobs(),
             claims: Default::default(),
+            released: Default::default(),
         })
     }
 
@@ -386,6 +429,7 @@ impl JobQueue for CountingClaims {
         self.inner.extend_lease(job_id, worker, lease).await
     }
     async fn release(&self, worker: &str) -> Result<u64, StoreError> {
+        self.released.lock().expect("lock").push(worker.to_owned());
         self.inner.release(worker).await
     }
     async fn get(&self, job_id: uuid::Uuid) -> Result<Option<Job>, StoreError> {
