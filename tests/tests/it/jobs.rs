@@ -267,17 +267,20 @@ impl JobHandler for Sleepy {
     }
 }
 
-#[tokio::test]
-async fn on_shutdown_a_worker_gives_back_the_lease_of_a_job_it_could_not_finish() {
-    let db = TestDb::new().await;
-    let queue = db.open().await.jobs();
+/// Starts a pool of `workers` (instance `instance`) running [`Sleepy`] on `queue` and waits
+/// until the job `long` runs; returns the pool's handle and the running job.
+async fn pool_running_long(
+    queue: Arc<dyn JobQueue>,
+    instance: &str,
+    workers: usize,
+    shutdown: &CancellationToken,
+) -> (tokio::task::JoinHandle<()>, Job) {
     queue.enqueue(&job("long")).await.expect("enqueue");
-    let shutdown = CancellationToken::new();
     let pool = WorkerPool::new(
         queue.clone(),
         WorkerConfig {
-            instance: "leaving".into(),
-            workers: 1,
+            instance: instance.into(),
+            workers,
             poll_interval: Duration::from_millis(20),
             shutdown_grace: Duration::from_millis(200),
             ..WorkerConfig::default()
@@ -285,19 +288,22 @@ async fn on_shutdown_a_worker_gives_back_the_lease_of_a_job_it_could_not_finish(
     )
     .with_handler(Arc::new(Sleepy))
     .spawn(shutdown.clone());
-    let mut running = None;
     for _ in 0..100 {
         let j = queue.get_by_key("long").await.expect("get").expect("job");
         if j.state == JobState::Running {
-            running = Some(j);
-            break;
+            return (pool, j);
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert_eq!(
-        running.expect("the job started").lease_owner.as_deref(),
-        Some("leaving-0")
-    );
+    panic!("the job never started");
+}
+
+/// Shuts the pool down and returns the job `long` as it was left.
+async fn shut_down(
+    queue: &dyn JobQueue,
+    pool: tokio::task::JoinHandle<()>,
+    shutdown: &CancellationToken,
+) -> Job {
     shutdown.cancel();
     tokio::time::timeout(Duration::from_secs(5), pool)
         .await
@@ -306,6 +312,17 @@ async fn on_shutdown_a_worker_gives_back_the_lease_of_a_job_it_could_not_finish(
     let released = queue.get_by_key("long").await.expect("get").expect("job");
     assert_eq!(released.state, JobState::Pending);
     assert_eq!(released.lease_owner, None);
+    released
+}
+
+#[tokio::test]
+async fn on_shutdown_a_worker_gives_back_the_lease_of_a_job_it_could_not_finish() {
+    let db = TestDb::new().await;
+    let queue = db.open().await.jobs();
+    let shutdown = CancellationToken::new();
+    let (pool, running) = pool_running_long(queue.clone(), "leaving", 1, &shutdown).await;
+    assert_eq!(running.lease_owner.as_deref(), Some("leaving-0"));
+    let released = shut_down(&*queue, pool, &shutdown).await;
     assert_eq!(
         released.attempts, 0,
         "an interrupted attempt is not counted against the job"
@@ -322,38 +339,10 @@ async fn on_shutdown_a_large_pool_gives_back_leases_only_under_the_names_that_cl
     let db = TestDb::new().await;
     let database = db.open().await;
     let queue = CountingClaims::over(&database);
-    queue.enqueue(&job("long")).await.expect("enqueue");
     let shutdown = CancellationToken::new();
-    let pool = WorkerPool::new(
-        queue.clone(),
-        WorkerConfig {
-            instance: "large".into(),
-            workers: 256,
-            poll_interval: Duration::from_millis(20),
-            shutdown_grace: Duration::from_millis(200),
-            ..WorkerConfig::default()
-        },
-    )
-    .with_handler(Arc::new(Sleepy))
-    .spawn(shutdown.clone());
-    let mut owner = None;
-    for _ in 0..100 {
-        let j = queue.get_by_key("long").await.expect("get").expect("job");
-        if j.state == JobState::Running {
-            owner = j.lease_owner;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let owner = owner.expect("the job started under a worker's name");
-    shutdown.cancel();
-    tokio::time::timeout(Duration::from_secs(5), pool)
-        .await
-        .expect("stops within the grace")
-        .expect("pool");
-    let released = queue.get_by_key("long").await.expect("get").expect("job");
-    assert_eq!(released.state, JobState::Pending);
-    assert_eq!(released.lease_owner, None);
+    let (pool, running) = pool_running_long(queue.clone(), "large", 256, &shutdown).await;
+    let owner = running.lease_owner.expect("the job runs under a worker's name");
+    shut_down(&*queue, pool, &shutdown).await;
     // One release for the one worker that claimed, not one statement per worker of the pool.
     assert_eq!(*queue.released.lock().expect("lock"), vec![owner]);
 }
