@@ -217,6 +217,10 @@ impl WorkerPool {
 
     async fn work(&self, worker: String, kinds: Vec<String>, shutdown: CancellationToken) {
         use std::sync::atomic::Ordering;
+        // A worker starts idle: the pool's ticker wakes one at once, which claims for all the idle
+        // ones (a pool of 256 starting with a claim each made 256 claims, and held the database's
+        // connections while it did).
+        self.wait_idle(&shutdown).await;
         while !shutdown.is_cancelled() {
             if let Some((owner, job)) = self.take_claimed() {
                 self.run_one(&owner, job, &shutdown).await;
@@ -250,14 +254,7 @@ impl WorkerPool {
                         self.run_one(&worker, job, &shutdown).await;
                     }
                 }
-                Ok(_) => {
-                    self.idle_workers.fetch_add(1, Ordering::AcqRel);
-                    tokio::select! {
-                        _ = shutdown.cancelled() => {}
-                        () = self.idle.notified() => {}
-                    }
-                    self.idle_workers.fetch_sub(1, Ordering::AcqRel);
-                }
+                Ok(_) => self.wait_idle(&shutdown).await,
                 Err(err) => {
                     tracing::warn!(worker = %worker, error = %err, "claiming jobs failed");
                     tokio::select! {
@@ -267,6 +264,18 @@ impl WorkerPool {
                 }
             }
         }
+    }
+
+    /// Waits, counted among the idle workers, until woken (a commit, the poll, more jobs claimed)
+    /// or shut down.
+    async fn wait_idle(&self, shutdown: &CancellationToken) {
+        use std::sync::atomic::Ordering;
+        self.idle_workers.fetch_add(1, Ordering::AcqRel);
+        tokio::select! {
+            _ = shutdown.cancelled() => {}
+            () = self.idle.notified() => {}
+        }
+        self.idle_workers.fetch_sub(1, Ordering::AcqRel);
     }
 
     async fn run_one(&self, worker: &str, job: Job, shutdown: &CancellationToken) {
