@@ -171,10 +171,8 @@ impl WorkerPool {
                 }));
             }
             // Zero workers: an instance that serves the API and leaves the jobs to others.
-            let names: Vec<String> = (0..shared.config.workers)
-                .map(|n| format!("{}-{n}", shared.config.instance))
-                .collect();
-            for worker in names {
+            for n in 0..shared.config.workers {
+                let worker = format!("{}-{n}", shared.config.instance);
                 let pool = shared.clone();
                 let kinds = kinds.clone();
                 let shutdown = shutdown.clone();
