@@ -209,20 +209,46 @@ impl Pipeline {
         ]
     }
 
-    /// The job's tenant, document id and document state.
+    /// The job's tenant, document id and document state, read from the store.
     async fn document(&self, job: &Job) -> Result<(TenantId, Uuid, DocumentState), JobFailure> {
+        self.document_to_act(job, |_| false).await
+    }
+
+    /// The job's document as [`Self::load_to_act`] loads it.
+    async fn document_to_act(
+        &self,
+        job: &Job,
+        acts: impl FnOnce(&DocumentState) -> bool,
+    ) -> Result<(TenantId, Uuid, DocumentState), JobFailure> {
         let id = document_id(job)?;
-        match self.load(job.tenant_id, id).await? {
+        match self.load_to_act(job.tenant_id, id, acts).await? {
             Some(state) => Ok((job.tenant_id, id, state)),
             None => Err(JobFailure::Permanent(format!("no document {id}"))),
         }
     }
 
+    /// The document as its stream stands.
     async fn load(&self, tenant: TenantId, id: Uuid) -> Result<Option<DocumentState>, JobFailure> {
+        self.load_to_act(tenant, id, |_| false).await
+    }
+
+    /// The document for a step that acts on it only through appends expecting the version it
+    /// was loaded at (`AggregateStore::load_to_act`): the cached state, without a read, when
+    /// `acts` says the step would act on it; read from the store otherwise (a stale cache must
+    /// not make a step skip its work).
+    async fn load_to_act(
+        &self,
+        tenant: TenantId,
+        id: Uuid,
+        acts: impl FnOnce(&DocumentState) -> bool,
+    ) -> Result<Option<DocumentState>, JobFailure> {
         let store =
             kuatia_application::aggregate::AggregateStore::<Document>::new(self.store.clone(), tenant);
         let loaded = store
-            .load(&kuatia_domain::document::aggregate::stream_id(tenant, id))
+            .load_to_act(
+                &kuatia_domain::document::aggregate::stream_id(tenant, id),
+                |document| document.state().is_some_and(acts),
+            )
             .await
             .map_err(retry)?;
         Ok(loaded.aggregate().state().cloned())
@@ -465,7 +491,13 @@ impl JobHandler for Prepare {
     async fn run(&self, job: &Job) -> Result<(), JobFailure> {
         let p = &self.0;
         let mut ticket = p.gate.start();
-        let (tenant, id, state) = p.document(job).await?;
+        // Numbered only by the turn's append, which expects the version loaded: a cached state
+        // that would be numbered needs no read.
+        let (tenant, id, state) = p
+            .document_to_act(job, |s| {
+                matches!(s.status, DocumentStatus::Queued | DocumentStatus::Transforming)
+            })
+            .await?;
         match state.status {
             DocumentStatus::Queued | DocumentStatus::Transforming => {}
             // Its first attempt is on record, but this job did not see it through (a crash, a

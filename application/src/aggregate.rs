@@ -182,6 +182,24 @@ impl<A: Aggregate + Clone + 'static> AggregateStore<A> {
         })
     }
 
+    /// Loads an aggregate for a caller that acts on it only through appends that expect the
+    /// version it was loaded at (a job that records what it did): the cached aggregate as it is,
+    /// without reading the stream, when the cache holds the stream and `acts` says the caller
+    /// would act on it — a stale one only costs that append a version conflict. When the
+    /// caller would do nothing (or the cache does not hold the stream), the aggregate is read
+    /// as [`Self::load`] does: a cache that another instance's write made stale must not make a
+    /// job skip work it was queued for.
+    pub async fn load_to_act(
+        &self,
+        stream_id: &str,
+        acts: impl FnOnce(&A) -> bool,
+    ) -> Result<LoadedAggregate<A>, StoreError> {
+        match self.cached(stream_id) {
+            Some(cached) if acts(&cached.aggregate) => Ok(cached),
+            _ => self.load(stream_id).await,
+        }
+    }
+
     /// The cached aggregate as it is, without reading the stream: what a command is decided on
     /// first ([`CommandExecutor`]: the append, which expects the cached version, checks it).
     fn cached(&self, stream_id: &str) -> Option<LoadedAggregate<A>> {

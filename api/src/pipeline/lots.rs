@@ -223,12 +223,13 @@ impl SifenLot {
             .as_array()
             .map(|ids| ids.iter().filter_map(|v| v.as_str()?.parse().ok()).collect())
             .unwrap_or_default();
-        // The documents still waiting for this lot's verdict.
+        // The documents still waiting for this lot's verdict (cached states that wait need no
+        // read: their verdicts' appends expect the version seen).
+        let waits = |state: &DocumentState| state.status == DocumentStatus::Submitting && state.cdc.is_some();
         let mut waiting = Vec::new();
         for id in ids {
-            if let Some(state) = p.load(tenant, id).await?
-                && state.status == DocumentStatus::Submitting
-                && state.cdc.is_some()
+            if let Some(state) = p.load_to_act(tenant, id, waits).await?
+                && waits(&state)
             {
                 waiting.push((id, state));
             }

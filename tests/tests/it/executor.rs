@@ -589,6 +589,61 @@ mod conflicts {
     }
 
     #[tokio::test]
+    async fn a_load_to_act_trusts_the_cache_only_when_the_caller_would_act_on_it() {
+        // Two instances on one database, each with its own aggregate cache.
+        let db = TestDb::new().await;
+        let there = db.open().await.store();
+        let (store, id) = interloped_on(db.open().await.store(), 0, true).await;
+        let (here, t): (SharedStore, _) = (store.clone(), store.tenant);
+        let documents = AggregateStore::<Document>::new(here.clone(), t);
+        let kudes = |d: &Document| d.state().map(|s| s.next_artifact_version(ArtifactKind::Kude));
+
+        // Intake left the document in this instance's cache: a caller that acts reads nothing.
+        let acting = documents
+            .load_to_act(&store.stream, |_| true)
+            .await
+            .expect("load");
+        assert_eq!((acting.version(), store.reads.load(Ordering::Acquire)), (2, 0));
+
+        // The other instance records a KuDE. A caller that would act still gets the cached
+        // aggregate, unread (its append, expecting version 2, will conflict) ...
+        command(
+            &there,
+            t,
+            id,
+            artifact(ArtifactKind::Kude, 1),
+            EventMetadata::default(),
+        )
+        .await
+        .expect("there");
+        let stale = documents
+            .load_to_act(&store.stream, |_| true)
+            .await
+            .expect("load");
+        assert_eq!((stale.version(), kudes(stale.aggregate())), (2, Some(1)));
+        assert_eq!(store.reads.load(Ordering::Acquire), 0);
+
+        // ... while one that would do nothing on it reads the stream and gets it as it stands,
+        // which the cache then holds.
+        let mut asked = None;
+        let fresh = documents
+            .load_to_act(&store.stream, |d| {
+                asked = kudes(d);
+                false
+            })
+            .await
+            .expect("load");
+        assert_eq!(asked, Some(1), "asked about the cached aggregate");
+        assert_eq!((fresh.version(), kudes(fresh.aggregate())), (3, Some(2)));
+        assert_eq!(store.reads.load(Ordering::Acquire), 1);
+        let acting = documents
+            .load_to_act(&store.stream, |_| true)
+            .await
+            .expect("load");
+        assert_eq!((acting.version(), store.reads.load(Ordering::Acquire)), (3, 1));
+    }
+
+    #[tokio::test]
     async fn a_document_command_is_decided_again_when_another_writer_appended_first() {
         let db = TestDb::new().await;
         let (store, id) = interloped(&db, 2).await;
