@@ -82,6 +82,12 @@ pub struct SifenSimArgs {
     /// Share (0–1) of requests answered with 0161 (server unavailable).
     #[arg(long, default_value_t = 0.0)]
     pub unavailable_rate: f64,
+    /// A fault drawn at random on one operation, `OPERATION:FAULT:RATE` (repeatable):
+    /// `siConsDE:0161:0.05` answers 5 % of siConsDE's requests with 0161, `*:0162:0.01` 1 % of
+    /// every operation's with 0162. FAULT is `drop`, `timeout`, `http500`, `fault` or any
+    /// four-digit code, answered in the operation's own shape with nothing processed.
+    #[arg(long = "fault", value_name = "OPERATION:FAULT:RATE", value_parser = parse_random_fault)]
+    pub faults: Vec<String>,
     /// Seed of the random faults, for reproducible runs.
     #[arg(long)]
     pub seed: Option<u64>,
@@ -112,6 +118,12 @@ pub struct SifenSimArgs {
     pub require_client_cert: bool,
 }
 
+/// `--fault`: checked as it is read, kept as written.
+fn parse_random_fault(text: &str) -> Result<String, String> {
+    text.parse::<kuatia_infrastructure::sifen_sim::RandomFault>()?;
+    Ok(text.to_owned())
+}
+
 impl SifenSimArgs {
     /// The TLS side, when --tls-cert is given.
     fn tls(&self) -> anyhow::Result<Option<kuatia_infrastructure::sifen_sim::SimTls>> {
@@ -137,6 +149,7 @@ impl SifenSimArgs {
             seed: self.seed,
             require_signature: self.require_signature,
             xsd_dir: self.xsd_dir,
+            faults: self.faults,
             ..Default::default()
         };
         config.cscs.extend(self.cscs);

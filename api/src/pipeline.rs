@@ -26,10 +26,18 @@
 //!   pending (`DocumentState::pending`, requested by `POST /cancel` or `/inutilize`), signed off
 //!   the runtime, through siRecepEvento, and records SIFEN's verdict (`RecordCancelled` /
 //!   `RecordCancellationRefused`, `RecordInutilized` / `RecordInutilizationRefused`) with the raw
-//!   answer as a `channel_response` artifact. A transport failure or SIFEN 0161/0162 retries the
-//!   job. An event sent again after an unheard answer meets SIFEN's "already registered" (4003 for
-//!   a cancelación, 4066 for an inutilización of that very number): the document is in the state
-//!   asked for, so that is recorded as registered, with SIFEN's code.
+//!   answer as a `channel_response` artifact. A transport failure or an answer that settles
+//!   nothing (0161/0162, an unlisted code) retries the job. An event sent again after an unheard
+//!   answer meets SIFEN's "already registered" (4003 for a cancelación, 4066 for an inutilización
+//!   of that very number): the document is in the state asked for, so that is recorded as
+//!   registered, with SIFEN's code.
+//!
+//! Every answer is read with SIFEN's answers table (`kuatia_domain::sifen::answers`, published in
+//! `docs/sifen-channel.md`) and nowhere else: approved, rejected, known absent, still processing,
+//! or an operational failure. A CDC is sent again only after siConsDE's "known absent" (0420) and
+//! a lot answer that no lot holding it is processing; a rejection is recorded only from a
+//! definitive one; an approval from before (1001/1002) stays unrecorded until siConsDE confirms
+//! it.
 
 use async_trait::async_trait;
 use chrono::{DateTime, TimeDelta, Utc};
@@ -59,9 +67,8 @@ use uuid::Uuid;
 
 use crate::sifen_build::{self, Signed, SigningSetup};
 use kuatia_infrastructure::sifen::sign::{self, SigningKey};
-use kuatia_infrastructure::sifen_soap::Delivery;
 use kuatia_infrastructure::sifen_soap::client::{ClientIdentity, SifenClient, SoapClientConfig};
-use kuatia_infrastructure::sifen_soap::messages::{DocumentStatus as SifenVerdict, LotState};
+use kuatia_infrastructure::sifen_soap::{Delivery, Meaning, SoapError};
 
 mod lots;
 
@@ -1000,11 +1007,6 @@ enum Outcome {
     Failed(String),
 }
 
-/// Operational SIFEN codes: try again later.
-fn operational(code: &str) -> bool {
-    matches!(code, "0161" | "0162")
-}
-
 #[async_trait]
 impl JobHandler for Submit {
     fn kind(&self) -> &'static str {
@@ -1117,57 +1119,53 @@ impl Pipeline {
 async fn send_alone(client: &SifenClient, d_id: u64, cdc: &str, xml: &str) -> (Outcome, Option<String>) {
     match client.send_de(d_id, xml).await {
         Ok(answer) => {
-            let code = answer.result.code().unwrap_or_default().to_owned();
-            let message = answer
-                .result
-                .results
-                .first()
-                .map(|r| r.message.clone())
-                .unwrap_or_default();
+            let r = &answer.result;
+            let code = r.code().unwrap_or_default().to_owned();
+            let message = r.results.first().map(|r| r.message.clone()).unwrap_or_default();
             let outcome = verdict(
                 client,
                 cdc,
-                &answer.result.status,
+                r.meaning(),
+                r.is_duplicate(),
                 code,
                 message,
-                answer.result.authorization.clone(),
-                answer.result.is_duplicate(),
+                r.authorization.clone(),
             )
             .await;
             (outcome, Some(answer.raw))
         }
-        Err(e) => {
-            let what = match e.delivery() {
-                Delivery::NotSent => "not sent",
-                Delivery::Unknown => "outcome unknown",
-            };
-            (Outcome::Failed(format!("{what}: {e}")), None)
-        }
+        Err(e) => (Outcome::Failed(transport_failure(&e)), None),
     }
 }
 
-/// SIFEN's verdict on one DE (siRecepDE's answer, or its entry in a lot's result) as an outcome.
-/// A duplicate (1001) means approved before, an answer we never heard: confirmed by siConsDE,
-/// whose authorisation is taken.
+/// An exchange that failed on the wire, as the reason of an operational failure.
+fn transport_failure(e: &SoapError) -> String {
+    let what = match e.delivery() {
+        Delivery::NotSent => "not sent",
+        Delivery::Unknown => "outcome unknown",
+    };
+    format!("{what}: {e}")
+}
+
+/// SIFEN's verdict on one DE (siRecepDE's answer, or its entry in a finished lot), as the
+/// answers table means it (`meaning`, from `dEstRes` and the code): approved, rejected, or an
+/// operational failure. An approval held from before (`approved_before`: 1001/1002, a duplicate
+/// of an approval whose answer we never heard) is confirmed with siConsDE, whose authorisation
+/// is taken; until siConsDE answers "approved", it is an operational failure, never a rejection.
 async fn verdict(
     client: &SifenClient,
     cdc: &str,
-    status: &SifenVerdict,
+    meaning: Meaning,
+    approved_before: bool,
     code: String,
     message: String,
     authorization: Option<String>,
-    duplicate: bool,
 ) -> Outcome {
-    match status {
-        SifenVerdict::Approved | SifenVerdict::ApprovedWithObservation => Outcome::Accepted {
-            code,
-            message,
-            protocol: authorization,
-        },
-        _ if duplicate => {
+    match meaning {
+        Meaning::Approved if approved_before => {
             let d_id = u64::try_from(Utc::now().timestamp_millis()).unwrap_or(1);
-            match client.query_de(d_id, cdc).await {
-                Ok(found) if found.result.is_found() => Outcome::Accepted {
+            match asking(|| client.query_de(d_id, cdc), |a| a.result.meaning()).await {
+                Ok(found) if found.result.meaning() == Meaning::Approved => Outcome::Accepted {
                     code: found.result.code.clone(),
                     message: found.result.message.clone(),
                     protocol: found
@@ -1176,12 +1174,26 @@ async fn verdict(
                         .as_ref()
                         .and_then(|c| c.authorization.clone()),
                 },
-                Ok(_) => Outcome::Rejected { code, message },
-                Err(e) => Outcome::Failed(format!("confirming a duplicate: {e}")),
+                Ok(other) => Outcome::Failed(format!(
+                    "SIFEN {code}: {message} (an approval from before); siConsDE answered {} {}, so it is \
+                     asked again later",
+                    other.result.code, other.result.message
+                )),
+                Err(e) => Outcome::Failed(format!(
+                    "SIFEN {code}: {message} (an approval from before); asking siConsDE for it: {}",
+                    transport_failure(&e)
+                )),
             }
         }
-        _ if operational(&code) => Outcome::Failed(format!("SIFEN {code}: {message}")),
-        _ => Outcome::Rejected { code, message },
+        Meaning::Approved => Outcome::Accepted {
+            code,
+            message,
+            protocol: authorization,
+        },
+        Meaning::Rejected => Outcome::Rejected { code, message },
+        Meaning::Absent | Meaning::Processing | Meaning::Operational => {
+            Outcome::Failed(format!("SIFEN {code}: {message}"))
+        }
     }
 }
 
@@ -1190,76 +1202,108 @@ async fn verdict(
 const RECONCILE_TRIES: u32 = 3;
 
 /// Asks a reconciliation question (siConsDE, siResultLoteDE: reads, safe to repeat) again at once
-/// when it goes unanswered, up to [`RECONCILE_TRIES`] times, 200 ms apart, then 400 ms. A retry
-/// needs every question answered before it may resend, and each unanswered one would otherwise be
-/// recorded as an operational failure that moves the retry schedule a step further (30 s, 2 min,
-/// 10 min, … 2 h): with SIFEN failing half its answers, a document would wait hours.
-async fn asking<T, F, Fut>(mut ask: F) -> Result<T, kuatia_infrastructure::sifen_soap::SoapError>
+/// while its answer settles nothing — no answer, or one the answers table reads as an
+/// operational failure (`meaning`: 0161, an HTTP 500, a code it does not list) — up to
+/// [`RECONCILE_TRIES`] times, 200 ms apart, then 400 ms; the last answer is returned either way.
+/// A retry needs every question answered before it may resend, and each unanswered one would
+/// otherwise be recorded as an operational failure that moves the retry schedule a step further
+/// (30 s, 2 min, 10 min, … 2 h): with SIFEN failing half its answers, a document would wait hours.
+async fn asking<T, F, Fut>(mut ask: F, meaning: impl Fn(&T) -> Meaning) -> Result<T, SoapError>
 where
     F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, kuatia_infrastructure::sifen_soap::SoapError>>,
+    Fut: std::future::Future<Output = Result<T, SoapError>>,
 {
     let mut tries = 0;
     loop {
         tries += 1;
-        match ask().await {
-            Ok(answer) => return Ok(answer),
-            Err(e) if tries >= RECONCILE_TRIES => return Err(e),
-            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(200 * u64::from(tries))).await,
+        let answer = ask().await;
+        let settled = answer.as_ref().is_ok_and(|a| meaning(a) != Meaning::Operational);
+        if settled || tries >= RECONCILE_TRIES {
+            return answer;
         }
+        tokio::time::sleep(std::time::Duration::from_millis(200 * u64::from(tries))).await;
     }
 }
 
-/// Before any attempt after the first: what SIFEN already holds for the CDC. `Some` is the
-/// outcome to record instead of sending (approved; decided in a lot; a lot still processing; the
-/// question unanswered after [`RECONCILE_TRIES`] tries); `None`: SIFEN has no verdict and no lot
-/// is processing it, so send.
+/// Before any attempt after the first: what SIFEN already holds for the CDC, read with the
+/// answers table. `None` only when SIFEN said it holds no approval of the CDC (siConsDE 0420,
+/// known absent) **and** that no lot holding it is processing (siResultLoteDE by CDC: 0360,
+/// 0363, 0364): then the CDC may be sent. Otherwise `Some` outcome is recorded instead of
+/// sending: approved (0422), the CDC's verdict in a finished lot, or an operational failure —
+/// a lot still processing, or any answer that settles nothing (no answer, 0161/0162, a 5xx, a
+/// body we cannot read, a code the table does not list), asked again on the retry schedule.
 async fn reconcile(client: &SifenClient, d_id: u64, cdc: &str) -> Option<(Outcome, Option<String>)> {
-    match asking(|| client.query_de(d_id, cdc)).await {
-        Ok(answer) if answer.result.is_found() => {
+    let answer = match asking(|| client.query_de(d_id, cdc), |a| a.result.meaning()).await {
+        Ok(answer) => answer,
+        Err(e) => {
+            let reason = format!(
+                "asking SIFEN for the CDC before sending it again: {}",
+                transport_failure(&e)
+            );
+            return Some((Outcome::Failed(reason), None));
+        }
+    };
+    let r = &answer.result;
+    match r.meaning() {
+        Meaning::Approved => {
             let outcome = Outcome::Accepted {
-                code: answer.result.code.clone(),
-                message: answer.result.message.clone(),
-                protocol: answer
-                    .result
-                    .container
-                    .as_ref()
-                    .and_then(|c| c.authorization.clone()),
+                code: r.code.clone(),
+                message: r.message.clone(),
+                protocol: r.container.as_ref().and_then(|c| c.authorization.clone()),
             };
             return Some((outcome, Some(answer.raw)));
         }
-        Ok(_) => {}
-        Err(e) => {
-            return Some((
-                Outcome::Failed(format!("querying the CDC before resending: {e}")),
-                None,
-            ));
+        Meaning::Absent => {}
+        Meaning::Rejected | Meaning::Processing | Meaning::Operational => {
+            let reason = format!(
+                "SIFEN {}: {} (asked for the CDC before sending it again; nothing is sent until SIFEN \
+                 says whether it holds it)",
+                r.code, r.message
+            );
+            return Some((Outcome::Failed(reason), Some(answer.raw)));
         }
     }
-    // Not approved: a lot holding it may still be processing, or have rejected it (GMP item 3:
+    // Known absent: a lot holding it may still be processing, or have decided it (GMP item 3:
     // the lot is found by one of its CDCs).
     let query = kuatia_infrastructure::sifen_soap::messages::LotQuery::Cdc(cdc.to_owned());
-    match asking(|| client.lot_result(d_id + 1, &query)).await {
-        Ok(answer) => match answer.result.state() {
-            LotState::Processing => Some((
-                Outcome::Failed(format!(
-                    "SIFEN is still processing a lot holding this CDC ({} {})",
-                    answer.result.code, answer.result.message
+    let answer = match asking(|| client.lot_result(d_id + 1, &query), |a| a.result.meaning()).await {
+        Ok(answer) => answer,
+        Err(e) => {
+            let reason = format!(
+                "asking SIFEN for the lot of the CDC before sending it again: {}",
+                transport_failure(&e)
+            );
+            return Some((Outcome::Failed(reason), None));
+        }
+    };
+    let r = &answer.result;
+    match r.meaning() {
+        // No lot holds it, its lot was refused whole, or is older than 48 h: send.
+        Meaning::Absent => None,
+        Meaning::Approved => {
+            let outcome = match r.documents.iter().find(|d| d.cdc == cdc) {
+                Some(found) => lots::lot_outcome(client, cdc, found).await,
+                None => Outcome::Failed(format!(
+                    "SIFEN {}: {} (the lot holding the CDC does not list it; asked again later)",
+                    r.code, r.message
                 )),
-                Some(answer.raw),
+            };
+            Some((outcome, Some(answer.raw)))
+        }
+        Meaning::Processing => Some((
+            Outcome::Failed(format!(
+                "SIFEN {}: {} (a lot holding this CDC is still processing)",
+                r.code, r.message
             )),
-            LotState::Done => match answer.result.documents.iter().find(|d| d.cdc == cdc) {
-                Some(found) => {
-                    let outcome = lots::lot_outcome(client, cdc, Some(found)).await;
-                    Some((outcome, Some(answer.raw)))
-                }
-                None => None,
-            },
-            _ => None,
-        },
-        Err(e) => Some((
-            Outcome::Failed(format!("querying the lot of the CDC before resending: {e}")),
-            None,
+            Some(answer.raw),
+        )),
+        Meaning::Rejected | Meaning::Operational => Some((
+            Outcome::Failed(format!(
+                "SIFEN {}: {} (asked for the lot of the CDC before sending it again; nothing is sent \
+                 until SIFEN answers)",
+                r.code, r.message
+            )),
+            Some(answer.raw),
         )),
     }
 }
@@ -1422,14 +1466,6 @@ fn build_and_sign_event(
     sign::sign_event(&unsigned, &key).map_err(|e| permanent(format!("signing the event: {e}")))
 }
 
-/// SIFEN's "this event is registered already" for a kind: the state asked for holds.
-fn already_registered(kind: FiscalEventKind, code: &str) -> bool {
-    match kind {
-        FiscalEventKind::Cancellation => code == "4003",
-        FiscalEventKind::Inutilization => code == "4066",
-    }
-}
-
 #[async_trait]
 impl JobHandler for SifenEvent {
     fn kind(&self) -> &'static str {
@@ -1477,14 +1513,15 @@ impl JobHandler for SifenEvent {
             .first()
             .map(|r| (r.code.clone(), r.message.clone()))
             .unwrap_or_default();
-        if operational(&code) {
-            return Err(retry(format!("SIFEN {code}: {message}")));
-        }
-        let registered = matches!(
-            outcome.status,
-            SifenVerdict::Approved | SifenVerdict::ApprovedWithObservation
-        ) || code == "0600"
-            || already_registered(pending.kind, &code);
+        // The answers table decides: 0600 and "already registered" (4003, 4066) register; a
+        // rejection needs "Rechazado" and a rejecting code; anything else is asked again.
+        let registered = match outcome.meaning() {
+            Meaning::Approved => true,
+            Meaning::Rejected => false,
+            Meaning::Absent | Meaning::Processing | Meaning::Operational => {
+                return Err(retry(format!("SIFEN {code}: {message}")));
+            }
+        };
         let at = Utc::now();
         let verdict = match (pending.kind, registered) {
             (FiscalEventKind::Cancellation, true) => DocumentCommand::RecordCancelled {

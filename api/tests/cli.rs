@@ -1423,12 +1423,15 @@ fn two_instances_on_one_postgres_survive_sigkills_with_documents_accepted_once_a
     };
     let scratch = Scratch::new();
 
-    // SIFEN's stand-in, faulty: of its answers 15 % are an HTML 500 and 25 % are withheld after
-    // the request was processed (the client cannot know whether a lot or a DE was taken), and
-    // every answer comes late. Not more: after an unknown outcome a retry asks for the CDC and
-    // for its lot before it resends, so it needs three answers in a row; at 50 % faults that is
-    // one attempt in eight, and with the retry schedule's growing delays the last documents
-    // would outlast any bound a CI step can afford.
+    // SIFEN's stand-in, faulty on every operation: of its answers 12 % are an HTML 500, 22 % are
+    // withheld after the request was processed (the client cannot know whether a lot or a DE
+    // was taken), 6 % are SIFEN's own 0161 "unavailable" (nothing processed), another 3 % of
+    // siConsDE's and siResultLoteDE's are 0162, and every answer comes late. An answer that is
+    // not a verdict must never be taken for "not found": the simulator counts every CDC sent
+    // again after its approval, and that count must stay 0. Not more faults: after an unknown
+    // outcome a retry asks for the CDC and for its lot before it resends, so it needs three
+    // answers in a row; at 50 % faults that is one attempt in eight, and with the retry
+    // schedule's growing delays the last documents would outlast any bound a CI step can afford.
     let seed: u64 = rand::rng().random();
     let mut sim = Guarded(
         scratch
@@ -1438,9 +1441,15 @@ fn two_instances_on_one_postgres_survive_sigkills_with_documents_accepted_once_a
                 "127.0.0.1:0",
                 "--require-signature",
                 "--error-rate",
-                "0.15",
+                "0.12",
                 "--drop-rate",
-                "0.25",
+                "0.22",
+                "--unavailable-rate",
+                "0.06",
+                "--fault",
+                "siConsDE:0162:0.03",
+                "--fault",
+                "siResultLoteDE:0162:0.03",
                 "--latency-ms",
                 "40",
                 "--lot-processing-ms",
@@ -1718,8 +1727,21 @@ fn two_instances_on_one_postgres_survive_sigkills_with_documents_accepted_once_a
     let approved: BTreeSet<String> = approvals.keys().cloned().collect();
     assert_eq!(approved, cdcs, "SIFEN approved exactly the documents' CDCs");
     assert!(approvals.values().all(|n| n == 1), "{stats}");
-    // Every unknown outcome was settled by asking SIFEN, never by sending an approved CDC again.
+    // Every unknown outcome was settled by asking SIFEN, never by sending an approved CDC again
+    // (counted as each request arrives, whatever it was then answered).
     assert_eq!(stats["totals"]["duplicates"], 0, "{stats}");
+    assert_eq!(stats["totals"]["resent_after_approval"], 0, "{stats}");
+    assert_eq!(
+        stats["resent_after_approval"]
+            .as_object()
+            .map(serde_json::Map::len),
+        Some(0),
+        "{stats}"
+    );
+    assert!(
+        stats["totals"]["faults"]["0161"].as_u64().unwrap_or(0) > 0,
+        "SIFEN answered unavailable: {stats}"
+    );
     phase(&format!("simulator totals: {}", stats["totals"]));
 
     // Every webhook event that the documents' events imply reached the receiver with a 2xx,

@@ -12,9 +12,11 @@
 //!   answer, together. A lot SIFEN did not take (0301, a transport failure) is an operational
 //!   failure of each of its documents: the retry schedule applies, and the retry reconciles by
 //!   CDC before anything is sent again.
-//! - [`SifenLot`]: polls the lot; while it is processing (0361) the job comes back after the
-//!   poll interval (GMP: at least 10 minutes against SIFEN). Done (0362): each document records
-//!   its own verdict, with the lot's answer as its `channel_response`. A lot SIFEN no longer
+//! - [`SifenLot`]: polls the lot and reads the answer with SIFEN's answers table; while it is
+//!   processing (0361), or the answer settles nothing (0161, an unlisted code, no answer), the
+//!   job comes back after the poll interval (GMP: at least 10 minutes against SIFEN) and no
+//!   document is touched. Done (0362): each document records its own entry's verdict (read as
+//!   siRecepDE's answer), with the lot's answer as its `channel_response`. A lot SIFEN no longer
 //!   knows (0360, 0364 after 48 h) or refused whole (0363): each of its undecided documents
 //!   records an operational failure, and its retry asks SIFEN for the CDC before resending.
 //!
@@ -29,9 +31,9 @@ use kuatia_application::documents;
 use kuatia_application::jobs::{Backoff, Job, NewJob};
 use kuatia_application::worker::JobHandler;
 use kuatia_domain::document::aggregate::{DocumentState, DocumentStatus};
-use kuatia_infrastructure::sifen_soap::Delivery;
 use kuatia_infrastructure::sifen_soap::client::SifenClient;
-use kuatia_infrastructure::sifen_soap::messages::{LotDocument, LotQuery, LotState, MAX_LOT_DOCUMENTS};
+use kuatia_infrastructure::sifen_soap::messages::{LotDocument, LotQuery, MAX_LOT_DOCUMENTS};
+use kuatia_infrastructure::sifen_soap::{Delivery, Meaning};
 use std::sync::Arc;
 use std::time::Duration;
 use uuid::Uuid;
@@ -163,25 +165,22 @@ pub(super) fn split<T>(documents: &[T], size: impl Fn(&T) -> usize) -> Vec<&[T]>
     lots
 }
 
-/// A document's verdict in a finished lot.
-pub(super) async fn lot_outcome(client: &SifenClient, cdc: &str, found: Option<&LotDocument>) -> Outcome {
-    let Some(doc) = found else {
-        return Outcome::Failed("the lot's result does not list this CDC".into());
-    };
-    let code = doc.results.first().map(|r| r.code.clone()).unwrap_or_default();
-    let message = doc.results.first().map(|r| r.message.clone()).unwrap_or_default();
-    let duplicate = doc
+/// A document's verdict in a finished lot: its entry read with the answers table (an
+/// approval held from before confirmed with siConsDE, as siRecepDE's).
+pub(super) async fn lot_outcome(client: &SifenClient, cdc: &str, entry: &LotDocument) -> Outcome {
+    let message = entry
         .results
-        .iter()
-        .any(|r| r.code == kuatia_infrastructure::sifen_soap::codes::DUPLICATE_CDC || r.code == "1002");
+        .first()
+        .map(|r| r.message.clone())
+        .unwrap_or_default();
     super::verdict(
         client,
         cdc,
-        &doc.status,
-        code,
+        entry.meaning(),
+        entry.approved_before(),
+        entry.code().to_owned(),
         message,
-        doc.authorization.clone(),
-        duplicate,
+        entry.authorization.clone(),
     )
     .await
 }
@@ -244,12 +243,28 @@ impl SifenLot {
             .lot_result(d_id, &LotQuery::Number(number.clone()))
             .await
             .map_err(|e| retry(format!("polling lot {number}: {e}")))?;
-        let state = answer.result.state();
-        if state == LotState::Processing {
-            return Err(JobFailure::RetryAfter(
-                format!("lot {number} is still processing (SIFEN {})", answer.result.code),
-                p.lots.poll,
-            ));
+        // The answers table decides: processing, or an answer that settles nothing (0161, a code
+        // it does not list), polls again later and touches no document; concluded (0362) gives
+        // each document its entry's verdict; no lot processing (0360, 0363, 0364) makes each an
+        // operational failure whose retry asks SIFEN for its CDC before anything is sent.
+        let meaning = answer.result.meaning();
+        match meaning {
+            Meaning::Approved | Meaning::Absent => {}
+            Meaning::Processing => {
+                return Err(JobFailure::RetryAfter(
+                    format!("lot {number} is still processing (SIFEN {})", answer.result.code),
+                    p.lots.poll,
+                ));
+            }
+            Meaning::Rejected | Meaning::Operational => {
+                return Err(JobFailure::RetryAfter(
+                    format!(
+                        "polling lot {number}: SIFEN {} {} settles nothing; asking again later",
+                        answer.result.code, answer.result.message
+                    ),
+                    p.lots.poll,
+                ));
+            }
         }
         // Every document's verdict, recorded together (one group commit, usually one
         // transaction) instead of one append after another; the lot's answer stored once.
@@ -257,13 +272,15 @@ impl SifenLot {
         let mut work = Vec::with_capacity(waiting.len());
         for (id, state_of) in waiting {
             let cdc = state_of.cdc.clone().unwrap_or_default();
-            let outcome = match &state {
-                LotState::Done => {
-                    let found = answer.result.documents.iter().find(|d| d.cdc == cdc);
-                    lot_outcome(&client, &cdc, found).await
-                }
+            let found = answer.result.documents.iter().find(|d| d.cdc == cdc);
+            let outcome = match (meaning, found) {
+                (Meaning::Approved, Some(entry)) => lot_outcome(&client, &cdc, entry).await,
+                (Meaning::Approved, None) => Outcome::Failed(format!(
+                    "SIFEN {}: the concluded lot {number} does not list this CDC",
+                    answer.result.code
+                )),
                 _ => Outcome::Failed(format!(
-                    "lot {number}: SIFEN {} {}",
+                    "SIFEN {}: {} (lot {number})",
                     answer.result.code, answer.result.message
                 )),
             };

@@ -1290,8 +1290,12 @@ pub struct SifenAnswerView {
     pub protocol: Option<String>,
     /// What the code usually means.
     pub meaning: Option<String>,
-    /// What to do about it.
+    /// What to do about it (and what kuatia does).
     pub action: Option<String>,
+    /// What kuatia takes the code for, from SIFEN's answers table (docs/sifen-channel.md):
+    /// `approved`, `rejected`, `absent`, `processing` or `operational` (ask again later).
+    #[schema(value_type = Option<String>)]
+    pub class: Option<kuatia_domain::sifen::answers::Meaning>,
 }
 
 /// The SIFEN block of the detail, from the document's own state.
@@ -1332,6 +1336,7 @@ async fn sifen_answer(
         protocol,
         meaning: explained.map(|e| e.meaning.to_owned()),
         action: explained.map(|e| e.action.to_owned()),
+        class: explained.map(|e| e.class),
     }))
 }
 

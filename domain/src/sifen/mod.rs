@@ -2,10 +2,12 @@
 //!
 //! [`cdc`] is the document's key (`DE@Id`), [`de`] writes the unsigned `rDE` XML from a
 //! canonical document and the issuer's configuration, [`qr`] builds the `dCarQR` URL from the
-//! values the XML holds, and [`event`] writes the unsigned cancelación and inutilización events.
+//! values the XML holds, [`event`] writes the unsigned cancelación and inutilización events, and
+//! [`answers`] is the one table of what each SIFEN answer means.
 //! Nothing here does IO, reads a clock or draws randomness: the security code, the signing time,
 //! the event id and the sequence number come in as arguments.
 
+pub mod answers;
 pub mod cdc;
 pub mod codes;
 pub mod de;

@@ -44,7 +44,7 @@ mod tls;
 mod xsd;
 
 pub use checks::Code;
-pub use faults::{FAULT_HEADER, FaultAction, FaultSpec};
+pub use faults::{FAULT_HEADER, FaultAction, FaultSpec, RandomFault};
 pub use state::{Counters, SimStats};
 pub use tls::{ClientAuth, ServerCertificate, SimTls, TlsListener, TlsPeer};
 
@@ -168,6 +168,9 @@ pub struct SimConfig {
     /// Validate each `rDE` and event group against SIFEN's v150 schemas in this folder
     /// (`siRecepDE_v150.xsd`, `siRecepEvento_v150.xsd`) with xmllint; off when `None`.
     pub xsd_dir: Option<PathBuf>,
+    /// Faults drawn at random per operation, written `OPERATION:FAULT:RATE`
+    /// (`siConsDE:0161:0.05`, `*:0162:0.01`; [`RandomFault`]), before the rates above.
+    pub faults: Vec<String>,
 }
 
 impl Default for SimConfig {
@@ -189,6 +192,7 @@ impl Default for SimConfig {
             sync_enabled: true,
             state_file: None,
             xsd_dir: None,
+            faults: Vec::new(),
         }
     }
 }
@@ -223,6 +227,8 @@ struct Queued {
 
 struct Inner {
     config: SimConfig,
+    /// `config.faults`, read.
+    random: Vec<(Option<Service>, FaultSpec, f64)>,
     state: Mutex<State>,
     queue: Mutex<VecDeque<Queued>>,
     rng: Mutex<rand::rngs::StdRng>,
@@ -275,7 +281,12 @@ fn coded_answer(service: Service, code: &Code) -> String {
             now,
             &respond::Outcome {
                 cdc: String::new(),
-                status: "Rechazado".into(),
+                status: if code.code == codes::DE_APPROVED {
+                    "Aprobado"
+                } else {
+                    "Rechazado"
+                }
+                .into(),
                 protocol: None,
                 digest_value: None,
                 results: vec![code.clone()],
@@ -289,11 +300,38 @@ fn coded_answer(service: Service, code: &Code) -> String {
             now,
             &[respond::EventAnswer {
                 id: "0".into(),
-                status: "Rechazado".into(),
+                status: if code.code == codes::EVENT_REGISTERED {
+                    "Aprobado"
+                } else {
+                    "Rechazado"
+                }
+                .into(),
                 protocol: None,
                 results: vec![code.clone()],
             }],
         ),
+    }
+}
+
+/// The CDCs a siRecepDE or siRecepLoteDE request carries (none for another operation or a body
+/// that cannot be read).
+fn carried_cdcs(service: Service, body: &[u8]) -> Vec<String> {
+    let Some(root) = std::str::from_utf8(body).ok().and_then(|t| xml::parse(t).ok()) else {
+        return Vec::new();
+    };
+    let payload = root.child("Body").and_then(|b| b.children.first());
+    match service {
+        Service::RecepDe => payload
+            .and_then(|p| p.child("xDE"))
+            .and_then(|x| x.children.first())
+            .and_then(|rde| checks::peek(rde).0)
+            .into_iter()
+            .collect(),
+        Service::RecepLoteDe => payload
+            .and_then(|p| p.child_text("xDE"))
+            .map(state::lot_cdcs)
+            .unwrap_or_default(),
+        _ => Vec::new(),
     }
 }
 
@@ -318,6 +356,16 @@ impl Simulator {
         if let Some(dir) = &config.xsd_dir {
             xsd::check_setup(dir)?;
         }
+        let mut random = Vec::new();
+        for text in &config.faults {
+            let fault: RandomFault = text.parse().map_err(SimError::Config)?;
+            let service = fault.service.as_deref().and_then(|name| {
+                Service::ALL
+                    .into_iter()
+                    .find(|s| s.name().eq_ignore_ascii_case(name))
+            });
+            random.push((service, fault.spec, fault.rate));
+        }
         let state = match &config.state_file {
             Some(path) => match std::fs::read(path) {
                 Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| SimError::StateFile {
@@ -341,6 +389,7 @@ impl Simulator {
                 queue: Mutex::new(VecDeque::new()),
                 rng: Mutex::new(rand::rngs::StdRng::seed_from_u64(seed)),
                 closing: tokio::sync::watch::Sender::new(false),
+                random,
                 config,
             }),
         })
@@ -467,8 +516,17 @@ impl Simulator {
         let config = &self.inner.config;
         let random = {
             let mut rng = lock(&self.inner.rng);
+            let per_operation = self
+                .inner
+                .random
+                .iter()
+                .filter(|(s, _, _)| s.is_none_or(|s| s == service))
+                .find(|(_, _, rate)| rng.random::<f64>() < *rate)
+                .and_then(|(_, spec, _)| spec.action);
             let roll: f64 = rng.random();
-            let action = if roll < config.drop_rate {
+            let action = if per_operation.is_some() {
+                per_operation
+            } else if roll < config.drop_rate {
                 Some(FaultAction::Drop)
             } else if roll < config.drop_rate + config.error_rate {
                 Some(FaultAction::Http500)
@@ -519,6 +577,22 @@ impl Simulator {
             }
         };
         let fault = self.next_fault(service, header);
+        // The CDCs it carries are noted before any fault or check (a CDC sent again after its
+        // approval counts however it is then answered).
+        // Off the async workers: reading a lot unzips it, and noting settles the lots due.
+        if matches!(service, Service::RecepDe | Service::RecepLoteDe) {
+            let (sim, body) = (self.clone(), body.clone());
+            let noted = tokio::task::spawn_blocking(move || {
+                let carried = carried_cdcs(service, &body);
+                let mut state = lock(&sim.inner.state);
+                state.note_sent(&carried, &sim.inner.config, Utc::now());
+                sim.persist(&state);
+            })
+            .await;
+            if let Err(e) = noted {
+                tracing::error!(error = %e, "the SIFEN simulator failed while noting a request");
+            }
+        }
         {
             let mut state = lock(&self.inner.state);
             *state
@@ -527,11 +601,7 @@ impl Simulator {
                 .entry(service.name().to_owned())
                 .or_default() += 1;
             if let Some(action) = fault.action {
-                *state
-                    .counters
-                    .faults
-                    .entry(action.token().to_owned())
-                    .or_default() += 1;
+                *state.counters.faults.entry(action.token()).or_default() += 1;
             }
         }
         if let Some(latency) = fault.latency {
@@ -555,6 +625,12 @@ impl Simulator {
                 return soap_response(StatusCode::OK, coded_answer(service, &code));
             }
             Some(FaultAction::Timeout) => return self.withhold().await,
+            Some(FaultAction::Answer(code)) => {
+                let code = format!("{code:04}");
+                let message =
+                    kuatia_domain::sifen::answers::any_row(&code).map_or("Respuesta simulada", |r| r.sifen);
+                return soap_response(StatusCode::OK, coded_answer(service, &Code::new(&code, message)));
+            }
             _ => {}
         }
         // The client certificate's RUC (MT §12.2.1): required to be there when client

@@ -106,6 +106,12 @@ pub struct Counters {
     pub rejected: u64,
     /// DEs rejected as duplicates (1001).
     pub duplicates: u64,
+    /// CDCs sent again (siRecepDE, or inside a lot) after SIFEN approved them, counted as the
+    /// request arrives whatever then happens to it: SIFEN may block an issuer for it, and
+    /// kuatia must keep it at 0 whatever SIFEN answers.
+    pub resent_after_approval: u64,
+    /// CDCs sent while a lot holding them was still processing (counted likewise).
+    pub sent_while_in_lot: u64,
     /// Lots received (0300).
     pub lots_received: u64,
     /// Lots refused (0301).
@@ -133,6 +139,9 @@ pub struct SimStats {
     /// How many times each CDC was approved. SIFEN approves a CDC once; anything above 1 here
     /// would be a simulator bug, and tests assert it.
     pub approvals: BTreeMap<String, u32>,
+    /// How many times each CDC was sent again after its approval (`totals.resent_after_approval`
+    /// in all).
+    pub resent_after_approval: BTreeMap<String, u32>,
     /// Counters.
     pub totals: Counters,
     /// DEs held (approved or last rejected).
@@ -152,6 +161,8 @@ pub struct State {
     pub documents: BTreeMap<String, StoredDe>,
     /// Approvals per CDC.
     pub approvals: BTreeMap<String, u32>,
+    /// Sends after approval per CDC.
+    pub resent: BTreeMap<String, u32>,
     /// Lots by number.
     pub lots: BTreeMap<u64, Lot>,
     /// Inutilised ranges.
@@ -193,6 +204,7 @@ impl State {
     pub fn stats(&self) -> SimStats {
         SimStats {
             approvals: self.approvals.clone(),
+            resent_after_approval: self.resent.clone(),
             totals: self.counters.clone(),
             documents: self.documents.len(),
             lots_processing: self.lots.values().filter(|l| l.results.is_none()).count(),
@@ -222,6 +234,27 @@ impl State {
                 && (f.timbrado.is_empty() || r.timbrado == f.timbrado)
                 && (r.from..=r.to).contains(&n)
         })
+    }
+
+    /// Notes the CDCs a siRecepDE or siRecepLoteDE request carries, as it arrives and before
+    /// anything else happens to it (a fault, a refusal): one SIFEN approved already is a CDC
+    /// sent again after its approval, one a lot still processing holds is sent while its verdict
+    /// is pending.
+    pub fn note_sent(&mut self, cdcs: &[String], config: &SimConfig, now: DateTime<Utc>) {
+        if cdcs.is_empty() {
+            return;
+        }
+        self.settle(config, now);
+        let pending: BTreeSet<String> = self.pending_cdcs().into_iter().map(str::to_owned).collect();
+        for cdc in cdcs {
+            if self.documents.get(cdc).is_some_and(StoredDe::is_approved) {
+                self.counters.resent_after_approval += 1;
+                *self.resent.entry(cdc.clone()).or_default() += 1;
+                tracing::warn!(%cdc, "the SIFEN simulator received a CDC it had approved already");
+            } else if pending.contains(cdc) {
+                self.counters.sent_while_in_lot += 1;
+            }
+        }
     }
 
     /// [`State::process_de_from`] without a TLS client certificate.
@@ -421,21 +454,7 @@ impl State {
     }
 
     fn read_lot(&self, xde: &str) -> Result<(Vec<String>, Vec<String>, bool), String> {
-        let compact: String = xde.split_whitespace().collect();
-        let zip = base64::engine::general_purpose::STANDARD
-            .decode(compact)
-            .map_err(|_| "xDE no es base64".to_owned())?;
-        let mut archive = zip::ZipArchive::new(std::io::Cursor::new(zip))
-            .map_err(|_| "xDE no es un archivo zip".to_owned())?;
-        if archive.len() != 1 {
-            return Err("el zip debe contener un único archivo".into());
-        }
-        let entry = archive.by_index(0).map_err(|_| "zip ilegible".to_owned())?;
-        let mut text = String::new();
-        entry
-            .take(MAX_LOT_BYTES)
-            .read_to_string(&mut text)
-            .map_err(|_| "el lote no es un XML UTF-8 legible".to_owned())?;
+        let text = lot_text(xde)?;
         let root = xml::parse(&text).map_err(|e| format!("XML malformado: {e}"))?;
         if root.local() != "rLoteDE" {
             return Err(format!("se esperaba rLoteDE, no {}", root.qname));
@@ -723,6 +742,40 @@ impl State {
         self.inutilized.push(range);
         Ok(())
     }
+}
+
+/// The XML of a lot (`xDE`: base64 of a zip holding one file).
+fn lot_text(xde: &str) -> Result<String, String> {
+    let compact: String = xde.split_whitespace().collect();
+    let zip = base64::engine::general_purpose::STANDARD
+        .decode(compact)
+        .map_err(|_| "xDE no es base64".to_owned())?;
+    let mut archive =
+        zip::ZipArchive::new(std::io::Cursor::new(zip)).map_err(|_| "xDE no es un archivo zip".to_owned())?;
+    if archive.len() != 1 {
+        return Err("el zip debe contener un único archivo".into());
+    }
+    let entry = archive.by_index(0).map_err(|_| "zip ilegible".to_owned())?;
+    let mut text = String::new();
+    entry
+        .take(MAX_LOT_BYTES)
+        .read_to_string(&mut text)
+        .map_err(|_| "el lote no es un XML UTF-8 legible".to_owned())?;
+    Ok(text)
+}
+
+/// The CDCs of a lot's DEs (none when it cannot be read).
+pub fn lot_cdcs(xde: &str) -> Vec<String> {
+    let Ok(text) = lot_text(xde) else {
+        return Vec::new();
+    };
+    let Ok(root) = xml::parse(&text) else {
+        return Vec::new();
+    };
+    root.children
+        .iter()
+        .filter_map(|rde| checks::peek(rde).0)
+        .collect()
 }
 
 fn signer_ruc(signature: &Element) -> Option<String> {

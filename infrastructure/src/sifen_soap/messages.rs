@@ -15,6 +15,7 @@
 use super::xml::{self, Element};
 use super::{SIFEN_NS, SOAP12_NS, Service, SoapError, XSI_NS, codes};
 use base64::Engine;
+use kuatia_domain::sifen::answers::{self, Meaning, Operation, Status};
 use std::io::Write;
 
 /// Most DEs in one lot (BRIEF §6.2).
@@ -279,6 +280,15 @@ impl DocumentStatus {
     pub fn is_approved(&self) -> bool {
         matches!(self, Self::Approved | Self::ApprovedWithObservation)
     }
+
+    /// As the answers table reads it.
+    pub fn table_status(&self) -> Status {
+        match self {
+            Self::Approved | Self::ApprovedWithObservation => Status::Approved,
+            Self::Rejected => Status::Rejected,
+            Self::Other(_) => Status::Unknown,
+        }
+    }
 }
 
 /// siRecepDE's answer: `rRetEnviDe/rProtDe`.
@@ -304,12 +314,24 @@ impl DeReception {
         self.results.first().map(|r| r.code.as_str())
     }
 
-    /// Whether SIFEN refused the DE because its CDC was already used (1001/1002): treat as
-    /// "probably approved before" and confirm with siConsDE (BRIEF §6.4 item 6).
+    /// What the answer means for the DE (the answers table: `dEstRes` and the first code).
+    pub fn meaning(&self) -> Meaning {
+        answers::verdict(
+            Operation::RecepDe,
+            self.status.table_status(),
+            self.code().unwrap_or_default(),
+        )
+    }
+
+    /// Whether SIFEN refused the DE because its CDC was already approved (1001/1002): an
+    /// approval held from before, whose authorisation is asked for with siConsDE (BRIEF §6.4
+    /// item 6).
     pub fn is_duplicate(&self) -> bool {
-        self.results
-            .iter()
-            .any(|r| r.code == codes::DUPLICATE_CDC || r.code == "1002")
+        answers::approved_before(
+            Operation::RecepDe,
+            self.status.table_status(),
+            self.code().unwrap_or_default(),
+        )
     }
 }
 
@@ -331,7 +353,12 @@ pub struct LotReception {
 impl LotReception {
     /// 0300 with a lot number.
     pub fn is_received(&self) -> bool {
-        self.code == codes::LOT_RECEIVED && self.lot_number.is_some()
+        self.meaning() == Meaning::Processing && self.lot_number.is_some()
+    }
+
+    /// What the answer means for the lot's documents (the answers table).
+    pub fn meaning(&self) -> Meaning {
+        answers::meaning(Operation::RecepLoteDe, &self.code)
     }
 }
 
@@ -390,6 +417,30 @@ impl LotResult {
             other => LotState::Other(other.to_owned()),
         }
     }
+
+    /// What the lot's code means (the answers table): 0361 processing, 0362 concluded
+    /// (approved: each entry then carries its own verdict), 0360/0363/0364 no lot processing.
+    pub fn meaning(&self) -> Meaning {
+        answers::meaning(Operation::ResultLoteDe, &self.code)
+    }
+}
+
+impl LotDocument {
+    /// The DE's verdict in a concluded lot: the answers table reads the entry (`dEstRes` and
+    /// the first code) as siRecepDE's answer to that DE.
+    pub fn meaning(&self) -> Meaning {
+        answers::verdict(Operation::RecepDe, self.status.table_status(), self.code())
+    }
+
+    /// Whether the approval is read from the code alone (1001/1002: approved before).
+    pub fn approved_before(&self) -> bool {
+        answers::approved_before(Operation::RecepDe, self.status.table_status(), self.code())
+    }
+
+    /// The first `dCodRes`.
+    pub fn code(&self) -> &str {
+        self.results.first().map_or("", |r| r.code.as_str())
+    }
 }
 
 /// The DE container of a siConsDE answer (`xContenDE`, holding `rContDe`: the rDE, its
@@ -420,10 +471,15 @@ pub struct DeQuery {
 }
 
 impl DeQuery {
-    /// Whether SIFEN holds the DE as approved (0422; the 2019 manual also lists 0421 "CDC
-    /// encontrado", so 0421 with a container counts too).
+    /// What the answer means for the CDC (the answers table): 0422 approved, 0420 absent,
+    /// anything else operational (0421 too: the Manual gives it two senses).
+    pub fn meaning(&self) -> Meaning {
+        answers::meaning(Operation::ConsDe, &self.code)
+    }
+
+    /// Whether SIFEN holds the DE as approved (0422).
     pub fn is_found(&self) -> bool {
-        self.code == codes::CDC_FOUND || (self.code == "0421" && self.container.is_some())
+        self.meaning() == Meaning::Approved
     }
 }
 
@@ -464,6 +520,19 @@ pub struct EventOutcome {
     pub authorization: Option<String>,
     /// `gResProc` (0600 when registered).
     pub results: Vec<ResultCode>,
+}
+
+impl EventOutcome {
+    /// The first `dCodRes`.
+    pub fn code(&self) -> &str {
+        self.results.first().map_or("", |r| r.code.as_str())
+    }
+
+    /// What the answer means for the event (the answers table: `dEstRes` and the first code;
+    /// 4003/4066 "already registered" are approvals).
+    pub fn meaning(&self) -> Meaning {
+        answers::verdict(Operation::RecepEvento, self.status.table_status(), self.code())
+    }
 }
 
 /// siRecepEvento's answer: `rRetEnviEventoDe`.

@@ -22,6 +22,7 @@ pub mod fuzzing {
 }
 
 pub use client::{ClientIdentity, SifenClient, SoapClientConfig};
+pub use kuatia_domain::sifen::answers::{Meaning, Operation, Transport};
 pub use messages::{
     ContainedDe, DeQuery, DeReception, DocumentStatus, EventOutcome, EventReception, LotDocument, LotQuery,
     LotReception, LotResult, LotState, ResultCode, RucQuery, Taxpayer,
@@ -135,6 +136,18 @@ impl Service {
         }
     }
 
+    /// The operation of the answers table.
+    pub fn table_operation(self) -> Operation {
+        match self {
+            Self::RecepDe => Operation::RecepDe,
+            Self::RecepLoteDe => Operation::RecepLoteDe,
+            Self::ResultLoteDe => Operation::ResultLoteDe,
+            Self::ConsDe => Operation::ConsDe,
+            Self::ConsRuc => Operation::ConsRuc,
+            Self::RecepEvento => Operation::RecepEvento,
+        }
+    }
+
     /// A short name for logs and metrics.
     pub fn name(self) -> &'static str {
         match self {
@@ -240,6 +253,33 @@ impl SoapError {
     /// Whether trying again later can help (an operational failure, not a bug on our side).
     pub fn is_transient(&self) -> bool {
         !matches!(self, Self::InvalidRequest(_) | Self::Config(_))
+    }
+
+    /// The transport outcome of the answers table (`kuatia_domain::sifen::answers`), every
+    /// one an operational failure; `None` for a request that could not be built or a client
+    /// that could not be configured (our side: nothing left).
+    pub fn transport(&self) -> Option<Transport> {
+        Some(match self {
+            Self::InvalidRequest(_) | Self::Config(_) => return None,
+            Self::NotSent { reason, .. } => {
+                let reason = reason.to_ascii_lowercase();
+                if self.is_timeout() {
+                    Transport::TimeoutBeforeSending
+                } else if reason.contains("tls")
+                    || reason.contains("certificate")
+                    || reason.contains("handshake")
+                {
+                    Transport::Tls
+                } else {
+                    Transport::Refused
+                }
+            }
+            Self::OutcomeUnknown { .. } => Transport::TimeoutAfterSending,
+            Self::NotSoap { status, .. } if *status >= 500 => Transport::Http5xx,
+            Self::NotSoap { .. } => Transport::NotSoap,
+            Self::Fault { .. } => Transport::SoapFault,
+            Self::UnexpectedResponse { .. } => Transport::Unexpected,
+        })
     }
 
     /// Whether the request timed out (at connect or while waiting for the answer).

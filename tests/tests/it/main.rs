@@ -21,6 +21,7 @@ mod printables;
 mod projections;
 mod rate_limits;
 mod sandbox;
+mod sifen_answers;
 mod sifen_lots;
 mod sifen_pipeline;
 mod sifen_soap;

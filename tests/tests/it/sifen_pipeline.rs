@@ -305,6 +305,7 @@ async fn an_invoice_is_numbered_signed_sent_and_accepted_and_its_xml_verifies() 
             .contains("approved"),
         "{detail}"
     );
+    assert_eq!(detail["sifen"]["class"], "approved", "{detail}");
     f.app.stop().await;
 }
 
