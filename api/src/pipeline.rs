@@ -1292,7 +1292,7 @@ async fn reconcile(client: &SifenClient, d_id: u64, cdc: &str) -> Option<(Outcom
         }
         Meaning::Processing => Some((
             Outcome::Failed(format!(
-                "SIFEN {}: {} (a lot holding this CDC is still processing)",
+                "SIFEN {}: {} (SIFEN is still processing a lot holding this CDC)",
                 r.code, r.message
             )),
             Some(answer.raw),

@@ -240,8 +240,8 @@ const fn r(
     }
 }
 
-const RETRY: &str = "Nothing: kuatia asks SIFEN again on its schedule (30 s, 2 min, 10 min, … up to 60 h \
-                     after signing), asking for the CDC before anything is sent again; POST /retry tries now.";
+const RETRY: &str = "Nothing: kuatia retries on its schedule (30 s, 2 min, 10 min, … up to 60 h after \
+                     signing), asking SIFEN for the CDC before anything is sent again; POST /retry tries now.";
 const REISSUE: &str = "Correct what SIFEN names and issue the document again as a new document.";
 const LOT_RETRY: &str = "Each document of the lot is retried alone, after asking SIFEN for its CDC.";
 
