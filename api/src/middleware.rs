@@ -12,7 +12,9 @@
 //!   and any other error status without a JSON body (axum's 404/405, a layer's 413) is turned
 //!   into one, keeping headers such as `Allow` or `Retry-After`;
 //! - `http_requests_total` and `http_request_duration_seconds` are recorded by matched route
-//!   template (never the raw path, which would explode label cardinality).
+//!   template (never the raw path, which would explode label cardinality) and by method, the
+//!   standard ones by name and any other as `other` ([`method_label`]): no label comes from the
+//!   request as it is, so clients cannot add series at will.
 
 use axum::body::Body;
 use axum::extract::{MatchedPath, Request};
@@ -40,13 +42,31 @@ fn incoming_request_id(req: &Request) -> Option<String> {
     sane.then(|| value.to_owned())
 }
 
+/// The method as a label of metrics and spans: the standard methods by name, any other (a
+/// client may send any token of any length) as `other`.
+pub fn method_label(method: &axum::http::Method) -> &'static str {
+    use axum::http::Method;
+    match *method {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::PATCH => "PATCH",
+        Method::OPTIONS => "OPTIONS",
+        Method::CONNECT => "CONNECT",
+        Method::TRACE => "TRACE",
+        _ => "other",
+    }
+}
+
 /// The middleware function (install with `axum::middleware::from_fn`).
 pub async fn request_context(mut req: Request, next: Next) -> Response {
     let request_id = incoming_request_id(&req).unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
     req.extensions_mut().insert(RequestId(request_id.clone()));
     let rate_limit = crate::rate_limit::RateLimitSlot::default();
     req.extensions_mut().insert(rate_limit.clone());
-    let method = req.method().to_string();
+    let method = method_label(req.method()).to_owned();
     let route = req
         .extensions()
         .get::<MatchedPath>()

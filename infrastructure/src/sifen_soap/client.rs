@@ -433,8 +433,10 @@ pub fn failure_code(error: &SoapError) -> &'static str {
 
 /// SIFEN's code as a label: its digits, or `other` for anything that is not a short number (a
 /// label must not take whatever text a server sends).
+/// A code as a metrics label: a code SIFEN's answers table lists, else `other` (the endpoint
+/// answering is configured by a tenant, and may answer anything).
 fn code_label(code: &str) -> String {
-    if (1..=8).contains(&code.len()) && code.bytes().all(|b| b.is_ascii_digit()) {
+    if kuatia_domain::sifen::answers::any_row(code).is_some() {
         code.to_owned()
     } else {
         "other".to_owned()
@@ -721,6 +723,9 @@ mod tests {
         assert_eq!(code_label("0260"), "0260");
         assert_eq!(code_label("<html>"), "other");
         assert_eq!(code_label(""), "other");
+        // Digits SIFEN never answers with are no new series either.
+        assert_eq!(code_label("12345678"), "other");
+        assert_eq!(code_label("9999"), "other");
     }
 
     #[test]

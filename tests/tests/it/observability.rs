@@ -584,3 +584,31 @@ async fn job_attempts_are_counted_by_kind_and_outcome_with_their_run_time() {
     let runs = "kuatia_job_duration_seconds_count{kind=\"otel.flaky\"}";
     assert_eq!(series(&after, runs) - series(&before, runs), 3.0, "{after}");
 }
+
+#[tokio::test]
+async fn methods_a_client_makes_up_share_one_metrics_label_and_never_grow_the_scrape() {
+    // A client may send any token as the method; each used to become a label value of the
+    // request metrics (4 000 one-kilobyte methods made /metrics 69 MB).
+    let app = TestApp::spawn_with(|c| c.metrics_bearer_token = Some(Secret::new("m3trics-token"))).await;
+    let client = reqwest::Client::new();
+    for n in 0..50 {
+        let method =
+            Method::from_bytes(format!("FLOOD{n}{}", "X".repeat(1_000)).as_bytes()).expect("a method token");
+        let response = client
+            .request(method, format!("{}/v1/documents", app.base))
+            .send()
+            .await
+            .expect("send");
+        assert!(response.status().is_client_error(), "{}", response.status());
+    }
+    let response = app.get_with_bearer("/metrics", "m3trics-token").await;
+    assert_eq!(response.status(), 200);
+    let text = response.text().await.expect("text");
+    assert!(!text.contains("FLOOD"), "a made-up method became a label");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("http_requests_total{") && l.contains("method=\"other\"")),
+        "made-up methods counted as other"
+    );
+    app.stop().await;
+}
