@@ -7,6 +7,7 @@
 pub mod artifacts;
 pub mod config;
 pub mod delivery;
+pub mod destination;
 pub mod lookup;
 pub mod printing;
 pub mod selfsigned;

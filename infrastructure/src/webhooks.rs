@@ -3,8 +3,9 @@
 //! POSTs with a 10 s timeout.
 //!
 //! URL safety (SSRF): for a production tenant every address the host resolves to must be a
-//! public one (no loopback, private, link-local, CGNAT, unique-local, multicast or unspecified
-//! address), checked when the endpoint is saved and again before every attempt (DNS can
+//! public one (none of the destination policy's special-purpose ranges, [`crate::destination`]:
+//! loopback, private, link-local, CGNAT, unique-local, multicast, documentation, the IPv6 forms
+//! that embed such an IPv4 address…), checked when the endpoint is saved and again before every attempt (DNS can
 //! change), and the connection goes to the very address that was checked (no second lookup that
 //! a rebinding DNS server could answer differently). Demo tenants may send anywhere.
 
@@ -60,38 +61,11 @@ pub enum UrlRefusal {
     PrivateAddress(IpAddr),
 }
 
-/// Whether an address is one a production tenant may not send to.
+/// Whether an address is one a production tenant may not send to: any special-purpose
+/// address of the destination policy ([`crate::destination`]), IPv6 forms that embed a special
+/// IPv4 address included.
 pub fn is_private(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => {
-            let o = v4.octets();
-            v4.is_loopback()
-                || v4.is_private()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                || v4.is_multicast()
-                || v4.is_documentation()
-                || o[0] == 0
-                || (o[0] == 100 && (64..128).contains(&o[1])) // CGNAT 100.64/10
-                || (o[0] == 192 && o[1] == 0 && o[2] == 0) // IETF 192.0.0/24
-                || (o[0] == 198 && (18..20).contains(&o[1])) // benchmarking 198.18/15
-                || o[0] >= 240
-        }
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return is_private(IpAddr::V4(v4));
-            }
-            let s = v6.segments();
-            v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                || (s[0] & 0xfe00) == 0xfc00 // unique local fc00::/7
-                || (s[0] & 0xffc0) == 0xfe80 // link local fe80::/10
-                || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation
-                || (s[0] == 0x0064 && s[1] == 0xff9b) // NAT64 (could reach private v4)
-        }
-    }
+    crate::destination::is_special(ip)
 }
 
 /// Where an attempt will connect.
@@ -274,6 +248,9 @@ mod tests {
             "fe80::1",
             "fd00::1",
             "::ffff:127.0.0.1",
+            "::127.0.0.1",
+            "2002:7f00:1::1",
+            "2001::1",
         ] {
             assert!(is_private(ip.parse().expect("ip")), "{ip}");
         }

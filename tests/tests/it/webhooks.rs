@@ -509,6 +509,14 @@ async fn production_tenants_need_https_urls_that_do_not_lead_to_private_addresse
         ("https://169.254.169.254/latest", "url_not_allowed"),
         ("https://[::1]/hook", "url_not_allowed"),
         ("https://localhost/hook", "url_not_allowed"),
+        // IPv6 forms that embed a special IPv4 address, and other special-purpose ranges.
+        ("https://[::127.0.0.1]/hook", "url_not_allowed"),
+        ("https://[::ffff:169.254.169.254]/latest", "url_not_allowed"),
+        ("https://[2002:7f00:1::1]/hook", "url_not_allowed"),
+        ("https://[2001::1]/hook", "url_not_allowed"),
+        ("https://[64:ff9b::a00:8]/hook", "url_not_allowed"),
+        ("https://198.18.0.1/hook", "url_not_allowed"),
+        ("https://[fec0::1]/hook", "url_not_allowed"),
     ] {
         let (status, body) = send(
             app.as_key(Method::POST, "/v1/webhooks", &key, &tenant)
