@@ -8,7 +8,7 @@
 use chrono::{DateTime, Utc};
 use kuatia_domain::access::Role;
 use kuatia_domain::tenancy::{Environment, TenantId, TenantSlug};
-use kuatia_domain::tenant::{self, KeyGrant, Tenant, TenantCommand, TenantError};
+use kuatia_domain::tenant::{self, KeyGrant, Revoker, Tenant, TenantCommand, TenantError};
 use rand::Rng;
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
@@ -229,6 +229,7 @@ pub async fn revoke_key(
     tenant: TenantId,
     stream_id: &str,
     key_id: Uuid,
+    by: Revoker,
     metadata: EventMetadata,
 ) -> Result<(), AccessError> {
     let executor = CommandExecutor::<Tenant>::new(store.clone(), ());
@@ -236,7 +237,7 @@ pub async fn revoke_key(
         .execute(
             tenant,
             stream_id,
-            TenantCommand::RevokeApiKey { key_id },
+            TenantCommand::RevokeApiKey { key_id, by },
             metadata,
         )
         .await

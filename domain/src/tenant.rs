@@ -39,6 +39,17 @@ pub struct KeyGrant {
     pub expires_at: Option<DateTime<Utc>>,
 }
 
+/// Who revokes a key: recorded in the event, and checked against the key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Revoker {
+    /// `api_key:<id>` or `user:<id>`.
+    pub actor: String,
+    /// The caller's role.
+    pub role: Role,
+    /// The caller's company scope, when its key has one.
+    pub company_id: Option<Uuid>,
+}
+
 /// Commands.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TenantCommand {
@@ -62,10 +73,13 @@ pub enum TenantCommand {
         /// Role of whoever asks.
         granted_by: Role,
     },
-    /// Revokes a key (revoking twice is harmless).
+    /// Revokes a key (revoking twice is harmless), on behalf of `by`: only an owner revokes an
+    /// owner key, and a company-scoped caller only keys of its own company.
     RevokeApiKey {
         /// Key id.
         key_id: Uuid,
+        /// Who asks.
+        by: Revoker,
     },
     /// Gives a user a role in the tenant, on behalf of a caller with `granted_by`.
     AddMember {
@@ -100,6 +114,10 @@ pub enum TenantEvent {
     ApiKeyRevoked {
         /// Key id.
         key_id: Uuid,
+        /// Who revoked it (`api_key:<id>`, `user:<id>`); absent from events written before it
+        /// was recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        revoked_by: Option<String>,
     },
     /// A user became a member.
     MemberAdded {
@@ -146,6 +164,12 @@ pub enum TenantError {
     /// Only owners create owner keys.
     #[error("only an owner can issue an owner key")]
     OwnerOnly,
+    /// Only owners revoke owner keys.
+    #[error("only an owner can revoke an owner key")]
+    OwnerKeyOwnerOnly,
+    /// A company-scoped caller acts only on its own company's keys.
+    #[error("a company-scoped key can revoke only keys of its own company")]
+    OutsideScope,
     /// The user is a member already.
     #[error("the user is already a member of this tenant")]
     AlreadyMember,
@@ -161,6 +185,9 @@ pub struct Tenant {
     pub created: bool,
     /// Keys and whether they are revoked.
     pub keys: BTreeMap<Uuid, bool>,
+    /// Keys' roles and company scopes (what a revocation is checked against).
+    #[serde(default)]
+    pub grants: BTreeMap<Uuid, (Role, Option<Uuid>)>,
     /// Members and their roles.
     pub members: BTreeMap<Uuid, Role>,
 }
@@ -244,11 +271,26 @@ impl Aggregate for Tenant {
                 )
                 .await;
             }
-            TenantCommand::RevokeApiKey { key_id } => match self.keys.get(&key_id) {
-                None => return Err(TenantError::UnknownKey),
-                Some(true) => {}
-                Some(false) => sink.write(TenantEvent::ApiKeyRevoked { key_id }, self).await,
-            },
+            TenantCommand::RevokeApiKey { key_id, by } => {
+                let revoked = *self.keys.get(&key_id).ok_or(TenantError::UnknownKey)?;
+                let (role, company) = self.grants.get(&key_id).copied().unwrap_or((Role::Owner, None));
+                if role == Role::Owner && !by.role.allows(Permission::ManageOwnership) {
+                    return Err(TenantError::OwnerKeyOwnerOnly);
+                }
+                if by.company_id.is_some() && company != by.company_id {
+                    return Err(TenantError::OutsideScope);
+                }
+                if !revoked {
+                    sink.write(
+                        TenantEvent::ApiKeyRevoked {
+                            key_id,
+                            revoked_by: Some(by.actor),
+                        },
+                        self,
+                    )
+                    .await;
+                }
+            }
         }
         Ok(())
     }
@@ -258,8 +300,9 @@ impl Aggregate for Tenant {
             TenantEvent::TenantCreated { .. } => self.created = true,
             TenantEvent::ApiKeyIssued(key) => {
                 self.keys.insert(key.key_id, false);
+                self.grants.insert(key.key_id, (key.role, key.company_id));
             }
-            TenantEvent::ApiKeyRevoked { key_id } => {
+            TenantEvent::ApiKeyRevoked { key_id, .. } => {
                 self.keys.insert(key_id, true);
             }
             TenantEvent::MemberAdded { user_id, role, .. } => {
@@ -350,6 +393,14 @@ mod tests {
             .then_expect_events(vec![TenantEvent::ApiKeyIssued(key(Role::Issuer))]);
     }
 
+    fn by(role: Role, company_id: Option<Uuid>) -> Revoker {
+        Revoker {
+            actor: "api_key:00000000-0000-0000-0000-000000000063".into(),
+            role,
+            company_id,
+        }
+    }
+
     #[test]
     fn revoking_twice_is_harmless_and_unknown_keys_are_refused() {
         TestFramework::<Tenant>::with(())
@@ -358,18 +409,53 @@ mod tests {
                 TenantEvent::ApiKeyIssued(key(Role::Owner)),
                 TenantEvent::ApiKeyRevoked {
                     key_id: Uuid::from_u128(7),
+                    revoked_by: None,
                 },
             ])
             .when(TenantCommand::RevokeApiKey {
                 key_id: Uuid::from_u128(7),
+                by: by(Role::Owner, None),
             })
             .then_expect_events(vec![]);
         TestFramework::<Tenant>::with(())
             .given(vec![created()])
             .when(TenantCommand::RevokeApiKey {
                 key_id: Uuid::from_u128(9),
+                by: by(Role::Owner, None),
             })
             .then_expect_error(TenantError::UnknownKey);
+    }
+
+    #[test]
+    fn only_owners_revoke_owner_keys_and_a_scoped_caller_only_its_company_s_keys() {
+        let revoke = |caller| TenantCommand::RevokeApiKey {
+            key_id: Uuid::from_u128(7),
+            by: caller,
+        };
+        TestFramework::<Tenant>::with(())
+            .given(vec![created(), TenantEvent::ApiKeyIssued(key(Role::Owner))])
+            .when(revoke(by(Role::Admin, None)))
+            .then_expect_error(TenantError::OwnerKeyOwnerOnly);
+        let scoped = |company| KeyGrant {
+            company_id: company,
+            ..key(Role::Issuer)
+        };
+        let (a, b) = (Some(Uuid::from_u128(30)), Some(Uuid::from_u128(31)));
+        TestFramework::<Tenant>::with(())
+            .given(vec![created(), TenantEvent::ApiKeyIssued(scoped(a))])
+            .when(revoke(by(Role::Admin, b)))
+            .then_expect_error(TenantError::OutsideScope);
+        TestFramework::<Tenant>::with(())
+            .given(vec![created(), TenantEvent::ApiKeyIssued(scoped(None))])
+            .when(revoke(by(Role::Admin, a)))
+            .then_expect_error(TenantError::OutsideScope);
+        TestFramework::<Tenant>::with(())
+            .given(vec![created(), TenantEvent::ApiKeyIssued(scoped(a))])
+            .when(revoke(by(Role::Admin, a)))
+            .then_expect_events(vec![TenantEvent::ApiKeyRevoked {
+                key_id: Uuid::from_u128(7),
+                revoked_by: Some(by(Role::Admin, a).actor),
+            }]);
     }
 
     #[test]

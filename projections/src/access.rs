@@ -101,7 +101,7 @@ impl Projection for Access {
                 )
                 .await?;
             }
-            TenantEvent::ApiKeyRevoked { key_id } => {
+            TenantEvent::ApiKeyRevoked { key_id, .. } => {
                 tx.execute(
                     "UPDATE api_keys SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL",
                     &[SqlValue::Uuid(key_id), SqlValue::Timestamp(event.recorded_at)],

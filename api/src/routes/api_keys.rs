@@ -207,7 +207,8 @@ pub async fn current_api_key(caller: Caller) -> Result<axum::Json<CurrentApiKey>
     }
 }
 
-/// Revokes a key of the tenant (revoking twice is harmless).
+/// Revokes a key of the tenant (revoking twice is harmless). Only an owner revokes an owner
+/// key; a company-scoped caller revokes only keys of its own company. The event records who.
 #[utoipa::path(
     delete,
     path = "/v1/api-keys/{id}",
@@ -220,7 +221,7 @@ pub async fn current_api_key(caller: Caller) -> Result<axum::Json<CurrentApiKey>
     responses(
         (status = 200, description = "Revoked", body = RevokedApiKey),
         (status = 401, description = "No valid API key", body = ErrorBody),
-        (status = 403, description = "Role not allowed", body = ErrorBody),
+        (status = 403, description = "Role not allowed; an owner key revoked by a non-owner; a key of another company (or tenant-wide) revoked by a company-scoped caller", body = ErrorBody),
         (status = 404, description = "No such key in this tenant", body = ErrorBody)
     )
 )]
@@ -231,7 +232,13 @@ pub async fn revoke_api_key(
 ) -> Result<axum::Json<RevokedApiKey>, ApiError> {
     caller.require(REVOKE_API_KEY)?;
     let (stream, _) = stream_of(&state, &caller).await?;
-    access::revoke_key(&state.store, caller.tenant, &stream, id, caller.metadata())
+    let metadata = caller.metadata();
+    let by = kuatia_domain::tenant::Revoker {
+        actor: metadata.actor.clone().unwrap_or_default(),
+        role: caller.role,
+        company_id: caller.company_id,
+    };
+    access::revoke_key(&state.store, caller.tenant, &stream, id, by, metadata)
         .await
         .map_err(access_error)?;
     let row = kuatia_projections::access::key_by_id(&state.store, caller.tenant, id)

@@ -171,7 +171,9 @@ pub fn access_error(err: AccessError) -> ApiError {
         AccessError::SlugTaken => ApiError::new(ErrorCode::ConflictError, "the slug is already taken"),
         AccessError::NotFound => ApiError::not_found("no such resource"),
         AccessError::Refused(e) => match e {
-            kuatia_domain::tenant::TenantError::OwnerOnly => ApiError::forbidden(e.to_string()),
+            kuatia_domain::tenant::TenantError::OwnerOnly
+            | kuatia_domain::tenant::TenantError::OwnerKeyOwnerOnly
+            | kuatia_domain::tenant::TenantError::OutsideScope => ApiError::forbidden(e.to_string()),
             other => ApiError::validation(other.to_string()),
         },
         AccessError::Store(kuatia_application::event_store::StoreError::VersionConflict { .. }) => {
