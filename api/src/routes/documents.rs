@@ -571,6 +571,18 @@ impl From<DocumentRow> for DocumentView {
     }
 }
 
+/// The key as stored: a company-scoped caller's keys live in its company's own namespace, so
+/// that two callers of one tenant scoped to different companies never meet each other's keys
+/// (a replay would answer with a document the caller may not see, and its own would silently
+/// not be created). The separator (U+001F) cannot appear in a header value, so no key a caller
+/// sends can reach another namespace.
+fn scoped_idempotency_key(caller: &Caller, key: String) -> String {
+    match caller.company_id {
+        Some(company) => format!("company:{company}\u{1f}{key}"),
+        None => key,
+    }
+}
+
 fn idempotency_key(headers: &HeaderMap) -> Result<String, ApiError> {
     let key = headers
         .get("idempotency-key")
@@ -652,7 +664,7 @@ pub async fn create_document(
     JsonBytes(body): JsonBytes,
 ) -> Result<Response, ApiError> {
     caller.require(CREATE_DOCUMENT)?;
-    let key = idempotency_key(&headers)?;
+    let key = scoped_idempotency_key(&caller, idempotency_key(&headers)?);
     let prepared = prepare(&state, &caller, &body)
         .await
         .map_err(Refusal::into_error)?;

@@ -483,3 +483,180 @@ async fn the_openapi_document_lists_the_roles_of_every_tenant_route() {
     );
     app.stop().await;
 }
+
+#[tokio::test]
+async fn admins_cannot_revoke_owner_keys_and_scoped_keys_revoke_only_their_company_s() {
+    // Any admin (even one scoped to a company) could revoke every owner key and lock the owner
+    // out; a scoped key could revoke other companies' keys. The event now names who revoked.
+    let app = TestApp::spawn().await;
+    let (tenant, owner) = app.tenant("revokers").await;
+    let company = |ruc: &'static str| {
+        let app = &app;
+        let (tenant, owner) = (tenant.clone(), owner.clone());
+        async move {
+            let (status, body) = crate::documents::send(
+                app.as_key(Method::POST, "/v1/companies", &owner, &tenant)
+                    .json(&TestApp::company_body(ruc)),
+            )
+            .await;
+            assert_eq!(status, 201, "{body}");
+            body["id"].as_str().expect("id").to_owned()
+        }
+    };
+    let (a, b) = (company("80069563-1").await, company("80000005-6").await);
+    let key = |role: &'static str, scope: Option<&str>| {
+        let mut request = json!({"name": format!("{role}-{scope:?}"), "role": role});
+        if let Some(company) = scope {
+            request["company_id"] = json!(company);
+        }
+        request
+    };
+    let issued = |v: &Value| {
+        (
+            v["id"].as_str().unwrap().to_owned(),
+            v["key"].as_str().unwrap().to_owned(),
+        )
+    };
+    let (status, second_owner) = issue(&app, &owner, &tenant, key("owner", None)).await;
+    assert_eq!(status, 201, "{second_owner}");
+    let (second_owner_id, _) = issued(&second_owner);
+    let (_, admin) = issue(&app, &owner, &tenant, key("admin", None)).await;
+    let (_, admin) = issued(&admin);
+    let (_, admin_a) = issue(&app, &owner, &tenant, key("admin", Some(&a))).await;
+    let (_, admin_a) = issued(&admin_a);
+    let (_, issuer_a) = issue(&app, &owner, &tenant, key("issuer", Some(&a))).await;
+    let (issuer_a_id, _) = issued(&issuer_a);
+    let (_, issuer_b) = issue(&app, &owner, &tenant, key("issuer", Some(&b))).await;
+    let (issuer_b_id, _) = issued(&issuer_b);
+    let (_, issuer_all) = issue(&app, &owner, &tenant, key("issuer", None)).await;
+    let (issuer_all_id, _) = issued(&issuer_all);
+    let revoke = |caller: String, id: String| {
+        let app = &app;
+        let tenant = tenant.clone();
+        async move {
+            crate::documents::send(app.as_key(
+                Method::DELETE,
+                &format!("/v1/api-keys/{id}"),
+                &caller,
+                &tenant,
+            ))
+            .await
+        }
+    };
+    for (who, caller, target) in [
+        ("an admin, an owner key", admin.clone(), second_owner_id.clone()),
+        (
+            "a scoped admin, an owner key",
+            admin_a.clone(),
+            second_owner_id.clone(),
+        ),
+        (
+            "a scoped admin, another company's key",
+            admin_a.clone(),
+            issuer_b_id.clone(),
+        ),
+        (
+            "a scoped admin, a tenant-wide key",
+            admin_a.clone(),
+            issuer_all_id.clone(),
+        ),
+    ] {
+        let (status, body) = revoke(caller, target).await;
+        assert_eq!(status, 403, "{who}: {body}");
+        assert_eq!(body["code"], "permission_error", "{who}: {body}");
+    }
+    // Allowed: a scoped admin its own company's key, an admin a tenant key, an owner an owner key.
+    for (caller, target) in [
+        (admin_a, issuer_a_id.clone()),
+        (admin.clone(), issuer_b_id),
+        (owner.clone(), second_owner_id),
+    ] {
+        let (status, body) = revoke(caller, target).await;
+        assert_eq!(status, 200, "{body}");
+        assert!(body["revoked_at"].is_string(), "{body}");
+    }
+    // The revocation names the caller in the audit log.
+    let (status, page) =
+        crate::documents::send(app.as_key(Method::GET, "/v1/events?after=0&limit=1000", &owner, &tenant))
+            .await;
+    assert_eq!(status, 200, "{page}");
+    let revoked: Vec<&Value> = page["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["type"] == "ApiKeyRevoked")
+        .collect();
+    assert_eq!(revoked.len(), 3, "{revoked:?}");
+    let of_issuer_a = revoked
+        .iter()
+        .find(|e| e["data"]["ApiKeyRevoked"]["key_id"] == issuer_a_id.as_str())
+        .expect("the scoped issuer's revocation");
+    assert!(
+        of_issuer_a["data"]["ApiKeyRevoked"]["revoked_by"]
+            .as_str()
+            .is_some_and(|by| by.starts_with("api_key:")),
+        "{of_issuer_a}"
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn an_idempotency_key_never_replays_another_company_s_document() {
+    // Two issuers of one tenant, scoped to different companies, post the same body (no
+    // company_id: each key routes to its own company) with the same Idempotency-Key. The second
+    // used to get 201 "Idempotent-Replayed" with the first company's document, and its own was
+    // never created.
+    let app = TestApp::spawn().await;
+    let (tenant, owner) = app.tenant("idem-scope").await;
+    let (a, _, _) =
+        crate::documents::add_company_at(&app, &tenant, &owner, "80069563-1", "http://127.0.0.1:9").await;
+    let (b, _, _) =
+        crate::documents::add_company_at(&app, &tenant, &owner, "80000005-6", "http://127.0.0.1:9").await;
+    let mut keys = Vec::new();
+    for company in [&a, &b] {
+        let (status, issued) = issue(
+            &app,
+            &owner,
+            &tenant,
+            json!({"name": format!("issuer {company}"), "role": "issuer", "company_id": company}),
+        )
+        .await;
+        assert_eq!(status, 201, "{issued}");
+        keys.push(issued["key"].as_str().expect("key").to_owned());
+    }
+    let mut doc = kuatia_domain::document::canonical::sample_invoice();
+    doc.as_object_mut().expect("object").remove("company_id");
+    doc["external_id"] = json!("SAME-BODY-1");
+    doc["issue_datetime"] = json!(crate::documents::hours_ago(1));
+    let mut created = Vec::new();
+    for key in &keys {
+        let response = app
+            .as_key(Method::POST, "/v1/documents", key, &tenant)
+            .header("Idempotency-Key", "shared-key-1")
+            .json(&doc)
+            .send()
+            .await
+            .expect("post");
+        let replayed = response.headers().get("idempotent-replayed").is_some();
+        let (status, body) = body(response).await;
+        assert_eq!(status, 201, "{body}");
+        assert!(!replayed, "{body}");
+        created.push(body);
+    }
+    assert_eq!(created[0]["company_id"], a.as_str(), "{}", created[0]);
+    assert_eq!(created[1]["company_id"], b.as_str(), "{}", created[1]);
+    assert_ne!(created[0]["id"], created[1]["id"]);
+    // The same caller again is a replay of its own document.
+    let response = app
+        .as_key(Method::POST, "/v1/documents", &keys[1], &tenant)
+        .header("Idempotency-Key", "shared-key-1")
+        .json(&doc)
+        .send()
+        .await
+        .expect("post");
+    assert!(response.headers().get("idempotent-replayed").is_some());
+    let (status, again) = body(response).await;
+    assert_eq!(status, 201, "{again}");
+    assert_eq!(again["id"], created[1]["id"]);
+    app.stop().await;
+}
