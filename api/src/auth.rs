@@ -208,6 +208,15 @@ impl FromRequestParts<AppState> for Caller {
             Credentials::Session { user, .. } => format!("user:{}", user.id),
         };
         crate::rate_limit::enforce(parts, state, &bucket, tenant, state.rate_limit_per_key).await?;
+        // The tenant's ceiling: all its keys and users together.
+        crate::rate_limit::enforce(
+            parts,
+            state,
+            &format!("tenant:{tenant}"),
+            tenant,
+            state.rate_limit_per_tenant,
+        )
+        .await?;
         Ok(Self {
             tenant,
             role,

@@ -186,6 +186,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         limiter: limiter.clone(),
         rate_limit_per_key: config.rate_limit_per_key,
         rate_limit_per_ip: config.rate_limit_per_ip,
+        rate_limit_per_tenant: config.rate_limit_per_tenant,
         vault,
         pfx_reader: Arc::new(kuatia_infrastructure::vault::P12Reader),
         snapshots: Arc::default(),

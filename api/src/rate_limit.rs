@@ -2,7 +2,8 @@
 //! headers on its answer (DECISIONS §6). The counting itself is
 //! `kuatia_application::rate_limit`.
 //!
-//! Authenticated requests count against their API key (or console user) in [`crate::auth::Caller`];
+//! Authenticated requests count against their API key (or console user), and against their
+//! tenant's ceiling (all its keys and users together), in [`crate::auth::Caller`];
 //! unauthenticated endpoints take [`PerIp`], which counts against the peer address. The request
 //! middleware leaves an empty [`RateLimitSlot`] in every request; whichever check runs fills it,
 //! and the middleware copies the decision into the response headers.
@@ -23,8 +24,20 @@ use crate::state::AppState;
 pub struct RateLimitSlot(pub Arc<Mutex<Option<Decision>>>);
 
 impl RateLimitSlot {
+    /// Keeps the tighter of the decisions made for one request (its key's and its tenant's): a
+    /// refusal, else the one with fewer requests left.
     fn put(&self, decision: Decision) {
-        *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(decision);
+        let mut slot = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let tighter = match *slot {
+            None => true,
+            Some(kept) => {
+                (!decision.allowed && kept.allowed)
+                    || (decision.allowed == kept.allowed && decision.remaining < kept.remaining)
+            }
+        };
+        if tighter {
+            *slot = Some(decision);
+        }
     }
 
     /// Writes `X-RateLimit-Limit`, `-Remaining` and `-Reset` (unix seconds) when a check ran.

@@ -29,6 +29,8 @@ pub struct AppState {
     pub rate_limit_per_key: u32,
     /// Requests per minute per IP on unauthenticated endpoints.
     pub rate_limit_per_ip: u32,
+    /// Requests per minute of a whole tenant.
+    pub rate_limit_per_tenant: u32,
     /// Sealed secrets (certificate keys, CSCs, channel credentials).
     pub vault: kuatia_application::vault::Vault,
     /// Opens uploaded PFX files.

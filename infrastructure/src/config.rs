@@ -122,6 +122,9 @@ pub struct Config {
     /// `KUATIA_RATE_LIMIT_PER_IP`: requests per minute per IP on unauthenticated endpoints.
     /// Default 60.
     pub rate_limit_per_ip: u32,
+    /// `KUATIA_RATE_LIMIT_PER_TENANT`: requests per minute of a whole tenant, all its keys and
+    /// users together (minting more keys does not multiply the per-key limit). Default 3000.
+    pub rate_limit_per_tenant: u32,
     /// `KUATIA_MASTER_KEY`: base64 of 32 bytes; seals certificate keys, CSCs and channel
     /// credentials (AES-256-GCM). Required outside demo mode; demo mode generates one into
     /// `<data_dir>/master.key`.
@@ -243,6 +246,7 @@ impl Default for Config {
             insecure_cookies: false,
             rate_limit_per_key: 600,
             rate_limit_per_ip: 60,
+            rate_limit_per_tenant: 3_000,
             master_key: None,
             master_key_previous: None,
             demo: None,
@@ -306,6 +310,7 @@ impl std::fmt::Debug for Config {
             .field("insecure_cookies", &self.insecure_cookies)
             .field("rate_limit_per_key", &self.rate_limit_per_key)
             .field("rate_limit_per_ip", &self.rate_limit_per_ip)
+            .field("rate_limit_per_tenant", &self.rate_limit_per_tenant)
             .field("master_key", &self.master_key)
             .field("master_key_previous", &self.master_key_previous)
             .field("demo", &self.demo)

@@ -396,6 +396,7 @@ async fn bench_backend(backend: &Backend, window: Duration, rate: Option<f64>) -
     let workers = if sim.is_some() { e2e_workers()? } else { 0 };
     let app = TestApp::spawn_on(db, |config| {
         config.rate_limit_per_key = 10_000_000;
+        config.rate_limit_per_tenant = 10_000_000;
         config.workers = workers;
         config.metrics_bearer_token = Some(kuatia_infrastructure::config::Secret::new(METRICS_TOKEN));
     })

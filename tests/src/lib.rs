@@ -473,6 +473,8 @@ impl TestApp {
     /// Starts the service on `db` after adjusting its configuration.
     pub async fn spawn_on(db: TestDb, adjust: impl FnOnce(&mut Config)) -> anyhow::Result<Self> {
         let mut config = db.config();
+        // Tests poll statuses hard; the tenant's ceiling is tested where it is set.
+        config.rate_limit_per_tenant = 10_000_000;
         adjust(&mut config);
         let service = kuatia_api::compose::start(config).await?;
         Ok(Self {

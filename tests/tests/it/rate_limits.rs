@@ -135,3 +135,61 @@ async fn a_second_instance_sees_what_the_first_counted() {
     second.stop().await.expect("stop");
     app.stop().await;
 }
+
+#[tokio::test]
+async fn minting_more_keys_does_not_multiply_a_tenant_s_rate_limit() {
+    // 5 a minute per key, 8 per tenant: two fresh keys spend the tenant's ceiling between them,
+    // and a third, untouched key is refused at once.
+    away_from_a_window_edge().await;
+    let app = TestApp::spawn_with(|c| {
+        c.rate_limit_per_key = 5;
+        c.rate_limit_per_tenant = 8;
+    })
+    .await;
+    let (tenant, owner) = app.tenant("ceiling").await;
+    let mut keys = Vec::new();
+    for n in 0..3 {
+        let r = app
+            .as_key(Method::POST, "/v1/api-keys", &owner, &tenant)
+            .json(&json!({"name": format!("k{n}"), "role": "viewer"}))
+            .send()
+            .await
+            .expect("post");
+        assert_eq!(r.status(), 201);
+        keys.push(
+            r.json::<Value>().await.expect("json")["key"]
+                .as_str()
+                .expect("key")
+                .to_owned(),
+        );
+    }
+    // The owner's three requests count: 5 left for the tenant.
+    let get = |key: String| {
+        let (app, tenant) = (&app, tenant.clone());
+        async move {
+            app.as_key(Method::GET, "/v1/api-keys/current", &key, &tenant)
+                .send()
+                .await
+                .expect("get")
+        }
+    };
+    for key in [&keys[0], &keys[0], &keys[0], &keys[1], &keys[1]] {
+        let r = get(key.clone()).await;
+        assert_eq!(r.status(), 200);
+    }
+    let last = get(keys[1].clone()).await;
+    assert_eq!(last.status(), 429, "the tenant's ceiling is spent");
+    let fresh = get(keys[2].clone()).await;
+    assert_eq!(fresh.status(), 429, "a fresh key of the tenant too");
+    assert_eq!(header(&fresh, "x-ratelimit-limit"), Some(8));
+    assert!(header(&fresh, "retry-after").is_some());
+    // Another tenant is not affected.
+    let (other, other_owner) = app.tenant("elsewhere").await;
+    let r = app
+        .as_key(Method::GET, "/v1/api-keys/current", &other_owner, &other)
+        .send()
+        .await
+        .expect("get");
+    assert_eq!(r.status(), 200);
+    app.stop().await;
+}
