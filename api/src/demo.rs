@@ -65,7 +65,7 @@ fn key_file(config: &Config) -> std::path::PathBuf {
 fn write_key(path: &Path, key: &str) -> anyhow::Result<()> {
     use std::io::Write;
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+        kuatia_infrastructure::create_private_dir_all(dir)?;
     }
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create(true).truncate(true);

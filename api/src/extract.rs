@@ -1,14 +1,17 @@
 //! Extractors whose rejections are our errors, not axum's plain text.
 
+use axum::body::Bytes;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{FromRequest, Request};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode, header};
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 
 use crate::error::ApiError;
 
 /// `axum::Json`, but a malformed body, a wrong content type or an oversized body is answered with
-/// our error body (400, 415 or 413 `validation_error`), with the parser's message.
+/// our error body (400, 415 or 413 `validation_error`), with the parser's message; a string
+/// holding U+0000 is refused too ([`refuse_nul`]).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Json<T>(pub T);
 
@@ -20,10 +23,99 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match axum::Json::<T>::from_request(req, state).await {
+        if !is_json(req.headers()) {
+            return Err(ApiError::validation("expected Content-Type: application/json")
+                .with_status(StatusCode::UNSUPPORTED_MEDIA_TYPE));
+        }
+        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
+            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::validation("request body is too large").with_status(StatusCode::PAYLOAD_TOO_LARGE)
+            } else {
+                ApiError::validation(format!("unreadable body: {}", e.body_text()))
+            }
+        })?;
+        refuse_nul(&bytes)?;
+        match axum::Json::<T>::from_bytes(&bytes) {
             Ok(axum::Json(value)) => Ok(Self(value)),
             Err(rejection) => Err(rejection_to_error(rejection)),
         }
+    }
+}
+
+/// Whether the request says its body is JSON (`application/json`, `application/*+json`).
+pub fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            let v = v.trim().to_ascii_lowercase();
+            v.starts_with("application/json") || (v.starts_with("application/") && v.contains("+json"))
+        })
+}
+
+/// Refuses a JSON body with a string (or key) holding U+0000 with 400 `validation_error` naming
+/// where: PostgreSQL's text cannot hold it, so SQLite would keep what PostgreSQL refuses, and
+/// no field of the contract needs it. JSON can write it only as the escape `\u0000`, so bodies
+/// without that escape are not parsed again.
+pub fn refuse_nul(body: &[u8]) -> Result<(), ApiError> {
+    let escaped = body
+        .windows(6)
+        .any(|w| w[0] == b'\\' && w[1] == b'u' && &w[2..] == b"0000");
+    if !escaped {
+        return Ok(());
+    }
+    let Ok(value) = serde_json::from_slice::<Value>(body) else {
+        return Ok(());
+    };
+    match nul_path(&value, String::new()) {
+        Some(path) => Err(ApiError::invalid_field(
+            if path.is_empty() { "body" } else { path.as_str() },
+            "invalid_character",
+            "text may not contain the NUL character (U+0000)",
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The path (`buyer.name`, `items[0].description`) of the first string or key holding U+0000.
+fn nul_path(value: &Value, at: String) -> Option<String> {
+    let join = |key: &str| {
+        if at.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{at}.{key}")
+        }
+    };
+    match value {
+        Value::String(s) => s.contains('\0').then_some(at),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, v)| nul_path(v, format!("{at}[{i}]"))),
+        Value::Object(map) => map.iter().find_map(|(k, v)| {
+            if k.contains('\0') {
+                Some(join(&k.replace('\0', "")))
+            } else {
+                nul_path(v, join(k))
+            }
+        }),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nul_characters_are_found_where_they_are_and_nowhere_else() {
+        let at = |body: &str| refuse_nul(body.as_bytes()).err().map(|e| e.message);
+        assert!(at(r#"{"external_id": "A\u0000B"}"#).is_some_and(|e| e.contains("external_id")));
+        assert!(at(r#"{"items": [{"d": "x"}, {"d": "\u0000"}]}"#).is_some_and(|e| e.contains("items[1].d")));
+        assert!(at(r#"{"metadata": {"k\u0000": "v"}}"#).is_some_and(|e| e.contains("metadata.k")));
+        // An escaped backslash followed by "u0000" is not a NUL.
+        assert_eq!(at(r#"{"a": "\\u0000"}"#), None);
+        assert_eq!(at(r#"{"a": "plain"}"#), None);
     }
 }
 

@@ -643,6 +643,24 @@ fn demo_mode_seeds_a_tenant_that_is_ready_to_issue_once_and_prints_a_working_cur
         data.join("master.key").exists(),
         "demo mode generates a master key"
     );
+    // The data folder, the database (and its WAL), the master key and the artifacts are the
+    // owner's alone (they were created world-readable).
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |path: &std::path::Path| {
+            std::fs::metadata(path)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+                .permissions()
+                .mode()
+                & 0o777
+        };
+        assert_eq!(mode(&data), 0o700, "the data folder");
+        for file in ["kuatia.db", "kuatia.db-wal", "master.key", "demo-api-key"] {
+            assert_eq!(mode(&data.join(file)), 0o600, "{file}");
+        }
+        assert_eq!(mode(&data.join("artifacts")), 0o700, "the artifacts folder");
+    }
 
     let rt = tokio::runtime::Runtime::new().expect("rt");
     let get = |addr: &str, path: &str| {

@@ -48,8 +48,8 @@ pub enum IdentityError {
     #[error("the email is invalid or cannot be registered")]
     EmailRefused,
     /// Password too short.
-    #[error("a password has at least 12 characters")]
-    WeakPassword,
+    #[error("the password {0}: choose a passphrase of at least 12 characters that is not a common one")]
+    WeakPassword(&'static str),
     /// Wrong email or password (one error for both).
     #[error("wrong email or password")]
     BadCredentials,
@@ -71,6 +71,102 @@ fn plausible_email(email: &str) -> bool {
         && !domain.ends_with('.')
         && email.len() <= 254
         && !email.chars().any(|c| c.is_whitespace() || c.is_control())
+}
+
+/// Passwords of 12 characters or more that lists of leaked passwords hold most often (a short
+/// list shipped in the binary; shorter ones are refused by their length anyway).
+const COMMON_PASSWORDS: &[&str] = &[
+    "123456789012",
+    "1234567890123",
+    "12345678901234",
+    "123456789123",
+    "123123123123",
+    "qwertyuiopas",
+    "qwerty123456",
+    "qwertyuiop123",
+    "qwertyuiop12",
+    "1q2w3e4r5t6y",
+    "1qaz2wsx3edc",
+    "qazwsxedcrfv",
+    "zaq12wsxcde3",
+    "asdfghjkl123",
+    "zxcvbnm12345",
+    "passwordpassword",
+    "password1234",
+    "password12345",
+    "password123456",
+    "passw0rd1234",
+    "p@ssw0rd1234",
+    "iloveyou1234",
+    "letmein12345",
+    "welcome12345",
+    "changeme1234",
+    "administrator",
+    "admin1234567",
+    "football1234",
+    "baseball1234",
+    "superman1234",
+    "sunshine1234",
+    "princess1234",
+    "monkey123456",
+    "dragon123456",
+    "trustno1trustno1",
+    "abc123456789",
+    "abcd12345678",
+    "abcdefghijkl",
+    "abcdef123456",
+    "0987654321qw",
+    "contraseña123",
+    "contrasena123",
+    "contraseña1234",
+    "contrasena1234",
+    "micontraseña",
+    "paraguay1234",
+    "paraguay12345",
+    "asuncion1234",
+    "asuncion12345",
+    "facturacion1",
+    "facturacion123",
+    "kuatia123456",
+    "bienvenido123",
+    "holamundo123",
+    "teamo1234567",
+];
+
+/// Why a password is refused, or `None`: fewer than 12 characters, only spaces, one character
+/// repeated, a run such as `123456789012` or `abcdefghijkl`, or one of [`COMMON_PASSWORDS`].
+pub fn password_weakness(password: &str) -> Option<&'static str> {
+    let chars: Vec<char> = password.chars().collect();
+    if chars.len() < MIN_PASSWORD_CHARS {
+        return Some("has fewer than 12 characters");
+    }
+    if chars.iter().all(|c| c.is_whitespace()) {
+        return Some("is only spaces");
+    }
+    if chars.iter().all(|c| *c == chars[0]) {
+        return Some("repeats one character");
+    }
+    let step = |a: char, b: char| {
+        let (a, b) = (a.to_ascii_lowercase() as i32, b.to_ascii_lowercase() as i32);
+        b - a == 1 || (a == '9' as i32 && b == '0' as i32)
+    };
+    let run = |forward: bool| {
+        chars.windows(2).all(|w| {
+            if forward {
+                step(w[0], w[1])
+            } else {
+                step(w[1], w[0])
+            }
+        })
+    };
+    if run(true) || run(false) {
+        return Some("is a simple sequence");
+    }
+    let folded = password.trim().to_lowercase();
+    if COMMON_PASSWORDS.contains(&folded.as_str()) {
+        return Some("is one of the most common passwords");
+    }
+    None
 }
 
 fn hash_password(password: &str) -> Result<String, IdentityError> {
@@ -126,8 +222,8 @@ pub async fn register(
     if !plausible_email(&email) {
         return Err(IdentityError::EmailRefused);
     }
-    if password.chars().count() < MIN_PASSWORD_CHARS {
-        return Err(IdentityError::WeakPassword);
+    if let Some(why) = password_weakness(password) {
+        return Err(IdentityError::WeakPassword(why));
     }
     let password = password.to_owned();
     let hash = tokio::task::spawn_blocking(move || hash_password(&password))
@@ -320,6 +416,32 @@ pub async fn add_member(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn weak_passwords_are_refused_with_the_reason() {
+        for (password, why) in [
+            ("short", "fewer than 12"),
+            ("            ", "only spaces"),
+            ("aaaaaaaaaaaaaa", "repeats"),
+            ("123456789012", "sequence"),
+            ("abcdefghijklm", "sequence"),
+            ("876543210987", "sequence"),
+            ("Password1234", "most common"),
+            ("  paraguay1234 ", "most common"),
+        ] {
+            assert!(
+                password_weakness(password).is_some_and(|w| w.contains(why)),
+                "{password:?}"
+            );
+        }
+        for good in [
+            "correct horse battery",
+            "Ñandutí de Itauguá 2026",
+            "tres-gatos-en-luque",
+        ] {
+            assert_eq!(password_weakness(good), None, "{good}");
+        }
+    }
 
     #[test]
     fn argon2id_hashes_verify_only_their_password() {

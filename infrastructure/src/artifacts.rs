@@ -127,7 +127,7 @@ impl ObjectArtifacts {
     /// that cannot be opened makes every call fail with the reason.
     pub fn new(root: impl Into<PathBuf>) -> Self {
         let root = root.into();
-        let store = std::fs::create_dir_all(&root)
+        let store = crate::create_private_dir_all(&root)
             .map_err(|e| format!("creating {}: {e}", root.display()))
             .and_then(|()| {
                 LocalFileSystem::new_with_prefix(&root)

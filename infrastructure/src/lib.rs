@@ -18,3 +18,26 @@ pub mod store;
 pub mod telemetry;
 pub mod vault;
 pub mod webhooks;
+
+/// Creates `dir` and its missing parents readable by their owner only (0700 on Unix): the data
+/// folder holds the database, the master key and the artifacts. A folder that exists keeps the
+/// mode its operator gave it.
+pub fn create_private_dir_all(dir: &std::path::Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
+/// Makes a file the process just created readable by its owner only (0600 on Unix).
+pub fn make_private(file: &std::path::Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o600))?;
+    }
+    #[cfg(not(unix))]
+    let _ = file;
+    Ok(())
+}

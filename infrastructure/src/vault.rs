@@ -110,7 +110,7 @@ impl AesGcmSealer {
         match std::fs::read_to_string(&path) {
             Ok(text) => Ok((Self::from_base64(&text)?, false)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                std::fs::create_dir_all(dir).map_err(file_error)?;
+                crate::create_private_dir_all(dir).map_err(file_error)?;
                 let mut key = Zeroizing::new([0u8; 32]);
                 rand::rng().fill(&mut key[..]);
                 let text = Zeroizing::new(base64::engine::general_purpose::STANDARD.encode(key.as_slice()));

@@ -18,7 +18,7 @@
 use crate::extract::{Path, Query};
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
 use kuatia_application::documents::{self, DocumentsError, Intake};
@@ -51,25 +51,19 @@ impl<S: Send + Sync> FromRequest<S> for JsonBytes {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let json = req
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| {
-                let v = v.trim().to_ascii_lowercase();
-                v.starts_with("application/json") || (v.starts_with("application/") && v.contains("+json"))
-            });
-        if !json {
+        if !crate::extract::is_json(req.headers()) {
             return Err(ApiError::validation("expected Content-Type: application/json")
                 .with_status(StatusCode::UNSUPPORTED_MEDIA_TYPE));
         }
-        Bytes::from_request(req, state).await.map(Self).map_err(|e| {
+        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
             if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
                 ApiError::validation("request body is too large").with_status(StatusCode::PAYLOAD_TOO_LARGE)
             } else {
                 ApiError::validation(format!("unreadable body: {}", e.body_text()))
             }
-        })
+        })?;
+        crate::extract::refuse_nul(&bytes)?;
+        Ok(Self(bytes))
     }
 }
 

@@ -55,7 +55,9 @@ impl From<identity::User> for UserView {
 fn identity_error(err: IdentityError) -> ApiError {
     match err {
         IdentityError::EmailRefused => ApiError::invalid_field("email", "email_refused", err.to_string()),
-        IdentityError::WeakPassword => ApiError::invalid_field("password", "weak_password", err.to_string()),
+        IdentityError::WeakPassword(_) => {
+            ApiError::invalid_field("password", "weak_password", err.to_string())
+        }
         IdentityError::BadCredentials => ApiError::unauthenticated("wrong email or password"),
         IdentityError::Store(e) => ApiError::internal(&e),
         IdentityError::Hashing => ApiError::new(ErrorCode::InternalError, "internal error"),

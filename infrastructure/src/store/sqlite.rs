@@ -112,9 +112,12 @@ impl SqliteStore {
             .and_then(std::path::Path::parent)
             && !parent.as_os_str().is_empty()
         {
-            std::fs::create_dir_all(parent)
+            crate::create_private_dir_all(parent)
                 .map_err(|e| StoreError::Database(format!("creating {}: {e}", parent.display()).into()))?;
         }
+        // A database file this open creates is its owner's alone, and so are its -wal and -shm
+        // files (later ones take the database file's mode).
+        let created = database_file(&options.url).filter(|f| !f.exists());
         let connect = SqliteConnectOptions::from_str(&options.url)
             .map_err(db_error)?
             .create_if_missing(true)
@@ -127,6 +130,16 @@ impl SqliteStore {
             .connect_with(connect)
             .await
             .map_err(|e| StoreError::Database(format!("opening {}: {e}", options.url).into()))?;
+        if let Some(file) = created {
+            for suffix in ["", "-wal", "-shm"] {
+                let path = std::path::PathBuf::from(format!("{}{suffix}", file.display()));
+                if path.exists() {
+                    crate::make_private(&path).map_err(|e| {
+                        StoreError::Database(format!("making {} private: {e}", path.display()).into())
+                    })?;
+                }
+            }
+        }
         MIGRATOR
             .run(&pool)
             .await

@@ -519,3 +519,49 @@ async fn every_tenant_route_documents_and_answers_its_refusals_in_the_error_shap
     assert!(checked > 30, "walked {checked} tenant operations");
     app.stop().await;
 }
+
+#[tokio::test]
+async fn a_nul_character_in_any_json_body_is_a_clear_400_on_every_backend() {
+    // PostgreSQL's text cannot hold U+0000 (SQLite took it): refused before anything is stored,
+    // naming the field.
+    let app = TestApp::spawn().await;
+    let (tenant, key) = app.tenant("nul-bytes").await;
+    let mut doc = kuatia_domain::document::canonical::sample_invoice();
+    doc["external_id"] = serde_json::json!("INV\u{0}1");
+    let response = app
+        .as_key(reqwest::Method::POST, "/v1/documents", &key, &tenant)
+        .header("Idempotency-Key", "nul-1")
+        .json(&doc)
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(response.status(), 400);
+    let body: serde_json::Value = response.json().await.expect("json");
+    assert_eq!(body["code"], "validation_error", "{body}");
+    assert_eq!(body["details"]["errors"][0]["field"], "external_id", "{body}");
+    assert_eq!(
+        body["details"]["errors"][0]["code"], "invalid_character",
+        "{body}"
+    );
+
+    let mut company = TestApp::company_body("80069563-1");
+    company["legal_name"] = serde_json::json!("ACME\u{0}");
+    let response = app
+        .as_key(reqwest::Method::POST, "/v1/companies", &key, &tenant)
+        .json(&company)
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(response.status(), 400);
+    let body: serde_json::Value = response.json().await.expect("json");
+    assert_eq!(body["details"]["errors"][0]["field"], "legal_name", "{body}");
+    // Nothing was stored.
+    let response = app
+        .as_key(reqwest::Method::GET, "/v1/documents", &key, &tenant)
+        .send()
+        .await
+        .expect("list");
+    let list: serde_json::Value = response.json().await.expect("json");
+    assert_eq!(list["documents"].as_array().map(Vec::len), Some(0), "{list}");
+    app.stop().await;
+}

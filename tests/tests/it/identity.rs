@@ -243,3 +243,28 @@ async fn only_owners_and_admins_add_members_and_only_owners_add_owners() {
     assert_eq!(status, 201);
     app.stop().await;
 }
+
+#[tokio::test]
+async fn weak_passwords_are_refused_saying_why() {
+    let app = TestApp::spawn().await;
+    for (password, why) in [
+        ("            ", "only spaces"),
+        ("zzzzzzzzzzzzzzzz", "repeats one character"),
+        ("123456789012", "simple sequence"),
+        ("Password1234", "most common"),
+        ("contraseña123", "most common"),
+    ] {
+        let (status, body) = register(&app, "weak@example.com", password).await;
+        assert_eq!(status, 400, "{password:?}: {body}");
+        let error = &body["details"]["errors"][0];
+        assert_eq!(error["field"], "password", "{body}");
+        assert_eq!(error["code"], "weak_password", "{body}");
+        assert!(
+            error["message"].as_str().unwrap_or_default().contains(why),
+            "{password:?}: {body}"
+        );
+    }
+    let (status, body) = register(&app, "weak@example.com", "tres gatos en Luque").await;
+    assert_eq!(status, 201, "{body}");
+    app.stop().await;
+}
