@@ -194,6 +194,9 @@ impl SifenClient {
             .read_timeout(config.read_timeout())
             .timeout(config.total_timeout())
             .user_agent(concat!("kuatia/", env!("CARGO_PKG_VERSION")))
+            // A redirect is never followed (a POST would become a GET to wherever it points,
+            // a private address included): it is an answer that is not SOAP.
+            .redirect(reqwest::redirect::Policy::none())
             // SIFEN is HTTP/1.1 (WS-I Basic Profile); keep the simulator the same.
             .http1_only();
         if let Some(identity) = identity {
@@ -689,9 +692,44 @@ mod tests {
         });
         let client = SifenClient::new(&format!("http://{addr}"), &quick(), None, None).unwrap();
         let err = client.query_de(1, CDC).await.unwrap_err();
+        // Its size and hash are kept, never its text (the endpoint is a tenant's).
         assert!(
-            matches!(err, SoapError::NotSoap { status: 503, ref snippet } if snippet.contains("Service Unavailable")),
+            matches!(err, SoapError::NotSoap { status: 503, ref snippet } if snippet.contains("SHA-256")),
             "{err:?}"
+        );
+        assert!(!err.to_string().contains("Service Unavailable"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_redirect_is_never_followed() {
+        // A 307 to another listener: following it would POST there (a 303 would GET).
+        let target = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let target_addr = target.local_addr().unwrap();
+        let reached = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = reached.clone();
+        tokio::spawn(async move {
+            while let Ok((_socket, _)) = target.accept().await {
+                flag.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let mut buf = vec![0u8; 65536];
+                let _ = socket.read(&mut buf).await;
+                let _ = socket
+                    .write_all(format!("HTTP/1.1 307 Temporary Redirect\r\nlocation: http://{target_addr}/latest\r\ncontent-length: 0\r\nconnection: close\r\n\r\n").as_bytes())
+                    .await;
+            }
+        });
+        let client = SifenClient::new(&format!("http://{addr}"), &quick(), None, None).unwrap();
+        let err = client.query_de(1, CDC).await.unwrap_err();
+        assert!(matches!(err, SoapError::NotSoap { status: 307, .. }), "{err:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert!(
+            !reached.load(std::sync::atomic::Ordering::SeqCst),
+            "the redirect was followed"
         );
     }
 

@@ -555,10 +555,22 @@ pub fn snippet(body: &[u8]) -> String {
         .collect()
 }
 
+/// What a body that is not the answer expected is recorded as: its size and SHA-256, never its
+/// text. The endpoint is a tenant's, and whatever it answers would otherwise reach the
+/// document's events (written forever) and its readers.
+pub fn body_digest(body: &[u8]) -> String {
+    use sha2::Digest;
+    format!(
+        "{} bytes, SHA-256 {}",
+        body.len(),
+        hex::encode(sha2::Sha256::digest(body))
+    )
+}
+
 fn not_soap(status: u16, body: &[u8]) -> SoapError {
     SoapError::NotSoap {
         status,
-        snippet: snippet(body),
+        snippet: body_digest(body),
     }
 }
 
@@ -566,7 +578,7 @@ fn unexpected(status: u16, body: &[u8], reason: impl Into<String>) -> SoapError 
     SoapError::UnexpectedResponse {
         status,
         reason: reason.into(),
-        snippet: snippet(body),
+        snippet: body_digest(body),
     }
 }
 

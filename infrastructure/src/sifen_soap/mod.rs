@@ -176,11 +176,12 @@ pub enum Delivery {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SoapError {
     /// The answer is not a SOAP envelope (an HTML error page, an empty or truncated body, …).
-    #[error("the answer (HTTP {status}) is not a SOAP envelope: {snippet:?}")]
+    #[error("the answer (HTTP {status}) is not a SOAP envelope ({snippet})")]
     NotSoap {
         /// HTTP status.
         status: u16,
-        /// The beginning of the body, for the logs.
+        /// The body's size and SHA-256 (`messages::body_digest`), never its text: the
+        /// endpoint is a tenant's, and this reaches the document's events.
         snippet: String,
     },
     /// A SOAP Fault (1.2 or 1.1).
@@ -204,7 +205,7 @@ pub enum SoapError {
         status: u16,
         /// What is wrong.
         reason: String,
-        /// The beginning of the body.
+        /// The body's size and SHA-256, never its text.
         snippet: String,
     },
     /// The request could not be built (not a well-formed rDE, too many documents, …): a bug

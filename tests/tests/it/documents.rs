@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 const RUC: &str = "80069563-1";
 const OTHER_RUC: &str = "80013884-8";
 const BUYER_RUC: &str = "80013884-8";
-const PASSWORD: &str = "pfx pass 1234";
-const CSC: &str = "ABCD0000000000000000000000000000";
+pub(crate) const PASSWORD: &str = "pfx pass 1234";
+pub(crate) const CSC: &str = "ABCD0000000000000000000000000000";
 /// An electronic invoice's CDC (the validation module's example).
 const INVOICE_CDC: &str = "01800695631001001000000122025011511234567899";
 
@@ -30,7 +30,7 @@ pub(crate) fn id(value: &Value) -> String {
         .to_owned()
 }
 
-fn b64(bytes: &[u8]) -> String {
+pub(crate) fn b64(bytes: &[u8]) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }

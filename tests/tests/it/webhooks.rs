@@ -987,3 +987,64 @@ async fn a_certificate_near_its_end_raises_certificate_expiring_once_per_thresho
     assert_eq!(body["data"]["label"], "renewal due");
     f.app.stop().await;
 }
+
+#[tokio::test]
+async fn a_production_tenant_s_sifen_endpoint_follows_the_destination_policy() {
+    // A channel endpoint accepted loopback and private addresses on production tenants.
+    use crate::documents::{CSC, PASSWORD, b64};
+    let app = TestApp::spawn().await;
+    let (status, body) = send(
+        app.client
+            .post(format!("{}/v1/tenants", app.base))
+            .json(&json!({"slug": "prod-channel", "name": "Prod", "environment": "production"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let tenant = id(&body);
+    let key = body["bootstrap_api_key"].as_str().expect("key").to_owned();
+    let req = |m: Method, p: &str| app.as_key(m, p, &key, &tenant);
+    let (status, company) =
+        send(req(Method::POST, "/v1/companies").json(&TestApp::company_body("80069563-1"))).await;
+    assert_eq!(status, 201, "{company}");
+    let company = id(&company);
+    let pfx = kuatia_infrastructure::selfsigned::SelfSigned::for_ruc(
+        "DE GENERACION ELECTRONICA S.A.",
+        "80069563-1",
+        365,
+    )
+    .pfx(PASSWORD)
+    .expect("pfx");
+    let (status, certificate) = send(req(Method::POST, "/v1/certificates").json(&json!({
+        "company_id": company, "pfx_base64": b64(&pfx), "password": PASSWORD,
+    })))
+    .await;
+    assert_eq!(status, 201, "{certificate}");
+    for (endpoint, code) in [
+        ("http://sifen.set.gov.py", "https_required"),
+        ("https://127.0.0.1:8082", "url_not_allowed"),
+        ("https://169.254.169.254/latest", "url_not_allowed"),
+        ("https://[::ffff:10.0.0.1]", "url_not_allowed"),
+        ("https://localhost:8443", "url_not_allowed"),
+    ] {
+        let (status, body) = send(req(Method::POST, "/v1/emission-channels").json(&json!({
+            "company_id": company,
+            "channel": "sifen",
+            "is_default": true,
+            "credentials": {"endpoint": endpoint, "client_id": "client-1", "client_secret": "s3cret-value"},
+            "sifen": {"environment": "test", "timbrado": "12345678", "timbrado_valid_from": "2024-01-01",
+                      "csc_id": "0001", "csc": CSC, "certificate_id": id(&certificate)},
+        })))
+        .await;
+        assert_eq!(status, 400, "{endpoint}: {body}");
+        let error = &body["details"]["errors"][0];
+        assert_eq!(error["field"], "credentials.endpoint", "{endpoint}: {body}");
+        assert_eq!(error["code"], code, "{endpoint}: {body}");
+    }
+    let (_, channels) = send(req(Method::GET, "/v1/emission-channels")).await;
+    assert_eq!(
+        channels.as_array().map(Vec::len).unwrap_or(0),
+        0,
+        "nothing stored: {channels}"
+    );
+    app.stop().await;
+}
