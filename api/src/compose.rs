@@ -354,19 +354,17 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         })
     };
     let server_shutdown = shutdown.clone();
+    let limits = crate::serve::Limits::of(&config);
     let db = database.clone();
     let task = tokio::spawn(async move {
-        let server = axum::serve(
-            listener,
-            router.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .with_graceful_shutdown(server_shutdown.clone().cancelled_owned());
+        let router = router.layer(crate::serve::body_deadline(limits.body_read_timeout));
+        let server = crate::serve::serve(listener, router, limits, server_shutdown.clone());
         let deadline = async {
             server_shutdown.cancelled().await;
             tokio::time::sleep(grace).await;
         };
-        let served = tokio::select! {
-            result = server => result.context("serving HTTP"),
+        let served: anyhow::Result<()> = tokio::select! {
+            () = server => Ok(()),
             () = deadline => {
                 tracing::warn!("requests still in flight after the shutdown grace period; closing them");
                 Ok(())

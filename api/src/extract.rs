@@ -27,19 +27,30 @@ where
             return Err(ApiError::validation("expected Content-Type: application/json")
                 .with_status(StatusCode::UNSUPPORTED_MEDIA_TYPE));
         }
-        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
-            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::validation("request body is too large").with_status(StatusCode::PAYLOAD_TOO_LARGE)
-            } else {
-                ApiError::validation(format!("unreadable body: {}", e.body_text()))
-            }
-        })?;
+        let bytes = Bytes::from_request(req, state).await.map_err(body_error)?;
         refuse_nul(&bytes)?;
         match axum::Json::<T>::from_bytes(&bytes) {
             Ok(axum::Json(value)) => Ok(Self(value)),
             Err(rejection) => Err(rejection_to_error(rejection)),
         }
     }
+}
+
+/// A body that could not be read: too large (413), not received within the body deadline (408,
+/// `KUATIA_BODY_READ_TIMEOUT_SECS`), or cut (400).
+pub fn body_error(e: axum::extract::rejection::BytesRejection) -> ApiError {
+    if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        return ApiError::validation("request body is too large").with_status(StatusCode::PAYLOAD_TOO_LARGE);
+    }
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+    while let Some(c) = cause {
+        if c.is::<tower_http::timeout::TimeoutError>() {
+            return ApiError::validation("the request body did not arrive in time")
+                .with_status(StatusCode::REQUEST_TIMEOUT);
+        }
+        cause = c.source();
+    }
+    ApiError::validation(format!("unreadable body: {}", e.body_text()))
 }
 
 /// Whether the request says its body is JSON (`application/json`, `application/*+json`).

@@ -22,6 +22,7 @@ pub mod printing;
 pub mod rate_limit;
 pub mod routes;
 pub mod sandbox;
+pub mod serve;
 pub mod sifen_build;
 pub mod state;
 pub mod webhooks;

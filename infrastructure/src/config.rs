@@ -122,6 +122,15 @@ pub struct Config {
     /// `KUATIA_RATE_LIMIT_PER_IP`: requests per minute per IP on unauthenticated endpoints.
     /// Default 60.
     pub rate_limit_per_ip: u32,
+    /// `KUATIA_HEADER_READ_TIMEOUT_SECS`: how long a request's headers may take to arrive (also
+    /// on an idle keep-alive connection); then the connection is closed. Default 10.
+    pub header_read_timeout_secs: u64,
+    /// `KUATIA_BODY_READ_TIMEOUT_SECS`: how long a request's body may take to arrive whole;
+    /// then 408. Default 30.
+    pub body_read_timeout_secs: u64,
+    /// `KUATIA_MAX_CONNECTIONS`: connections each listener serves at once; more wait in the
+    /// listen backlog. Default 1024.
+    pub max_connections: usize,
     /// `KUATIA_RATE_LIMIT_PER_TENANT`: requests per minute of a whole tenant, all its keys and
     /// users together (minting more keys does not multiply the per-key limit). Default 3000.
     pub rate_limit_per_tenant: u32,
@@ -247,6 +256,9 @@ impl Default for Config {
             rate_limit_per_key: 600,
             rate_limit_per_ip: 60,
             rate_limit_per_tenant: 3_000,
+            header_read_timeout_secs: 10,
+            body_read_timeout_secs: 30,
+            max_connections: 1_024,
             master_key: None,
             master_key_previous: None,
             demo: None,
@@ -311,6 +323,9 @@ impl std::fmt::Debug for Config {
             .field("rate_limit_per_key", &self.rate_limit_per_key)
             .field("rate_limit_per_ip", &self.rate_limit_per_ip)
             .field("rate_limit_per_tenant", &self.rate_limit_per_tenant)
+            .field("header_read_timeout_secs", &self.header_read_timeout_secs)
+            .field("body_read_timeout_secs", &self.body_read_timeout_secs)
+            .field("max_connections", &self.max_connections)
             .field("master_key", &self.master_key)
             .field("master_key_previous", &self.master_key_previous)
             .field("demo", &self.demo)

@@ -242,19 +242,17 @@ pub async fn start(config: &Config, database: &Database) -> anyhow::Result<Optio
     let flusher = quotas.spawn_flusher(Duration::from_secs(1), shutdown.clone().cancelled_owned());
     let grace = Duration::from_secs(config.shutdown_grace_secs);
     let router = app(state);
+    let limits = crate::serve::Limits::of(config);
     let stop = shutdown.clone();
     let task = tokio::spawn(async move {
-        let server = axum::serve(
-            listener,
-            router.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .with_graceful_shutdown(stop.clone().cancelled_owned());
+        let router = router.layer(crate::serve::body_deadline(limits.body_read_timeout));
+        let server = crate::serve::serve(listener, router, limits, stop.clone());
         let deadline = async {
             stop.cancelled().await;
             tokio::time::sleep(grace).await;
         };
-        let served = tokio::select! {
-            result = server => result.context("serving the lookup API"),
+        let served: anyhow::Result<()> = tokio::select! {
+            () = server => Ok(()),
             () = deadline => Ok(()),
         };
         stop.cancel();

@@ -55,13 +55,9 @@ impl<S: Send + Sync> FromRequest<S> for JsonBytes {
             return Err(ApiError::validation("expected Content-Type: application/json")
                 .with_status(StatusCode::UNSUPPORTED_MEDIA_TYPE));
         }
-        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
-            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::validation("request body is too large").with_status(StatusCode::PAYLOAD_TOO_LARGE)
-            } else {
-                ApiError::validation(format!("unreadable body: {}", e.body_text()))
-            }
-        })?;
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(crate::extract::body_error)?;
         crate::extract::refuse_nul(&bytes)?;
         Ok(Self(bytes))
     }

@@ -565,3 +565,96 @@ async fn a_nul_character_in_any_json_body_is_a_clear_400_on_every_backend() {
     assert_eq!(list["documents"].as_array().map(Vec::len), Some(0), "{list}");
     app.stop().await;
 }
+
+/// Reads from `stream` until the server closes it or `within` passes; returns what came and
+/// whether it was closed.
+async fn read_until_closed(stream: &mut tokio::net::TcpStream, within: Duration) -> (String, bool) {
+    use tokio::io::AsyncReadExt;
+    let mut got = Vec::new();
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let mut buf = [0u8; 4096];
+        match tokio::time::timeout_at(deadline, stream.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return (String::from_utf8_lossy(&got).into_owned(), true),
+            Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+            Err(_) => return (String::from_utf8_lossy(&got).into_owned(), false),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_client_that_never_finishes_its_headers_is_cut_off() {
+    // Half-sent headers kept a connection open for 150 s and more.
+    use tokio::io::AsyncWriteExt;
+    let app = TestApp::spawn_with(|c| c.header_read_timeout_secs = 1).await;
+    let addr = app.base.trim_start_matches("http://").to_owned();
+    let mut slow = tokio::net::TcpStream::connect(&addr).await.expect("connect");
+    slow.write_all(b"GET /health HTTP/1.1\r\nHost: kuatia\r\nX-Slow: ")
+        .await
+        .expect("write");
+    let started = std::time::Instant::now();
+    let (_, closed) = read_until_closed(&mut slow, Duration::from_secs(8)).await;
+    assert!(closed, "the connection is still open after 8 s");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    // An idle connection that never sends a request is cut too.
+    let mut idle = tokio::net::TcpStream::connect(&addr).await.expect("connect");
+    let (_, closed) = read_until_closed(&mut idle, Duration::from_secs(8)).await;
+    assert!(closed, "an idle connection is still open after 8 s");
+    // Whole requests are served as before.
+    assert_eq!(app.get("/health").await.status(), 200);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_body_that_never_arrives_whole_is_answered_408() {
+    use tokio::io::AsyncWriteExt;
+    let app = TestApp::spawn_with(|c| c.body_read_timeout_secs = 1).await;
+    let (tenant, key) = app.tenant("slow-body").await;
+    let addr = app.base.trim_start_matches("http://").to_owned();
+    let mut slow = tokio::net::TcpStream::connect(&addr).await.expect("connect");
+    let head = format!(
+        "POST /v1/companies HTTP/1.1\r\nHost: kuatia\r\nAuthorization: Bearer {key}\r\nX-Tenant-Id: {tenant}\r\n\
+         Content-Type: application/json\r\nContent-Length: 5000\r\n\r\n{{\"ruc\": \"8006"
+    );
+    slow.write_all(head.as_bytes()).await.expect("write");
+    let started = std::time::Instant::now();
+    let (answer, _) = read_until_closed(&mut slow, Duration::from_secs(8)).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("validation_error"), "{answer}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn connections_past_the_cap_wait_until_one_closes() {
+    let app = TestApp::spawn_with(|c| {
+        c.max_connections = 2;
+        c.header_read_timeout_secs = 60;
+    })
+    .await;
+    let addr = app.base.trim_start_matches("http://").to_owned();
+    let first = tokio::net::TcpStream::connect(&addr).await.expect("connect");
+    let second = tokio::net::TcpStream::connect(&addr).await.expect("connect");
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_millis(800))
+        .build()
+        .expect("client");
+    let waited = client.get(format!("{}/health", app.base)).send().await;
+    assert!(waited.is_err(), "a third connection was served: {waited:?}");
+    drop((first, second));
+    let served = client
+        .get(format!("{}/health", app.base))
+        .send()
+        .await
+        .expect("served");
+    assert_eq!(served.status(), 200);
+    app.stop().await;
+}
