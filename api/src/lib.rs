@@ -59,7 +59,14 @@ fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(routes::identity::create_user))
         .routes(routes!(routes::identity::login))
         .routes(routes!(routes::identity::logout))
-        .routes(routes!(routes::identity::create_membership))
+        .routes(routes!(
+            routes::identity::list_memberships,
+            routes::identity::create_membership
+        ))
+        .routes(routes!(
+            routes::identity::update_membership,
+            routes::identity::delete_membership
+        ))
         .routes(routes!(
             routes::companies::list_companies,
             routes::companies::create_company

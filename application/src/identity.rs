@@ -413,6 +413,29 @@ pub async fn add_member(
     Ok(membership_id)
 }
 
+/// Changes a member's role (`role`) or removes the member (`None`), on behalf of a caller
+/// with `by` (the tenant aggregate keeps the last owner and ownership to owners).
+pub async fn change_member(
+    store: &SharedStore,
+    tenant: TenantId,
+    stream_id: &str,
+    user_id: Uuid,
+    role: Option<Role>,
+    by: Role,
+    metadata: EventMetadata,
+) -> Result<(), AccessError> {
+    let executor = CommandExecutor::<Tenant>::new(store.clone(), ());
+    let command = match role {
+        Some(role) => TenantCommand::ChangeMemberRole { user_id, role, by },
+        None => TenantCommand::RemoveMember { user_id, by },
+    };
+    executor
+        .execute(tenant, stream_id, command, metadata)
+        .await
+        .map_err(crate::access::from_execute)?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

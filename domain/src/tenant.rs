@@ -73,6 +73,24 @@ pub enum TenantCommand {
         /// Role of whoever asks.
         granted_by: Role,
     },
+    /// Changes a member's role, on behalf of a caller with `by`: only an owner gives or takes
+    /// ownership, and the last owner is never lowered.
+    ChangeMemberRole {
+        /// The member.
+        user_id: Uuid,
+        /// The new role.
+        role: Role,
+        /// Role of whoever asks.
+        by: Role,
+    },
+    /// Removes a member, on behalf of a caller with `by`: only an owner removes an owner, and
+    /// never the last one.
+    RemoveMember {
+        /// The member.
+        user_id: Uuid,
+        /// Role of whoever asks.
+        by: Role,
+    },
     /// Revokes a key (revoking twice is harmless), on behalf of `by`: only an owner revokes an
     /// owner key, and a company-scoped caller only keys of its own company.
     RevokeApiKey {
@@ -128,6 +146,18 @@ pub enum TenantEvent {
         /// The role.
         role: Role,
     },
+    /// A member's role changed.
+    MemberRoleChanged {
+        /// The user.
+        user_id: Uuid,
+        /// The new role.
+        role: Role,
+    },
+    /// A member was removed.
+    MemberRemoved {
+        /// The user.
+        user_id: Uuid,
+    },
 }
 
 impl DomainEvent for TenantEvent {
@@ -137,6 +167,8 @@ impl DomainEvent for TenantEvent {
             Self::ApiKeyIssued(_) => "ApiKeyIssued",
             Self::ApiKeyRevoked { .. } => "ApiKeyRevoked",
             Self::MemberAdded { .. } => "MemberAdded",
+            Self::MemberRoleChanged { .. } => "MemberRoleChanged",
+            Self::MemberRemoved { .. } => "MemberRemoved",
         }
         .to_owned()
     }
@@ -167,6 +199,15 @@ pub enum TenantError {
     /// Only owners revoke owner keys.
     #[error("only an owner can revoke an owner key")]
     OwnerKeyOwnerOnly,
+    /// No such member.
+    #[error("no such member")]
+    NotMember,
+    /// The tenant's last owner cannot be lowered or removed.
+    #[error("the tenant's last owner cannot be lowered or removed")]
+    LastOwner,
+    /// Only owners act on owners.
+    #[error("only an owner can change or remove an owner, or make one")]
+    OwnersOwnerOnly,
     /// A company-scoped caller acts only on its own company's keys.
     #[error("a company-scoped key can revoke only keys of its own company")]
     OutsideScope,
@@ -271,6 +312,19 @@ impl Aggregate for Tenant {
                 )
                 .await;
             }
+            TenantCommand::ChangeMemberRole { user_id, role, by } => {
+                let current = *self.members.get(&user_id).ok_or(TenantError::NotMember)?;
+                self.check_owner_change(current, Some(role), by)?;
+                if current != role {
+                    sink.write(TenantEvent::MemberRoleChanged { user_id, role }, self)
+                        .await;
+                }
+            }
+            TenantCommand::RemoveMember { user_id, by } => {
+                let current = *self.members.get(&user_id).ok_or(TenantError::NotMember)?;
+                self.check_owner_change(current, None, by)?;
+                sink.write(TenantEvent::MemberRemoved { user_id }, self).await;
+            }
             TenantCommand::RevokeApiKey { key_id, by } => {
                 let revoked = *self.keys.get(&key_id).ok_or(TenantError::UnknownKey)?;
                 let (role, company) = self.grants.get(&key_id).copied().unwrap_or((Role::Owner, None));
@@ -305,10 +359,30 @@ impl Aggregate for Tenant {
             TenantEvent::ApiKeyRevoked { key_id, .. } => {
                 self.keys.insert(key_id, true);
             }
-            TenantEvent::MemberAdded { user_id, role, .. } => {
+            TenantEvent::MemberAdded { user_id, role, .. }
+            | TenantEvent::MemberRoleChanged { user_id, role } => {
                 self.members.insert(user_id, role);
             }
+            TenantEvent::MemberRemoved { user_id } => {
+                self.members.remove(&user_id);
+            }
         }
+    }
+}
+
+impl Tenant {
+    /// A member going from `current` to `next` (`None`: removed), asked by `by`: ownership is
+    /// an owner's to give or take, and the last owner stays one.
+    fn check_owner_change(&self, current: Role, next: Option<Role>, by: Role) -> Result<(), TenantError> {
+        let touches_ownership = current == Role::Owner || next == Some(Role::Owner);
+        if touches_ownership && !by.allows(Permission::ManageOwnership) {
+            return Err(TenantError::OwnersOwnerOnly);
+        }
+        let owners = self.members.values().filter(|r| **r == Role::Owner).count();
+        if current == Role::Owner && next != Some(Role::Owner) && owners <= 1 {
+            return Err(TenantError::LastOwner);
+        }
+        Ok(())
     }
 }
 
@@ -456,6 +530,59 @@ mod tests {
                 key_id: Uuid::from_u128(7),
                 revoked_by: Some(by(Role::Admin, a).actor),
             }]);
+    }
+
+    #[test]
+    fn members_change_roles_and_leave_but_the_last_owner_stays_and_only_owners_touch_owners() {
+        let member = |id: u128, role| TenantEvent::MemberAdded {
+            membership_id: Uuid::from_u128(id + 100),
+            user_id: Uuid::from_u128(id),
+            role,
+        };
+        let (owner, admin) = (Uuid::from_u128(1), Uuid::from_u128(2));
+        let given = || vec![created(), member(1, Role::Owner), member(2, Role::Admin)];
+        TestFramework::<Tenant>::with(())
+            .given(given())
+            .when(TenantCommand::ChangeMemberRole {
+                user_id: admin,
+                role: Role::Viewer,
+                by: Role::Admin,
+            })
+            .then_expect_events(vec![TenantEvent::MemberRoleChanged {
+                user_id: admin,
+                role: Role::Viewer,
+            }]);
+        for (user_id, role, by, error) in [
+            (owner, Role::Admin, Role::Owner, TenantError::LastOwner),
+            (owner, Role::Admin, Role::Admin, TenantError::OwnersOwnerOnly),
+            (admin, Role::Owner, Role::Admin, TenantError::OwnersOwnerOnly),
+            (
+                Uuid::from_u128(9),
+                Role::Viewer,
+                Role::Owner,
+                TenantError::NotMember,
+            ),
+        ] {
+            TestFramework::<Tenant>::with(())
+                .given(given())
+                .when(TenantCommand::ChangeMemberRole { user_id, role, by })
+                .then_expect_error(error);
+        }
+        TestFramework::<Tenant>::with(())
+            .given(given())
+            .when(TenantCommand::RemoveMember {
+                user_id: owner,
+                by: Role::Owner,
+            })
+            .then_expect_error(TenantError::LastOwner);
+        // With a second owner, the first may go.
+        TestFramework::<Tenant>::with(())
+            .given(vec![created(), member(1, Role::Owner), member(3, Role::Owner)])
+            .when(TenantCommand::RemoveMember {
+                user_id: owner,
+                by: Role::Owner,
+            })
+            .then_expect_events(vec![TenantEvent::MemberRemoved { user_id: owner }]);
     }
 
     #[test]

@@ -101,6 +101,24 @@ impl Projection for Access {
                 )
                 .await?;
             }
+            TenantEvent::MemberRoleChanged { user_id, role } => {
+                tx.execute(
+                    "UPDATE memberships SET role = $3 WHERE tenant_id = $1 AND user_id = $2",
+                    &[
+                        SqlValue::Uuid(tenant),
+                        SqlValue::Uuid(user_id),
+                        SqlValue::Text(role.as_str().to_owned()),
+                    ],
+                )
+                .await?;
+            }
+            TenantEvent::MemberRemoved { user_id } => {
+                tx.execute(
+                    "DELETE FROM memberships WHERE tenant_id = $1 AND user_id = $2",
+                    &[SqlValue::Uuid(tenant), SqlValue::Uuid(user_id)],
+                )
+                .await?;
+            }
             TenantEvent::ApiKeyRevoked { key_id, .. } => {
                 tx.execute(
                     "UPDATE api_keys SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL",
@@ -282,6 +300,35 @@ fn membership_row(r: &[SqlValue]) -> Result<MembershipRow, StoreError> {
         role: parse_role(&r[3].as_text().unwrap_or_default())?,
         created_at: r[4].as_timestamp().ok_or_else(|| corrupt("created_at"))?,
     })
+}
+
+/// The members of a tenant, oldest first.
+pub async fn members(store: &SharedStore, tenant: TenantId) -> Result<Vec<MembershipRow>, StoreError> {
+    store
+        .query(
+            "SELECT id, tenant_id, user_id, role, created_at FROM memberships WHERE tenant_id = $1 \
+             ORDER BY created_at, id",
+            &[SqlValue::Uuid(tenant.as_uuid())],
+        )
+        .await?
+        .iter()
+        .map(|r| membership_row(r))
+        .collect()
+}
+
+/// A membership of a tenant by its id.
+pub async fn membership_by_id(
+    store: &SharedStore,
+    tenant: TenantId,
+    id: Uuid,
+) -> Result<Option<MembershipRow>, StoreError> {
+    let rows = store
+        .query(
+            "SELECT id, tenant_id, user_id, role, created_at FROM memberships WHERE tenant_id = $1 AND id = $2",
+            &[SqlValue::Uuid(tenant.as_uuid()), SqlValue::Uuid(id)],
+        )
+        .await?;
+    rows.first().map(|r| membership_row(r)).transpose()
 }
 
 /// Every tenant a user belongs to.

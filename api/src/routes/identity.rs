@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use crate::auth::{Caller, Credentials, SESSION_COOKIE};
 use crate::error::{ApiError, ErrorBody, ErrorCode};
-use crate::extract::Json;
+use crate::extract::{Json, Path};
 use crate::routes::tenants::access_error;
 use crate::state::AppState;
 
@@ -238,7 +238,7 @@ pub const CREATE_MEMBERSHIP: Permission = Permission::ManageAccess;
     responses(
         (status = 201, description = "Member added", body = MembershipView),
         (status = 400, description = "Unknown user, or neither/both of user_id and email", body = ErrorBody),
-        (status = 403, description = "Caller is not owner or admin (owners only grant owner)", body = ErrorBody),
+        (status = 403, description = "Caller is not owner or admin (owners only grant owner), or is a company-scoped key", body = ErrorBody),
         (status = 409, description = "Already a member", body = ErrorBody)
     )
 )]
@@ -248,6 +248,9 @@ pub async fn create_membership(
     Json(body): Json<CreateMembership>,
 ) -> Result<(StatusCode, axum::Json<MembershipView>), ApiError> {
     caller.require(CREATE_MEMBERSHIP)?;
+    // A membership is tenant-wide: a company-scoped key granting one would reach beyond its
+    // company (register a user, make it admin, log in as it, mint an unscoped key).
+    tenant_wide(&caller)?;
     let user = match (body.user_id, body.email.as_deref()) {
         (Some(id), None) => identity::user_by_id(&state.store, id).await?,
         (None, Some(email)) => identity::user_by_email(&state.store, email).await?,
@@ -279,14 +282,160 @@ pub async fn create_membership(
     let row = kuatia_projections::access::membership(&state.store, caller.tenant, user.id)
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::InternalError, "the membership is not readable"))?;
-    Ok((
-        StatusCode::CREATED,
-        axum::Json(MembershipView {
-            id: row.id,
-            user_id: row.user_id,
-            tenant_id: row.tenant_id.as_uuid(),
-            role: row.role,
-            created_at: row.created_at,
-        }),
-    ))
+    Ok((StatusCode::CREATED, axum::Json(membership_view(&row))))
+}
+
+/// Needed by `GET /v1/memberships`, `PATCH` and `DELETE /v1/memberships/{id}`.
+pub const MANAGE_MEMBERSHIPS: Permission = Permission::ManageAccess;
+
+/// Members are tenant-wide: a company-scoped key does not manage them.
+fn tenant_wide(caller: &Caller) -> Result<(), ApiError> {
+    if caller.company_id.is_some() {
+        return Err(ApiError::forbidden(
+            "a company-scoped key cannot manage the tenant's members",
+        ));
+    }
+    Ok(())
+}
+
+fn membership_view(row: &kuatia_projections::access::MembershipRow) -> MembershipView {
+    MembershipView {
+        id: row.id,
+        user_id: row.user_id,
+        tenant_id: row.tenant_id.as_uuid(),
+        role: row.role,
+        created_at: row.created_at,
+    }
+}
+
+/// A role change.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateMembership {
+    /// The new role (only owners give or take `owner`; the last owner stays one).
+    #[schema(value_type = String, example = "viewer")]
+    pub role: Role,
+}
+
+/// The tenant's members, oldest first.
+#[utoipa::path(
+    get,
+    path = "/v1/memberships",
+    tag = "tenancy",
+    security(("api_key" = []), ("session" = [])),
+    params(("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")),
+    responses(
+        (status = 200, description = "The members", body = Vec<MembershipView>),
+        (status = 403, description = "Caller is not owner or admin, or is a company-scoped key", body = ErrorBody)
+    )
+)]
+pub async fn list_memberships(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<axum::Json<Vec<MembershipView>>, ApiError> {
+    caller.require(MANAGE_MEMBERSHIPS)?;
+    tenant_wide(&caller)?;
+    let rows = kuatia_projections::access::members(&state.store, caller.tenant).await?;
+    Ok(axum::Json(rows.iter().map(membership_view).collect()))
+}
+
+async fn member_and_stream(
+    state: &AppState,
+    caller: &Caller,
+    id: Uuid,
+) -> Result<(kuatia_projections::access::MembershipRow, String), ApiError> {
+    let row = kuatia_projections::access::membership_by_id(&state.store, caller.tenant, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("no such membership"))?;
+    let tenant = kuatia_projections::access::tenant(&state.store, caller.tenant)
+        .await?
+        .ok_or_else(|| ApiError::not_found("no such tenant"))?;
+    Ok((row, tenant.stream_id))
+}
+
+/// Changes a member's role (an event, `MemberRoleChanged`, naming who asked).
+#[utoipa::path(
+    patch,
+    path = "/v1/memberships/{id}",
+    tag = "tenancy",
+    security(("api_key" = []), ("session" = [])),
+    params(
+        ("id" = Uuid, Path, description = "Membership id"),
+        ("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")
+    ),
+    request_body = UpdateMembership,
+    responses(
+        (status = 200, description = "The membership with its new role", body = MembershipView),
+        (status = 400, description = "Not a role", body = ErrorBody),
+        (status = 403, description = "Caller is not owner or admin, is a company-scoped key, or (not an owner) touches ownership", body = ErrorBody),
+        (status = 404, description = "No such membership", body = ErrorBody),
+        (status = 409, description = "It would lower the tenant's last owner", body = ErrorBody)
+    )
+)]
+pub async fn update_membership(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+    Json(body): Json<serde_json::Value>,
+) -> Result<axum::Json<MembershipView>, ApiError> {
+    caller.require(MANAGE_MEMBERSHIPS)?;
+    tenant_wide(&caller)?;
+    // Another tenant's (or an unknown) membership is 404 whatever the body says.
+    let (row, stream) = member_and_stream(&state, &caller, id).await?;
+    let body: UpdateMembership = serde_json::from_value(body)
+        .map_err(|e| ApiError::validation(format!("the body does not match the schema: {e}")))?;
+    identity::change_member(
+        &state.store,
+        caller.tenant,
+        &stream,
+        row.user_id,
+        Some(body.role),
+        caller.role,
+        caller.metadata(),
+    )
+    .await
+    .map_err(access_error)?;
+    let row = kuatia_projections::access::membership_by_id(&state.store, caller.tenant, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("no such membership"))?;
+    Ok(axum::Json(membership_view(&row)))
+}
+
+/// Removes a member (an event, `MemberRemoved`): its sessions no longer reach the tenant.
+#[utoipa::path(
+    delete,
+    path = "/v1/memberships/{id}",
+    tag = "tenancy",
+    security(("api_key" = []), ("session" = [])),
+    params(
+        ("id" = Uuid, Path, description = "Membership id"),
+        ("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")
+    ),
+    responses(
+        (status = 204, description = "Removed"),
+        (status = 403, description = "Caller is not owner or admin, is a company-scoped key, or (not an owner) removes an owner", body = ErrorBody),
+        (status = 404, description = "No such membership", body = ErrorBody),
+        (status = 409, description = "It is the tenant's last owner", body = ErrorBody)
+    )
+)]
+pub async fn delete_membership(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+) -> Result<StatusCode, ApiError> {
+    caller.require(MANAGE_MEMBERSHIPS)?;
+    tenant_wide(&caller)?;
+    let (row, stream) = member_and_stream(&state, &caller, id).await?;
+    identity::change_member(
+        &state.store,
+        caller.tenant,
+        &stream,
+        row.user_id,
+        None,
+        caller.role,
+        caller.metadata(),
+    )
+    .await
+    .map_err(access_error)?;
+    Ok(StatusCode::NO_CONTENT)
 }

@@ -173,7 +173,12 @@ pub fn access_error(err: AccessError) -> ApiError {
         AccessError::Refused(e) => match e {
             kuatia_domain::tenant::TenantError::OwnerOnly
             | kuatia_domain::tenant::TenantError::OwnerKeyOwnerOnly
-            | kuatia_domain::tenant::TenantError::OutsideScope => ApiError::forbidden(e.to_string()),
+            | kuatia_domain::tenant::TenantError::OutsideScope
+            | kuatia_domain::tenant::TenantError::OwnersOwnerOnly => ApiError::forbidden(e.to_string()),
+            kuatia_domain::tenant::TenantError::NotMember => ApiError::not_found(e.to_string()),
+            kuatia_domain::tenant::TenantError::LastOwner => {
+                ApiError::new(ErrorCode::ConflictError, e.to_string())
+            }
             other => ApiError::validation(other.to_string()),
         },
         AccessError::Store(kuatia_application::event_store::StoreError::VersionConflict { .. }) => {

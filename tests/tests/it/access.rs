@@ -660,3 +660,52 @@ async fn an_idempotency_key_never_replays_another_company_s_document() {
     assert_eq!(again["id"], created[1]["id"]);
     app.stop().await;
 }
+
+#[tokio::test]
+async fn a_company_scoped_admin_key_cannot_make_tenant_wide_members() {
+    // A scoped admin key could register a user, make it admin of the tenant, log in as it and
+    // mint an unscoped key: tenant-wide access from a company's key.
+    let app = TestApp::spawn().await;
+    let (tenant, owner) = app.tenant("scoped-members").await;
+    let (status, company) = crate::documents::send(
+        app.as_key(Method::POST, "/v1/companies", &owner, &tenant)
+            .json(&TestApp::company_body("80069563-1")),
+    )
+    .await;
+    assert_eq!(status, 201, "{company}");
+    let (status, scoped) = issue(
+        &app,
+        &owner,
+        &tenant,
+        json!({"name": "scoped admin", "role": "admin", "company_id": company["id"]}),
+    )
+    .await;
+    assert_eq!(status, 201, "{scoped}");
+    let scoped = scoped["key"].as_str().expect("key").to_owned();
+    let (status, user) =
+        crate::documents::send(app.client.post(format!("{}/v1/users", app.base)).json(
+            &json!({"email": "mallory@example.com", "password": "a long enough passphrase", "name": "M"}),
+        ))
+        .await;
+    assert_eq!(status, 201, "{user}");
+    for body in [
+        json!({"email": "mallory@example.com", "role": "admin"}),
+        json!({"user_id": user["id"], "role": "viewer"}),
+    ] {
+        let (status, answer) = crate::documents::send(
+            app.as_key(Method::POST, "/v1/memberships", &scoped, &tenant)
+                .json(&body),
+        )
+        .await;
+        assert_eq!(status, 403, "{answer}");
+        assert_eq!(answer["code"], "permission_error", "{answer}");
+    }
+    // The tenant-wide owner still can.
+    let (status, answer) = crate::documents::send(
+        app.as_key(Method::POST, "/v1/memberships", &owner, &tenant)
+            .json(&json!({"user_id": user["id"], "role": "viewer"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{answer}");
+    app.stop().await;
+}

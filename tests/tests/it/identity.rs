@@ -268,3 +268,89 @@ async fn weak_passwords_are_refused_saying_why() {
     assert_eq!(status, 201, "{body}");
     app.stop().await;
 }
+
+#[tokio::test]
+async fn members_are_listed_changed_and_removed_and_the_last_owner_stays() {
+    let app = TestApp::spawn().await;
+    let (tenant, owner_key) = app.tenant("members").await;
+    let as_key = |method: Method, path: &str| app.as_key(method, path, &owner_key, &tenant);
+    let mut members = Vec::new();
+    for (email, role) in [("ana@example.com", "owner"), ("beto@example.com", "admin")] {
+        let (status, user) = register(&app, email, "a long enough secret").await;
+        assert_eq!(status, 201, "{user}");
+        let (status, _, membership) =
+            send(as_key(Method::POST, "/v1/memberships").json(&json!({"user_id": user["id"], "role": role})))
+                .await;
+        assert_eq!(status, 201, "{membership}");
+        members.push(membership["id"].as_str().expect("id").to_owned());
+    }
+    let (ana, beto) = (members[0].clone(), members[1].clone());
+    let (status, _, listed) = send(as_key(Method::GET, "/v1/memberships")).await;
+    assert_eq!(status, 200, "{listed}");
+    let roles: Vec<&str> = listed
+        .as_array()
+        .expect("list")
+        .iter()
+        .filter_map(|m| m["role"].as_str())
+        .collect();
+    assert_eq!(roles, vec!["owner", "admin"]);
+
+    // Beto (admin) may not touch the owner; nobody lowers or removes the last owner.
+    let (_, set_cookie, _) = login(&app, "beto@example.com", "a long enough secret").await;
+    let cookie = cookie_pair(&set_cookie.expect("cookie"));
+    let as_beto = |method: Method, path: &str| {
+        app.client
+            .request(method, format!("{}{path}", app.base))
+            .header("Cookie", cookie.clone())
+            .header("X-Tenant-Id", &tenant)
+    };
+    let (status, _, refused) =
+        send(as_beto(Method::PATCH, &format!("/v1/memberships/{ana}")).json(&json!({"role": "viewer"})))
+            .await;
+    assert_eq!(
+        (status, refused["code"].as_str()),
+        (403, Some("permission_error")),
+        "{refused}"
+    );
+    let (status, _, refused) =
+        send(as_key(Method::PATCH, &format!("/v1/memberships/{ana}")).json(&json!({"role": "admin"}))).await;
+    assert_eq!(
+        (status, refused["code"].as_str()),
+        (409, Some("conflict_error")),
+        "{refused}"
+    );
+    let (status, _, _) = send(as_key(Method::DELETE, &format!("/v1/memberships/{ana}"))).await;
+    assert_eq!(status, 409);
+
+    // The owner lowers Beto, then removes him: his session no longer reaches the tenant.
+    let (status, _, changed) =
+        send(as_key(Method::PATCH, &format!("/v1/memberships/{beto}")).json(&json!({"role": "viewer"})))
+            .await;
+    assert_eq!(
+        (status, changed["role"].as_str()),
+        (200, Some("viewer")),
+        "{changed}"
+    );
+    let (status, _, _) = send(as_beto(Method::GET, &format!("/v1/tenants/{tenant}"))).await;
+    assert_eq!(status, 200);
+    let (status, _, _) = send(as_key(Method::DELETE, &format!("/v1/memberships/{beto}"))).await;
+    assert_eq!(status, 204);
+    let (status, _, gone) = send(as_beto(Method::GET, &format!("/v1/tenants/{tenant}"))).await;
+    assert_eq!(status, 403, "{gone}");
+    let (status, _, _) = send(as_key(Method::DELETE, &format!("/v1/memberships/{beto}"))).await;
+    assert_eq!(status, 404);
+
+    // Each change is an event of the audit log.
+    let (_, _, page) = send(as_key(Method::GET, "/v1/events?after=0&limit=1000")).await;
+    let types: Vec<&str> = page["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter_map(|e| e["type"].as_str())
+        .collect();
+    assert!(
+        types.contains(&"MemberRoleChanged") && types.contains(&"MemberRemoved"),
+        "{types:?}"
+    );
+    app.stop().await;
+}

@@ -780,7 +780,8 @@ async fn a_hundred_previews_of_every_mode_leave_every_table_series_and_artifact_
 
     let after = settled(&app, &artifacts).await;
     assert_eq!(before, after, "a preview left something behind");
-    // The only rows the previews may add are the rate limiter's counters of this minute.
+    // The only rows the previews may add are the rate limiter's counters of this minute (per
+    // IP, key and tenant).
     let counters = kuatia_tests::snapshot(
         &app.service().database,
         "SELECT bucket_key FROM rate_limit_windows ORDER BY 1",
@@ -789,7 +790,7 @@ async fn a_hundred_previews_of_every_mode_leave_every_table_series_and_artifact_
     for row in counters {
         let key = row[0].clone().unwrap_or_default();
         assert!(
-            key.starts_with("ip:") || key.starts_with("api_key:"),
+            key.starts_with("ip:") || key.starts_with("api_key:") || key.starts_with("tenant:"),
             "unexpected counter {key}"
         );
     }
