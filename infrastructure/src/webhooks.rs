@@ -197,24 +197,25 @@ impl WebhookSender {
             .body(out.body.to_owned())
             .send()
             .await
-            .map_err(|e| {
-                if e.is_timeout() {
-                    format!("timed out after {:?}", self.timeout)
-                } else {
-                    let mut text = e.to_string();
-                    let mut source = std::error::Error::source(&e);
-                    while let Some(s) = source {
-                        text.push_str(": ");
-                        text.push_str(&s.to_string());
-                        source = s.source();
-                    }
-                    text
-                }
-            })?;
+            .map_err(|e| transport_failure(&e))?;
         Ok(Answer {
             status: response.status().as_u16(),
             latency: started.elapsed(),
         })
+    }
+}
+
+/// What a failed attempt records, readable by the tenant (a delivery's error, the test
+/// endpoint's answer): the same words for a refused connection, a timeout and an unreachable
+/// host, so that the webhook test is no port scanner (an open, a closed and a filtered port
+/// look alike until something answers HTTP).
+pub fn transport_failure(e: &reqwest::Error) -> String {
+    if e.is_connect() || e.is_timeout() {
+        "the receiver could not be reached, or did not answer in time".to_owned()
+    } else if e.is_request() || e.is_body() {
+        "the connection failed before the receiver answered".to_owned()
+    } else {
+        "the receiver's answer could not be read".to_owned()
     }
 }
 

@@ -1048,3 +1048,39 @@ async fn a_production_tenant_s_sifen_endpoint_follows_the_destination_policy() {
     );
     app.stop().await;
 }
+
+#[tokio::test]
+async fn the_webhook_test_tells_no_closed_port_from_a_silent_one() {
+    // The test endpoint reported "Connection refused" for a closed port and a timeout for a
+    // filtered one: a port scanner for anyone with a demo tenant.
+    let f = Fx::new(|_| {}).await;
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.local_addr().expect("addr").port()
+    };
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let silent_port = silent.local_addr().expect("addr").port();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            held.push(socket);
+        }
+    });
+    let mut errors = Vec::new();
+    for port in [closed, silent_port] {
+        let (status, created) = send(
+            f.req(Method::POST, "/v1/webhooks")
+                .json(&json!({"url": format!("http://127.0.0.1:{port}/hook"), "events": ["*"]})),
+        )
+        .await;
+        assert_eq!(status, 201, "{created}");
+        let endpoint = id(&created);
+        let (status, body) = send(f.req(Method::POST, &format!("/v1/webhooks/{endpoint}/test"))).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["delivered"], false, "{body}");
+        errors.push(body["error"].as_str().unwrap_or_default().to_owned());
+    }
+    assert_eq!(errors[0], errors[1], "{errors:?}");
+    assert!(!errors[0].to_lowercase().contains("refused"), "{errors:?}");
+    f.app.stop().await;
+}
