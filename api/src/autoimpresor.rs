@@ -151,6 +151,15 @@ enum Ran {
     Changed(String),
 }
 
+/// The reporting client: no redirect is followed (a POST turned into a GET to wherever it
+/// points, with the channel's API key in `Authorization`); a 3xx is a failed report.
+fn report_client() -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .timeout(REPORT_TIMEOUT)
+        .connect_timeout(REPORT_TIMEOUT)
+        .redirect(reqwest::redirect::Policy::none())
+}
+
 impl Autoimpresor {
     /// The channel over the store, the vault (API keys), the artifact store and the printer.
     pub fn new(
@@ -159,11 +168,7 @@ impl Autoimpresor {
         artifacts: Arc<dyn ArtifactStore>,
         printer: Arc<dyn Printer>,
     ) -> Self {
-        let http = reqwest::Client::builder()
-            .timeout(REPORT_TIMEOUT)
-            .connect_timeout(REPORT_TIMEOUT)
-            .build()
-            .unwrap_or_default();
+        let http = report_client().build().unwrap_or_default();
         Self {
             store,
             vault,
@@ -536,9 +541,25 @@ impl JobHandler for Report {
             .map_err(retry)?
             .ok_or_else(|| JobFailure::Permanent(format!("document {id}: no company")))?;
         let body = a.report_body(report, &state, &settings, &company.ruc);
-        let mut request = a
-            .http
-            .post(&endpoint)
+        // The destination policy at connection time too (docs/security.md): a production
+        // tenant's endpoint must still lead to public addresses, and the request goes to the
+        // very address checked (a rebinding DNS answer cannot move it).
+        let production = kuatia_projections::access::tenant(&a.store, tenant)
+            .await
+            .map_err(retry)?
+            .is_none_or(|t| t.environment == kuatia_domain::tenancy::Environment::Production);
+        let destination = kuatia_infrastructure::webhooks::check_destination(&endpoint, production)
+            .await
+            .map_err(|e| retry(format!("the reporting endpoint: {e}")))?;
+        let http = match destination.pinned {
+            Some(addr) => report_client()
+                .resolve(destination.url.host_str().unwrap_or_default(), addr)
+                .build()
+                .map_err(retry)?,
+            None => a.http.clone(),
+        };
+        let mut request = http
+            .post(destination.url.clone())
             .header("Idempotency-Key", format!("{id}:{}", report.as_str()))
             .json(&body);
         if let Some(secret) = secret {
@@ -547,10 +568,12 @@ impl JobHandler for Report {
                 .map_err(|_| JobFailure::Permanent(format!("document {id}: an unreadable API key")))?;
             request = request.bearer_auth(key);
         }
-        let response = request
-            .send()
-            .await
-            .map_err(|e| retry(format!("reporting to {endpoint}: {e}")))?;
+        let response = request.send().await.map_err(|e| {
+            retry(format!(
+                "reporting to {endpoint}: {}",
+                kuatia_infrastructure::webhooks::transport_failure(&e)
+            ))
+        })?;
         let status = response.status();
         if !status.is_success() {
             return Err(retry(format!(

@@ -578,3 +578,57 @@ async fn two_instances_numbering_one_range_never_repeat_or_skip_a_number() {
     second.stop().await.expect("stop the second instance");
     f.app.stop().await;
 }
+
+#[tokio::test]
+async fn a_report_endpoint_that_redirects_is_not_followed_and_gets_no_api_key_elsewhere() {
+    // The reporting client followed redirects as GETs, with the channel's API key in
+    // Authorization, to wherever the Location pointed.
+    let (target, target_url) = Endpoint::start(0).await;
+    let location = target_url.clone();
+    let redirector = axum::Router::new().route(
+        "/reports",
+        axum::routing::post(move || {
+            let location = location.clone();
+            async move {
+                (
+                    StatusCode::TEMPORARY_REDIRECT,
+                    [(axum::http::header::LOCATION, location)],
+                )
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let redirecting_url = format!("http://{}/reports", listener.local_addr().expect("addr"));
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, redirector).await;
+    });
+    let f = Fx::new("redirected", (1, 10), 30, 0).await;
+    // Point the channel at the redirecting endpoint.
+    let (status, channels) = send(f.req(Method::GET, "/v1/emission-channels")).await;
+    assert_eq!(status, 200, "{channels}");
+    let channel = channels
+        .as_array()
+        .expect("channels")
+        .iter()
+        .find(|c| c["channel"] == "autoimpresor")
+        .expect("the autoimpresor channel")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let (status, patched) = send(
+        f.req(Method::PATCH, &format!("/v1/emission-channels/{channel}"))
+            .json(&json!({"credentials": {"endpoint": redirecting_url, "api_key": API_KEY}})),
+    )
+    .await;
+    assert_eq!(status, 200, "{patched}");
+    let doc = f.post(&f.receipt("REDIRECTED-1")).await;
+    f.until(std::slice::from_ref(&doc), Duration::from_secs(20), |s| {
+        s["status"] == "accepted"
+    })
+    .await;
+    // Reports are attempted (and fail on the 307); nothing reaches the redirect's target.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(target.received().is_empty(), "{:?}", target.received());
+    assert!(f.endpoint.received().is_empty());
+    f.app.stop().await;
+}
