@@ -397,6 +397,22 @@ impl Pipeline {
             .map_err(retry)?;
         let csc = self.vault.get(tenant, sifen.csc_secret_id).await.map_err(retry)?;
         let csc = String::from_utf8(csc.to_vec()).map_err(|_| permanent("an unreadable CSC"))?;
+        // The destination policy when sending, not only when the channel was saved: a
+        // production tenant's endpoint must lead to public addresses now, and its client is
+        // pinned to the address checked. A refusal is retried (it may be DNS, and it is logged
+        // with the reason); demo tenants connect as they resolve.
+        let production = kuatia_projections::access::tenant(&self.store, tenant)
+            .await
+            .map_err(retry)?
+            .is_none_or(|t| t.environment == kuatia_domain::tenancy::Environment::Production);
+        let pinned = if production {
+            kuatia_infrastructure::webhooks::check_destination(&channel.endpoint, true)
+                .await
+                .map_err(|e| retry(format!("the sifen channel's endpoint: {e}")))?
+                .pinned
+        } else {
+            None
+        };
         let key = SigningKey::from_pem(&pem).map_err(|e| {
             JobFailure::Permanent(format!("document {}: the signing key: {e}", state.document_id))
         })?;
@@ -410,6 +426,7 @@ impl Pipeline {
             environment: sifen.environment,
             pem: pem.to_vec(),
             cities: None,
+            pinned,
         })
     }
 
@@ -424,7 +441,7 @@ impl Pipeline {
             return Ok(client.clone());
         }
         let identity = ClientIdentity::from_pem(setup.pem.clone());
-        let client = SifenClient::new(&setup.endpoint, &self.soap, Some(&identity), None)
+        let client = SifenClient::pinned(&setup.endpoint, &self.soap, Some(&identity), None, setup.pinned)
             .map_err(|e| JobFailure::Retry(format!("the SIFEN client: {e}")))?;
         self.clients
             .lock()
@@ -452,6 +469,9 @@ struct Setup {
     key: Arc<SigningKey>,
     /// The tenant's city names by code (`config::city_names`), when the document needs them.
     cities: Option<std::collections::BTreeMap<u32, String>>,
+    /// For a production tenant, the endpoint's address the destination policy checked when the
+    /// setup was read: its SIFEN client connects there and nowhere else (docs/security.md).
+    pinned: Option<std::net::SocketAddr>,
 }
 
 /// `sifen.prepare`.

@@ -183,6 +183,19 @@ impl SifenClient {
         identity: Option<&ClientIdentity>,
         extra_roots_pem: Option<&[u8]>,
     ) -> Result<Self, SoapError> {
+        Self::pinned(base_url, config, identity, extra_roots_pem, None)
+    }
+
+    /// [`SifenClient::new`] connecting to `pinned` whatever the base URL's host resolves to
+    /// (TLS still verifies the host name): the address the destination policy checked, so that
+    /// a DNS answer given later cannot move the connection elsewhere.
+    pub fn pinned(
+        base_url: &str,
+        config: &SoapClientConfig,
+        identity: Option<&ClientIdentity>,
+        extra_roots_pem: Option<&[u8]>,
+        pinned: Option<std::net::SocketAddr>,
+    ) -> Result<Self, SoapError> {
         let base_url = base_url.trim().trim_end_matches('/').to_owned();
         if !(base_url.starts_with("https://") || base_url.starts_with("http://")) {
             return Err(SoapError::Config(format!(
@@ -220,6 +233,13 @@ impl SifenClient {
                 ));
             }
             builder = builder.tls_certs_merge(roots);
+        }
+        if let Some(addr) = pinned {
+            let host = reqwest::Url::parse(&base_url)
+                .ok()
+                .and_then(|u| u.host_str().map(|h| h.trim_matches(['[', ']']).to_owned()))
+                .unwrap_or_default();
+            builder = builder.resolve(&host, addr);
         }
         let http = builder.build().map_err(|e| SoapError::Config(cause_chain(&e)))?;
         Ok(Self {
@@ -698,6 +718,20 @@ mod tests {
             "{err:?}"
         );
         assert!(!err.to_string().contains("Service Unavailable"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_pinned_client_connects_to_the_checked_address_whatever_the_name_resolves_to() {
+        // `sifen.invalid` resolves nowhere; pinned to the simulator's address it is reached.
+        let sim = crate::sifen_sim::start("127.0.0.1:0", crate::sifen_sim::SimConfig::default())
+            .await
+            .unwrap();
+        let url = format!("http://sifen.invalid:{}", sim.addr.port());
+        let pinned = SifenClient::pinned(&url, &quick(), None, None, Some(sim.addr)).unwrap();
+        let answer = pinned.query_de(1, CDC).await.unwrap();
+        assert_eq!(answer.result.code, "0420");
+        let unpinned = SifenClient::new(&url, &quick(), None, None).unwrap();
+        assert!(unpinned.query_de(1, CDC).await.is_err());
     }
 
     #[tokio::test]
