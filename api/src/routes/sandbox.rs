@@ -63,17 +63,6 @@ fn has_credentials(headers: &HeaderMap) -> bool {
             })
 }
 
-/// Whether a body is declared JSON (as `POST /v1/documents` asks).
-fn is_json(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| {
-            let v = v.trim().to_ascii_lowercase();
-            v.starts_with("application/json") || (v.starts_with("application/") && v.contains("+json"))
-        })
-}
-
 /// Previews a document without fiscal effect: validated, numbered from a reserved test range,
 /// turned into a signed SIFEN DE with its QR and KuDE (or an autoimpresor printable), sent to the
 /// simulator or the SIFEN test endpoint, and answered inline. Nothing is stored, no number is
@@ -140,7 +129,7 @@ pub async fn preview(
                 ApiError::validation(format!("unreadable body: {}", e.body_text()))
             }
         })?;
-    if !body.iter().all(u8::is_ascii_whitespace) && !is_json(&headers) {
+    if !body.iter().all(u8::is_ascii_whitespace) && !crate::extract::is_json(&headers) {
         return Err(ApiError::validation("expected Content-Type: application/json")
             .with_status(StatusCode::UNSUPPORTED_MEDIA_TYPE));
     }

@@ -148,16 +148,9 @@ impl Service {
         }
     }
 
-    /// A short name for logs and metrics.
+    /// SIFEN's name (`siRecepDE`, …), for logs and metrics: the answers table's.
     pub fn name(self) -> &'static str {
-        match self {
-            Self::RecepDe => "siRecepDE",
-            Self::RecepLoteDe => "siRecepLoteDE",
-            Self::ResultLoteDe => "siResultLoteDE",
-            Self::ConsDe => "siConsDE",
-            Self::ConsRuc => "siConsRUC",
-            Self::RecepEvento => "siRecepEvento",
-        }
+        self.table_operation().name()
     }
 }
 

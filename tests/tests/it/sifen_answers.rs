@@ -5,7 +5,8 @@
 //! approved CDC is never sent again, and no status comes from an answer the table does not read
 //! as a verdict.
 
-use crate::documents::{id, send};
+use crate::documents::send;
+use crate::sifen_lots::post_together;
 use crate::sifen_pipeline::Fx;
 use kuatia_domain::sifen::answers::{self, Meaning, Operation};
 use kuatia_infrastructure::sifen_sim::SimConfig;
@@ -437,25 +438,6 @@ async fn a_document_waiting_on_an_unavailable_sifen_explains_it_from_the_answers
     assert_eq!(detail["sifen"]["meaning"], row.plain, "{detail}");
     assert_eq!(detail["sifen"]["action"], row.action, "{detail}");
     f.app.stop().await;
-}
-
-/// Posts `n` invoices at once; returns their ids.
-async fn post_together(f: &Fx, prefix: &str, n: usize) -> Vec<String> {
-    let mut posts = tokio::task::JoinSet::new();
-    for i in 0..n {
-        let request = f
-            .req(Method::POST, "/v1/documents")
-            .header("Idempotency-Key", format!("{prefix}-{i}"))
-            .json(&f.invoice(&format!("{prefix}-{i}")));
-        posts.spawn(send(request));
-    }
-    let mut docs = Vec::new();
-    while let Some(joined) = posts.join_next().await {
-        let (status, body) = joined.expect("post");
-        assert_eq!(status, 201, "{body}");
-        docs.push(id(&body));
-    }
-    docs
 }
 
 #[tokio::test]

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use std::time::Duration;
 
 /// Posts `n` invoices at once, as concurrent clients would; returns their ids.
-async fn post_together(f: &Fx, prefix: &str, n: usize) -> Vec<String> {
+pub(crate) async fn post_together(f: &Fx, prefix: &str, n: usize) -> Vec<String> {
     let mut posts = tokio::task::JoinSet::new();
     for i in 0..n {
         let request = f
