@@ -18,6 +18,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# The database lives in the scratch folder too (the embedded default, ./data/kuatia.db, would
+# outlive the run: a second run on the same checkout met secrets sealed under the first run's
+# master key); KUATIA_DEMO=1 seeds the demo tenant all the same.
+mkdir -p "$work/data"
+DATABASE_URL="sqlite://$work/data/kuatia.db" KUATIA_DEMO=1 \
 KUATIA_DATA_DIR="$work/data" KUATIA_LISTEN="$api" KUATIA_LOOKUP_LISTEN="$lookup" \
   KUATIA_SIFEN_SIM_LISTEN=127.0.0.1:18182 KUATIA_RATE_LIMIT_PER_KEY=1000000 KUATIA_RATE_LIMIT_PER_TENANT=1000000 \
   KUATIA_RATE_LIMIT_PER_IP=1000000 KUATIA_LOOKUP_QUOTA_ANONYMOUS=1000000 \
@@ -30,7 +35,7 @@ for _ in $(seq 1 120); do
 done
 key="$(cat "$work/data/demo-api-key")"
 tenant="$(grep -o 'X-Tenant-Id: [0-9a-f-]*' "$work/serve.log" | head -1 | cut -d' ' -f2)"
-lookup_key="$(KUATIA_DATA_DIR="$work/data" "$bin" lookup keys create --plan business --name contract-fuzz | head -1)"
+lookup_key="$(DATABASE_URL="sqlite://$work/data/kuatia.db" KUATIA_DATA_DIR="$work/data" "$bin" lookup keys create --plan business --name contract-fuzz | head -1)"
 
 st() { python3 -c 'import sys; from schemathesis.cli import schemathesis; sys.argv[0] = "st"; sys.exit(schemathesis())' "$@"; }
 checks=not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance
