@@ -544,10 +544,9 @@ impl JobHandler for Report {
         // The destination policy at connection time too (docs/security.md): a production
         // tenant's endpoint must still lead to public addresses, and the request goes to the
         // very address checked (a rebinding DNS answer cannot move it).
-        let production = kuatia_projections::access::tenant(&a.store, tenant)
+        let production = kuatia_projections::access::is_production(&a.store, tenant)
             .await
-            .map_err(retry)?
-            .is_none_or(|t| t.environment == kuatia_domain::tenancy::Environment::Production);
+            .map_err(retry)?;
         let destination = kuatia_infrastructure::webhooks::check_destination(&endpoint, production)
             .await
             .map_err(|e| retry(format!("the reporting endpoint: {e}")))?;

@@ -401,10 +401,9 @@ impl Pipeline {
         // production tenant's endpoint must lead to public addresses now, and its client is
         // pinned to the address checked. A refusal is retried (it may be DNS, and it is logged
         // with the reason); demo tenants connect as they resolve.
-        let production = kuatia_projections::access::tenant(&self.store, tenant)
+        let production = kuatia_projections::access::is_production(&self.store, tenant)
             .await
-            .map_err(retry)?
-            .is_none_or(|t| t.environment == kuatia_domain::tenancy::Environment::Production);
+            .map_err(retry)?;
         let pinned = if production {
             kuatia_infrastructure::webhooks::check_destination(&channel.endpoint, true)
                 .await

@@ -22,7 +22,7 @@ use kuatia_application::webhooks::{
     WEBHOOK_FANOUT,
 };
 use kuatia_application::worker::{JobFailure, JobHandler};
-use kuatia_domain::tenancy::{Environment, TenantId};
+use kuatia_domain::tenancy::TenantId;
 use kuatia_domain::webhook::{expiring_threshold, retry_delay};
 use kuatia_infrastructure::webhooks::{Outgoing, WebhookSender, check_destination};
 use kuatia_projections::webhooks::{self as read, EndpointRow};
@@ -102,10 +102,9 @@ impl Webhooks {
     }
 
     async fn strict(&self, tenant: TenantId) -> Result<bool, JobFailure> {
-        let row = kuatia_projections::access::tenant(&self.store, tenant)
+        kuatia_projections::access::is_production(&self.store, tenant)
             .await
-            .map_err(retry)?;
-        Ok(row.is_none_or(|t| t.environment == Environment::Production))
+            .map_err(retry)
     }
 
     /// One signed POST of a stored delivery to an endpoint (no bookkeeping).

@@ -51,7 +51,7 @@ pub enum UrlRefusal {
     #[error("not an absolute http(s) URL")]
     Invalid,
     /// Production tenants use https.
-    #[error("a production tenant's webhook URL must use https")]
+    #[error("a production tenant's URL must use https")]
     HttpsRequired,
     /// The host does not resolve.
     #[error("the host does not resolve: {0}")]
@@ -59,6 +59,17 @@ pub enum UrlRefusal {
     /// The host resolves to a non-public address.
     #[error("the host resolves to a non-public address ({0}), which a production tenant may not use")]
     PrivateAddress(IpAddr),
+}
+
+impl UrlRefusal {
+    /// The issue code an API answer names the refusal with.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Invalid => "invalid_url",
+            Self::HttpsRequired => "https_required",
+            Self::Unresolvable(_) | Self::PrivateAddress(_) => "url_not_allowed",
+        }
+    }
 }
 
 /// Whether an address is one a production tenant may not send to: any special-purpose

@@ -183,6 +183,14 @@ pub async fn tenant_id_by_slug(store: &SharedStore, slug: &str) -> Result<Option
     Ok(rows.first().and_then(|r| r[0].as_uuid()).map(TenantId::from_uuid))
 }
 
+/// Whether the destination policy applies to a tenant's outgoing requests in full: a production
+/// tenant, or one not (yet) known, which is held to the stricter rule.
+pub async fn is_production(store: &SharedStore, id: TenantId) -> Result<bool, StoreError> {
+    Ok(tenant(store, id)
+        .await?
+        .is_none_or(|t| t.environment == kuatia_domain::tenancy::Environment::Production))
+}
+
 /// Reads one tenant.
 pub async fn tenant(store: &SharedStore, id: TenantId) -> Result<Option<TenantRow>, StoreError> {
     let rows = store

@@ -317,24 +317,15 @@ async fn save(
     let id = channel.channel_id;
     // The destination policy (docs/security.md): a production tenant's SIFEN endpoint or
     // autoimpresor reporting endpoint is https and reaches only public addresses.
-    let environment = kuatia_projections::access::tenant(&state.store, caller.tenant)
-        .await?
-        .map_or(kuatia_domain::tenancy::Environment::Production, |t| t.environment);
-    if environment == kuatia_domain::tenancy::Environment::Production
+    if kuatia_projections::access::is_production(&state.store, caller.tenant).await?
         && let Err(refusal) =
             kuatia_infrastructure::webhooks::check_destination(&channel.endpoint, true).await
     {
-        let code = match refusal {
-            kuatia_infrastructure::webhooks::UrlRefusal::HttpsRequired => "https_required",
-            _ => "url_not_allowed",
-        };
-        let message = match refusal {
-            kuatia_infrastructure::webhooks::UrlRefusal::HttpsRequired => {
-                "a production tenant's channel endpoint must use https".to_owned()
-            }
-            other => other.to_string(),
-        };
-        return Err(ApiError::invalid_field("credentials.endpoint", code, message));
+        return Err(ApiError::invalid_field(
+            "credentials.endpoint",
+            refusal.code(),
+            refusal.to_string(),
+        ));
     }
     configuration::configure_channel(
         &state.store,

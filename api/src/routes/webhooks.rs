@@ -238,7 +238,7 @@ async fn check(state: &AppState, caller: &Caller, settings: &EndpointSettings) -
     if let Err(refusal) = check_destination(&settings.url, environment == Environment::Production).await {
         return Err(ApiError::invalid_field(
             "url",
-            "url_not_allowed",
+            refusal.code(),
             refusal.to_string(),
         ));
     }

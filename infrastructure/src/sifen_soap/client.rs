@@ -665,20 +665,28 @@ mod tests {
         assert_eq!(err.delivery(), Delivery::Unknown);
     }
 
-    #[tokio::test]
-    async fn a_connection_closed_after_the_request_is_an_unknown_outcome() {
+    /// A server on a free port that reads each request and answers it with `raw`, then closes.
+    async fn answering(raw: String) -> std::net::SocketAddr {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move {
             while let Ok((mut socket, _)) = listener.accept().await {
                 let mut buf = vec![0u8; 65536];
                 let _ = socket.read(&mut buf).await;
-                // Headers promising more than is sent, then close.
-                let _ = socket
-                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/xml\r\ncontent-length: 500\r\n\r\n<env:Envelope")
-                    .await;
+                let _ = socket.write_all(raw.as_bytes()).await;
             }
         });
+        addr
+    }
+
+    #[tokio::test]
+    async fn a_connection_closed_after_the_request_is_an_unknown_outcome() {
+        // Headers promising more than is sent, then close.
+        let addr = answering(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/xml\r\ncontent-length: 500\r\n\r\n<env:Envelope"
+                .into(),
+        )
+        .await;
         let client = SifenClient::new(&format!("http://{addr}"), &quick(), None, None).unwrap();
         let err = client
             .send_de(
@@ -698,18 +706,12 @@ mod tests {
 
     #[tokio::test]
     async fn an_html_error_page_is_not_soap_with_its_status() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move {
-            while let Ok((mut socket, _)) = listener.accept().await {
-                let mut buf = vec![0u8; 65536];
-                let _ = socket.read(&mut buf).await;
-                let body = "<html><body>Service Unavailable</body></html>";
-                let _ = socket
-                    .write_all(format!("HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len()).as_bytes())
-                    .await;
-            }
-        });
+        let body = "<html><body>Service Unavailable</body></html>";
+        let addr = answering(format!(
+            "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        ))
+        .await;
         let client = SifenClient::new(&format!("http://{addr}"), &quick(), None, None).unwrap();
         let err = client.query_de(1, CDC).await.unwrap_err();
         // Its size and hash are kept, never its text (the endpoint is a tenant's).
@@ -746,17 +748,10 @@ mod tests {
                 flag.store(true, std::sync::atomic::Ordering::SeqCst);
             }
         });
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move {
-            while let Ok((mut socket, _)) = listener.accept().await {
-                let mut buf = vec![0u8; 65536];
-                let _ = socket.read(&mut buf).await;
-                let _ = socket
-                    .write_all(format!("HTTP/1.1 307 Temporary Redirect\r\nlocation: http://{target_addr}/latest\r\ncontent-length: 0\r\nconnection: close\r\n\r\n").as_bytes())
-                    .await;
-            }
-        });
+        let addr = answering(format!(
+            "HTTP/1.1 307 Temporary Redirect\r\nlocation: http://{target_addr}/latest\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+        ))
+        .await;
         let client = SifenClient::new(&format!("http://{addr}"), &quick(), None, None).unwrap();
         let err = client.query_de(1, CDC).await.unwrap_err();
         assert!(matches!(err, SoapError::NotSoap { status: 307, .. }), "{err:?}");
