@@ -116,6 +116,8 @@ pub struct Autoimpresor {
     /// Draws of one series in this process take turns (other instances are kept honest by the
     /// number series projection), as SIFEN's transforms do.
     series_locks: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
+    /// The destination policy reporting endpoints are checked against.
+    destinations: Arc<kuatia_infrastructure::destination::Policy>,
 }
 
 impl std::fmt::Debug for Autoimpresor {
@@ -176,7 +178,15 @@ impl Autoimpresor {
             printer,
             http,
             series_locks: Arc::default(),
+            destinations: Arc::default(),
         }
+    }
+
+    /// The destination policy reporting endpoints are checked against (default: no allow-list,
+    /// demo tenants checked too).
+    pub fn with_destinations(mut self, policy: Arc<kuatia_infrastructure::destination::Policy>) -> Self {
+        self.destinations = policy;
+        self
     }
 
     /// The job handlers: issue, report.
@@ -541,13 +551,13 @@ impl JobHandler for Report {
             .map_err(retry)?
             .ok_or_else(|| JobFailure::Permanent(format!("document {id}: no company")))?;
         let body = a.report_body(report, &state, &settings, &company.ruc);
-        // The destination policy at connection time too (docs/security.md): a production
-        // tenant's endpoint must still lead to public addresses, and the request goes to the
-        // very address checked (a rebinding DNS answer cannot move it).
-        let production = kuatia_projections::access::is_production(&a.store, tenant)
+        // The destination policy at connection time too (docs/security.md): the endpoint must
+        // still lead to public (or allow-listed) addresses, and the request goes to the very
+        // address checked (a rebinding DNS answer cannot move it).
+        let rules = crate::destinations::rules(&a.store, &a.destinations, tenant)
             .await
             .map_err(retry)?;
-        let destination = kuatia_infrastructure::webhooks::check_destination(&endpoint, production)
+        let destination = kuatia_infrastructure::webhooks::check_destination(&endpoint, &rules)
             .await
             .map_err(|e| retry(format!("the reporting endpoint: {e}")))?;
         let http = match destination.pinned {

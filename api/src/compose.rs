@@ -175,6 +175,11 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     ));
     let printer: Arc<dyn kuatia_application::printables::Printer> =
         Arc::new(kuatia_infrastructure::printing::TypstPrinter::new());
+    let destinations = Arc::new(kuatia_infrastructure::destination::Policy {
+        allow: kuatia_infrastructure::destination::Policy::parse_allow_list(&config.private_destinations())
+            .map_err(|e| anyhow::anyhow!("KUATIA_PRIVATE_DESTINATIONS: {e}"))?,
+        demo_unrestricted: !config.public_signup,
+    });
     let state = AppState {
         store: store.clone(),
         jobs: jobs.clone(),
@@ -188,11 +193,17 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         rate_limit_per_ip: config.rate_limit_per_ip,
         rate_limit_per_tenant: config.rate_limit_per_tenant,
         vault,
-        pfx_reader: Arc::new(kuatia_infrastructure::vault::P12Reader),
+        pfx_slots: Arc::new(kuatia_application::vault::PfxSlots::new(
+            Arc::new(kuatia_infrastructure::vault::P12Reader),
+            config.pfx_workers,
+            config.pfx_queue,
+        )),
         snapshots: Arc::default(),
         artifacts: artifacts.clone(),
         printer: printer.clone(),
         artifact_urls,
+        destinations: destinations.clone(),
+        mail_configured: config.smtp_url.as_ref().is_some_and(|u| !u.expose().is_empty()),
         sandbox: Arc::new(crate::sandbox::Sandbox {
             sifen_target: match &config.sandbox_sifen_url {
                 Some(url) => crate::sandbox::SifenTarget::Url(url.clone()),
@@ -238,7 +249,8 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         state.vault.clone(),
         artifacts.clone(),
         printer.clone(),
-    );
+    )
+    .with_destinations(destinations.clone());
     let router = crate::app(state);
     let shutdown = CancellationToken::new();
     let grace = Duration::from_secs(config.shutdown_grace_secs);
@@ -261,6 +273,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         },
     )
     .with_retry_scale(config.sifen_retry_scale)
+    .with_destinations(destinations.clone())
     .with_lots(
         crate::pipeline::LotSettings {
             window: Duration::from_millis(config.sifen_lot_window_ms),
@@ -273,7 +286,8 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         jobs.clone(),
     );
     let webhooks = crate::webhooks::Webhooks::new(store.clone(), jobs.clone(), webhooks_vault)
-        .with_retry_scale(config.delivery_retry_scale);
+        .with_retry_scale(config.delivery_retry_scale)
+        .with_destinations(destinations.clone());
     let scan_jobs = jobs.clone();
     let deliveries =
         crate::delivery::Deliveries::new(store.clone(), jobs.clone(), artifacts.clone(), &config);

@@ -12,6 +12,9 @@
 //!   while retrying (1 min, 5 min, 30 min, 2 h, 6 h, 12 h, 24 h, scaled by
 //!   `KUATIA_DELIVERY_RETRY_SCALE`), `sent` with the provider's answer, and `failed` after the
 //!   last retry, which raises the `document.delivery_failed` webhook.
+//! - [`InvitationMail`] (`invitation.email`): emails an invitation's link to the invited address
+//!   (`POST /v1/memberships` with `KUATIA_SMTP_URL` set), retried on the same schedule until the
+//!   invitation expires.
 
 use async_trait::async_trait;
 use chrono::{TimeDelta, Utc};
@@ -20,7 +23,7 @@ use kuatia_application::artifacts::{ArtifactStore, sha256_hex};
 use kuatia_application::documents;
 use kuatia_application::event_store::{EventMetadata, SharedStore};
 use kuatia_application::jobs::{Backoff, Job, JobQueue, NewJob};
-use kuatia_application::webhooks::{DELIVERY_PLAN, DELIVERY_SEND};
+use kuatia_application::webhooks::{DELIVERY_PLAN, DELIVERY_SEND, INVITATION_EMAIL};
 use kuatia_application::worker::{JobFailure, JobHandler};
 use kuatia_domain::document::aggregate::{
     self as document, ArtifactKind, DeliveryStatus, DeliveryTarget, Document, DocumentCommand, DocumentState,
@@ -120,7 +123,11 @@ impl Deliveries {
 
     /// The job handlers: plan and send.
     pub fn handlers(&self) -> Vec<Arc<dyn JobHandler>> {
-        vec![Arc::new(Plan(self.clone())), Arc::new(Send(self.clone()))]
+        vec![
+            Arc::new(Plan(self.clone())),
+            Arc::new(Send(self.clone())),
+            Arc::new(InvitationMail(self.clone())),
+        ]
     }
 
     async fn load(&self, tenant: TenantId, id: Uuid) -> Result<DocumentState, JobFailure> {
@@ -487,5 +494,84 @@ async fn email(d: &Deliveries, to: &[String], message: &Outgoing) -> Result<Stri
         None => Err("email is not configured (KUATIA_SMTP_URL)".into()),
         Some(Err(e)) => Err(e.clone()),
         Some(Ok(mailer)) => mailer.send(to, message).await,
+    }
+}
+
+/// The job that emails an invitation (its payload: `invitation_id`, `to`, `tenant_name`, `role`,
+/// `accept_url`, `expires_at`).
+struct InvitationMail(Deliveries);
+
+/// Queues the email of an invitation: one job per invitation.
+pub async fn queue_invitation_email(
+    jobs: &dyn JobQueue,
+    tenant: TenantId,
+    invitation: &kuatia_application::identity::NewInvitation,
+    tenant_name: &str,
+    accept_url: &str,
+) -> Result<(), kuatia_application::event_store::StoreError> {
+    let mut job = NewJob::new(
+        INVITATION_EMAIL,
+        format!("{INVITATION_EMAIL}:{}", invitation.id),
+        tenant,
+        json!({
+            "invitation_id": invitation.id,
+            "to": invitation.email,
+            "tenant_name": tenant_name,
+            "role": invitation.role.as_str(),
+            "accept_url": accept_url,
+            "expires_at": invitation.expires_at,
+        }),
+    );
+    job.max_attempts = 1_000;
+    jobs.enqueue(&job).await.map(|_| ())
+}
+
+#[async_trait]
+impl JobHandler for InvitationMail {
+    fn kind(&self) -> &'static str {
+        INVITATION_EMAIL
+    }
+
+    fn backoff(&self) -> Backoff {
+        Backoff {
+            base: Duration::from_millis(500),
+            ..Backoff::default()
+        }
+    }
+
+    async fn run(&self, job: &Job) -> Result<(), JobFailure> {
+        let to: String = field(job, "to")?;
+        let tenant_name: String = field(job, "tenant_name")?;
+        let role: String = field(job, "role")?;
+        let url: String = field(job, "accept_url")?;
+        let expires_at: chrono::DateTime<Utc> = field(job, "expires_at")?;
+        if Utc::now() >= expires_at {
+            return Err(JobFailure::Permanent(
+                "the invitation expired before it could be emailed".into(),
+            ));
+        }
+        let message = Outgoing {
+            subject: format!("Invitación a {tenant_name} en kuatia"),
+            text: format!(
+                "Te invitaron a {tenant_name} en kuatia con el rol {role}.\n\n\
+                 Para aceptar, iniciá sesión con esta dirección ({to}) y abrí este enlace:\n{url}\n\n\
+                 La invitación vence el {} (UTC). Si no la esperabas, ignorá este mensaje.\n",
+                expires_at.format("%d/%m/%Y %H:%M")
+            ),
+            attachments: Vec::new(),
+        };
+        let attempt = job.attempts;
+        match email(&self.0, std::slice::from_ref(&to), &message).await {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let wait = self
+                    .0
+                    .scaled(retry_delay(attempt).unwrap_or(TimeDelta::hours(24)));
+                Err(JobFailure::RetryAfter(
+                    format!("emailing the invitation: {e}"),
+                    wait,
+                ))
+            }
+        }
     }
 }

@@ -222,7 +222,7 @@ pub async fn seed(state: &AppState, config: &Config) -> anyhow::Result<Demo> {
             configuration::add_certificate(
                 store,
                 &state.vault,
-                state.pfx_reader.clone(),
+                &state.pfx_slots,
                 tenant,
                 &company.stream_id,
                 CertificateUpload {

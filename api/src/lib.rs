@@ -11,8 +11,10 @@ pub mod cli;
 pub mod compose;
 pub mod delivery;
 pub mod demo;
+pub mod destinations;
 pub mod error;
 pub mod extract;
+pub mod invitation_page;
 pub mod lookup;
 pub mod metrics;
 pub mod middleware;
@@ -59,6 +61,9 @@ fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(routes::identity::create_user))
         .routes(routes!(routes::identity::login))
         .routes(routes!(routes::identity::logout))
+        .routes(routes!(routes::identity::list_invitations))
+        .routes(routes!(routes::identity::revoke_invitation))
+        .routes(routes!(routes::identity::accept_invitation))
         .routes(routes!(
             routes::identity::list_memberships,
             routes::identity::create_membership
@@ -135,6 +140,10 @@ pub fn app(state: AppState) -> Router {
     let (router, api) = api_router();
     router
         .merge(SwaggerUi::new("/docs").url("/openapi.json", api))
+        .route(
+            "/invitations/{token}",
+            axum::routing::get(invitation_page::show).post(invitation_page::submit),
+        )
         .fallback(|| async { ApiError::not_found("no such resource") })
         .with_state(state)
         .layer(DefaultBodyLimit::max(max_body))

@@ -18,7 +18,7 @@
 
 use axum::body::Body;
 use axum::extract::{MatchedPath, Request};
-use axum::http::{HeaderValue, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use std::time::Instant;
@@ -94,12 +94,16 @@ pub async fn request_context(mut req: Request, next: Next) -> Response {
     }
     let started = Instant::now();
 
-    let mut response = next.run(req).instrument(span.clone()).await;
+    let mut response = match oversized_head(&req) {
+        Some(error) => error.into_response(),
+        None => next.run(req).instrument(span.clone()).await,
+    };
 
     if let Some(error) = response.extensions_mut().remove::<ApiError>() {
         response = render(error, &request_id, response);
     } else if (response.status().is_client_error() || response.status().is_server_error())
         && !is_json(&response)
+        && !is_html(&response)
     {
         let error = from_status(response.status());
         response = render(error, &request_id, response);
@@ -132,6 +136,44 @@ pub async fn request_context(mut req: Request, next: Next) -> Response {
         );
     });
     response
+}
+
+/// The longest request target (path and query) answered; longer is 414 in the error shape.
+pub const MAX_URI_BYTES: usize = 8 * 1024;
+/// The most header fields, and their total size, answered; more is 431 in the error shape.
+pub const MAX_HEADERS: usize = 100;
+/// See [`MAX_HEADERS`].
+pub const MAX_HEADER_BYTES: usize = 32 * 1024;
+
+/// A request line or header block beyond the service's limits, refused in the error shape (the
+/// HTTP layer's own, higher limits answer with an empty body; `serve.rs` sets them above these).
+fn oversized_head(req: &Request) -> Option<ApiError> {
+    let uri = req.uri().path_and_query().map_or(0, |p| p.as_str().len());
+    if uri > MAX_URI_BYTES {
+        return Some(
+            ApiError::validation(format!("the request URI has more than {MAX_URI_BYTES} bytes"))
+                .with_status(StatusCode::URI_TOO_LONG),
+        );
+    }
+    let headers = req.headers();
+    let bytes: usize = headers.iter().map(|(n, v)| n.as_str().len() + v.len() + 4).sum();
+    if headers.len() > MAX_HEADERS || bytes > MAX_HEADER_BYTES {
+        return Some(
+            ApiError::validation(format!(
+                "the request headers exceed {MAX_HEADERS} fields or {MAX_HEADER_BYTES} bytes"
+            ))
+            .with_status(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE),
+        );
+    }
+    None
+}
+
+fn is_html(response: &Response) -> bool {
+    response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/html"))
 }
 
 fn is_json(response: &Response) -> bool {

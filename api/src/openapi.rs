@@ -24,7 +24,7 @@ use crate::error::{ErrorBody, ErrorCode};
     components(schemas(ErrorBody, ErrorCode)),
     tags(
         (name = "health", description = "Liveness, readiness and metrics"),
-        (name = "tenancy", description = "Tenants, API keys, users, sessions and memberships"),
+        (name = "tenancy", description = "Tenants, API keys, users, sessions, invitations and memberships"),
         (name = "configuration", description = "Companies, branches, issuance points, channels, certificates"),
         (name = "documents", description = "Document intake, validation, status, list and timeline (issue codes: docs/issue-codes.md); artifacts with presigned downloads (docs/artifacts.md); the autoimpresor channel (docs/autoimpresor.md)"),
         (name = "sandbox", description = "Previews without fiscal effect: signed XML, KuDE or printable, and the channel's answer, inline; nothing stored (docs/sandbox.md)"),

@@ -127,6 +127,8 @@ pub struct Pipeline {
     gate: Arc<TurnGate>,
     /// Where the lot polls are queued (lots are off without it).
     jobs: Option<Arc<dyn JobQueue>>,
+    /// The destination policy channel endpoints are checked against when sending.
+    destinations: Arc<kuatia_infrastructure::destination::Policy>,
 }
 
 impl std::fmt::Debug for Pipeline {
@@ -185,7 +187,15 @@ impl Pipeline {
             },
             gate: Arc::default(),
             jobs: None,
+            destinations: Arc::default(),
         }
+    }
+
+    /// The destination policy channel endpoints are checked against (default: no allow-list,
+    /// demo tenants checked too).
+    pub fn with_destinations(mut self, policy: Arc<kuatia_infrastructure::destination::Policy>) -> Self {
+        self.destinations = policy;
+        self
     }
 
     /// Sends the first attempts of a turn as lots, polled through `sifen.lot` jobs queued on
@@ -397,21 +407,17 @@ impl Pipeline {
             .map_err(retry)?;
         let csc = self.vault.get(tenant, sifen.csc_secret_id).await.map_err(retry)?;
         let csc = String::from_utf8(csc.to_vec()).map_err(|_| permanent("an unreadable CSC"))?;
-        // The destination policy when sending, not only when the channel was saved: a
-        // production tenant's endpoint must lead to public addresses now, and its client is
-        // pinned to the address checked. A refusal is retried (it may be DNS, and it is logged
-        // with the reason); demo tenants connect as they resolve.
-        let production = kuatia_projections::access::is_production(&self.store, tenant)
+        // The destination policy when sending, not only when the channel was saved: the
+        // endpoint must lead to public (or allow-listed) addresses now, and the client is pinned
+        // to the address checked. A refusal is retried (it may be DNS, and it is logged with the
+        // reason); only demo tenants of a service without public signup connect as they resolve.
+        let rules = crate::destinations::rules(&self.store, &self.destinations, tenant)
             .await
             .map_err(retry)?;
-        let pinned = if production {
-            kuatia_infrastructure::webhooks::check_destination(&channel.endpoint, true)
-                .await
-                .map_err(|e| retry(format!("the sifen channel's endpoint: {e}")))?
-                .pinned
-        } else {
-            None
-        };
+        let pinned = kuatia_infrastructure::webhooks::check_destination(&channel.endpoint, &rules)
+            .await
+            .map_err(|e| retry(format!("the sifen channel's endpoint: {e}")))?
+            .pinned;
         let key = SigningKey::from_pem(&pem).map_err(|e| {
             JobFailure::Permanent(format!("document {}: the signing key: {e}", state.document_id))
         })?;

@@ -80,8 +80,11 @@ pub async fn serve(listener: TcpListener, router: Router, limits: Limits, shutdo
             router.clone().oneshot(request.map(Body::new))
         });
         let mut http = hyper::server::conn::http1::Builder::new();
+        // Above the middleware's limits (`middleware::MAX_*`), so that requests between the two
+        // are refused in the error shape; beyond these hyper answers with an empty body.
         http.timer(TokioTimer::new())
             .header_read_timeout(limits.header_read_timeout)
+            .max_headers(crate::middleware::MAX_HEADERS * 2)
             .keep_alive(true);
         let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
         tokio::spawn(async move {

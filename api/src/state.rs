@@ -33,8 +33,9 @@ pub struct AppState {
     pub rate_limit_per_tenant: u32,
     /// Sealed secrets (certificate keys, CSCs, channel credentials).
     pub vault: kuatia_application::vault::Vault,
-    /// Opens uploaded PFX files.
-    pub pfx_reader: Arc<dyn kuatia_application::vault::PfxReader>,
+    /// The pool PFX uploads are opened in, with the reader that opens them (`KUATIA_PFX_WORKERS`,
+    /// `KUATIA_PFX_QUEUE`).
+    pub pfx_slots: Arc<kuatia_application::vault::PfxSlots>,
     /// Companies' configuration as intake last read it.
     pub snapshots: Arc<kuatia_projections::configuration::SnapshotCache>,
     /// Where documents' files are stored.
@@ -43,6 +44,12 @@ pub struct AppState {
     pub printer: Arc<dyn kuatia_application::printables::Printer>,
     /// Signs and checks artifact download URLs.
     pub artifact_urls: Arc<crate::routes::artifacts::UrlSigner>,
+    /// The destination policy outgoing requests follow (`KUATIA_PRIVATE_DESTINATIONS`,
+    /// `KUATIA_PUBLIC_SIGNUP`).
+    pub destinations: Arc<kuatia_infrastructure::destination::Policy>,
+    /// Whether a mail server is configured (`KUATIA_SMTP_URL`): invitations are emailed, and
+    /// otherwise their `accept_url` is given to the inviter.
+    pub mail_configured: bool,
     /// The sandbox preview's settings (where `sifen_dev` sends).
     pub sandbox: Arc<crate::sandbox::Sandbox>,
 }

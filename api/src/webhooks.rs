@@ -39,6 +39,7 @@ pub struct Webhooks {
     vault: Vault,
     sender: WebhookSender,
     retry_scale: f64,
+    destinations: Arc<kuatia_infrastructure::destination::Policy>,
 }
 
 impl std::fmt::Debug for Webhooks {
@@ -75,7 +76,15 @@ impl Webhooks {
             vault,
             sender: WebhookSender::default(),
             retry_scale: 1.0,
+            destinations: Arc::default(),
         }
+    }
+
+    /// The destination policy endpoints are checked against (default: no allow-list, demo
+    /// tenants checked too).
+    pub fn with_destinations(mut self, policy: Arc<kuatia_infrastructure::destination::Policy>) -> Self {
+        self.destinations = policy;
+        self
     }
 
     /// Multiplies the retry schedule (tests shrink it).
@@ -101,8 +110,8 @@ impl Webhooks {
         Duration::from_secs_f64((delay.as_seconds_f64() * self.retry_scale).max(0.0))
     }
 
-    async fn strict(&self, tenant: TenantId) -> Result<bool, JobFailure> {
-        kuatia_projections::access::is_production(&self.store, tenant)
+    async fn rules(&self, tenant: TenantId) -> Result<kuatia_infrastructure::destination::Rules, JobFailure> {
+        crate::destinations::rules(&self.store, &self.destinations, tenant)
             .await
             .map_err(retry)
     }
@@ -113,13 +122,13 @@ impl Webhooks {
         tenant: TenantId,
         endpoint: &EndpointRow,
         row: &DeliveryRow,
-        strict: bool,
+        rules: &kuatia_infrastructure::destination::Rules,
     ) -> Sent {
         let failed = |error: String| Sent {
             status_code: None,
             error: Some(error),
         };
-        let destination = match check_destination(&endpoint.settings.url, strict).await {
+        let destination = match check_destination(&endpoint.settings.url, rules).await {
             Ok(d) => d,
             Err(refusal) => return failed(refusal.to_string()),
         };
@@ -198,8 +207,8 @@ impl Webhooks {
         )
         .await
         .map_err(retry)?;
-        let strict = self.strict(tenant).await?;
-        let sent = self.send(tenant, endpoint, &row, strict).await;
+        let rules = self.rules(tenant).await?;
+        let sent = self.send(tenant, endpoint, &row, &rules).await;
         let status = if sent.ok() {
             DeliveryStatus::Delivered
         } else {
@@ -329,8 +338,8 @@ impl JobHandler for Deliver {
             None,
         )
         .await?;
-        let strict = w.strict(tenant).await?;
-        let sent = w.send(tenant, &endpoint, &row, strict).await;
+        let rules = w.rules(tenant).await?;
+        let sent = w.send(tenant, &endpoint, &row, &rules).await;
         if sent.ok() {
             record(&w.store, &row, DeliveryStatus::Delivered, attempts, &sent, None).await?;
             count(DeliveryStatus::Delivered);

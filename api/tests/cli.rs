@@ -27,10 +27,13 @@ impl Scratch {
 
     fn kuatia(&self, args: &[&str]) -> Command {
         let mut cmd = self.kuatia_with_defaults(args);
-        cmd.env("DATABASE_URL", self.url()).env(
-            "KUATIA_MASTER_KEY",
-            "a3VhdGlhLXRlc3QtbWFzdGVyLWtleS0zMi1ieXRlcyE=",
-        );
+        cmd.env("DATABASE_URL", self.url())
+            .env(
+                "KUATIA_MASTER_KEY",
+                "a3VhdGlhLXRlc3QtbWFzdGVyLWtleS0zMi1ieXRlcyE=",
+            )
+            // The SIFEN simulators and webhook receivers of these tests listen on loopback.
+            .env("KUATIA_PRIVATE_DESTINATIONS", "127.0.0.0/8");
         cmd
     }
 

@@ -133,9 +133,10 @@ pub async fn create_tenant(
         role: Role::Owner,
         company_id: None,
         prefix: generated.prefix.clone(),
-        key_sha256: generated.sha256.clone(),
+        key_sha256: String::new(),
         expires_at: None,
     };
+    record_hash(store, tenant_id, grant.key_id, &generated.sha256).await?;
     let executor = CommandExecutor::<Tenant>::new(store.clone(), ());
     let command = TenantCommand::Create {
         tenant_id: tenant_id.as_uuid(),
@@ -160,6 +161,28 @@ pub async fn create_tenant(
         Err(other) => return Err(from_execute(other)),
     }
     Ok((tenant_id, issued(grant, generated.secret)))
+}
+
+/// Writes the SHA-256 that authenticates a key, before the event that issues it: an event in the
+/// log always has its hash; a failed append leaves only a hash of a key that does not exist.
+async fn record_hash(
+    store: &SharedStore,
+    tenant: TenantId,
+    key_id: Uuid,
+    sha256: &str,
+) -> Result<(), StoreError> {
+    store
+        .execute(
+            "INSERT INTO api_key_hashes (key_id, tenant_id, key_sha256, created_at) VALUES ($1, $2, $3, $4)",
+            &[
+                crate::projection::SqlValue::Uuid(key_id),
+                crate::projection::SqlValue::Uuid(tenant.as_uuid()),
+                crate::projection::SqlValue::Text(sha256.to_owned()),
+                crate::projection::SqlValue::Timestamp(Utc::now()),
+            ],
+        )
+        .await?;
+    Ok(())
 }
 
 fn issued(grant: KeyGrant, secret: String) -> IssuedKey {
@@ -204,9 +227,10 @@ pub async fn issue_key(
         role: request.role,
         company_id: request.company_id,
         prefix: generated.prefix.clone(),
-        key_sha256: generated.sha256.clone(),
+        key_sha256: String::new(),
         expires_at: request.expires_at,
     };
+    record_hash(store, tenant, grant.key_id, &generated.sha256).await?;
     let executor = CommandExecutor::<Tenant>::new(store.clone(), ());
     executor
         .execute(

@@ -8,13 +8,12 @@ use kuatia_domain::channel::{EmissionChannel, csc_issue};
 use kuatia_domain::company::{self, Company, CompanyCommand, CompanyError, CompanyProfile};
 use kuatia_domain::ruc::Ruc;
 use kuatia_domain::tenancy::TenantId;
-use std::sync::Arc;
 use uuid::Uuid;
 use zeroize::Zeroizing;
 
 use crate::aggregate::{CommandExecutor, ExecuteError};
 use crate::event_store::{EventMetadata, SharedStore, StoreError};
-use crate::vault::{PfxError, PfxReader, Vault, VaultError};
+use crate::vault::{PfxError, PfxSlots, Vault, VaultError};
 
 /// Why a configuration change did not happen.
 #[derive(Debug, thiserror::Error)]
@@ -108,21 +107,19 @@ pub struct CertificateUpload {
     pub label: Option<String>,
 }
 
-/// Opens a PFX (off the async runtime: key derivation is deliberately slow), seals its key and
-/// chain, and records the certificate on the company.
+/// Opens a PFX in the pool `slots` (off the async runtime: key derivation is deliberately slow),
+/// seals its key and chain, and records the certificate on the company.
 pub async fn add_certificate(
     store: &SharedStore,
     vault: &Vault,
-    reader: Arc<dyn PfxReader>,
+    slots: &PfxSlots,
     tenant: TenantId,
     company_stream: &str,
     upload: CertificateUpload,
     metadata: EventMetadata,
 ) -> Result<CertificateRecord, ConfigurationError> {
     let CertificateUpload { pfx, password, label } = upload;
-    let opened = tokio::task::spawn_blocking(move || reader.open(&pfx, &password))
-        .await
-        .map_err(|_| PfxError::Unsupported("the reader stopped".into()))??;
+    let opened = slots.open(pfx, password).await?;
     let secret_id = vault.put(tenant, "certificate", opened.pem.as_bytes()).await?;
     let record = CertificateRecord {
         certificate_id: Uuid::now_v7(),

@@ -297,6 +297,16 @@ impl std::fmt::Debug for NewSession {
     }
 }
 
+/// 43 random base62 characters (256 bits): a session cookie or an invitation token, of which
+/// only the SHA-256 is stored.
+fn secret_token() -> String {
+    let mut rng = rand::rng();
+    const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    (0..43)
+        .map(|_| char::from(BASE62[rng.random_range(0..BASE62.len())]))
+        .collect()
+}
+
 /// Checks a password and opens a session.
 pub async fn login(store: &SharedStore, email: &str, password: &str) -> Result<NewSession, IdentityError> {
     let email = email.trim().to_lowercase();
@@ -322,13 +332,7 @@ pub async fn login(store: &SharedStore, email: &str, password: &str) -> Result<N
         (Some(user), true) => user,
         _ => return Err(IdentityError::BadCredentials),
     };
-    let token: String = {
-        let mut rng = rand::rng();
-        const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-        (0..43)
-            .map(|_| char::from(BASE62[rng.random_range(0..BASE62.len())]))
-            .collect()
-    };
+    let token = secret_token();
     let now = now();
     let id = Uuid::now_v7();
     store
@@ -388,29 +392,167 @@ pub async fn logout(store: &SharedStore, session_id: Uuid) -> Result<(), StoreEr
     Ok(())
 }
 
-/// Adds a user to a tenant with a role.
-pub async fn add_member(
+/// How long an invitation can be accepted.
+pub const INVITATION_LIFETIME: Duration = Duration::days(7);
+
+/// A new invitation: the token that accepts it is shown once.
+#[derive(Clone)]
+pub struct NewInvitation {
+    /// Invitation id.
+    pub id: Uuid,
+    /// The accepting token (43 base62 characters).
+    pub token: String,
+    /// The invited address, lower case.
+    pub email: String,
+    /// The role it grants.
+    pub role: Role,
+    /// Until when it can be accepted.
+    pub expires_at: DateTime<Utc>,
+}
+
+impl std::fmt::Debug for NewInvitation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NewInvitation")
+            .field("id", &self.id)
+            .field("email", &self.email)
+            .field("role", &self.role)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why an invitation could not be made or accepted.
+#[derive(Debug, thiserror::Error)]
+pub enum InvitationError {
+    /// The address does not look like one.
+    #[error("the email is not a valid address")]
+    BadEmail,
+    /// No invitation has this token.
+    #[error("no invitation matches this link")]
+    UnknownToken,
+    /// The tenant refused (ownership, expiry, revoked, another address, already a member).
+    #[error(transparent)]
+    Access(#[from] AccessError),
+}
+
+impl From<StoreError> for InvitationError {
+    fn from(e: StoreError) -> Self {
+        Self::Access(AccessError::Store(e))
+    }
+}
+
+/// Invites `email` to `role` in a tenant on behalf of a caller with `by`: whether or not the
+/// address belongs to a registered user, the answer is the same, and nobody is added until the
+/// invitee accepts with their own session. The token's hash is written before the event, so
+/// an invitation in the log always has its token (a failed append leaves only an unusable row).
+pub async fn invite(
     store: &SharedStore,
     tenant: TenantId,
     stream_id: &str,
-    user_id: Uuid,
+    email: &str,
     role: Role,
-    granted_by: Role,
+    by: Role,
     metadata: EventMetadata,
-) -> Result<Uuid, AccessError> {
-    let membership_id = Uuid::now_v7();
-    let executor = CommandExecutor::<Tenant>::new(store.clone(), ());
-    let command = TenantCommand::AddMember {
-        membership_id,
-        user_id,
+) -> Result<NewInvitation, InvitationError> {
+    let email = email.trim().to_lowercase();
+    if !plausible_email(&email) {
+        return Err(InvitationError::BadEmail);
+    }
+    let id = Uuid::now_v7();
+    let token = secret_token();
+    let expires_at = now() + INVITATION_LIFETIME;
+    let actor = metadata.actor.clone().unwrap_or_default();
+    store
+        .execute(
+            "INSERT INTO invitation_tokens (token_sha256, tenant_id, invitation_id, created_at) VALUES ($1, $2, $3, $4)",
+            &[
+                SqlValue::Text(sha256_hex(&token)),
+                SqlValue::Uuid(tenant.as_uuid()),
+                SqlValue::Uuid(id),
+                SqlValue::Timestamp(now()),
+            ],
+        )
+        .await?;
+    let command = TenantCommand::Invite {
+        invitation_id: id,
+        email: email.clone(),
         role,
-        granted_by,
+        expires_at,
+        by,
+        actor,
     };
-    executor
+    CommandExecutor::<Tenant>::new(store.clone(), ())
+        .execute(tenant, stream_id, command, metadata)
+        .await
+        .map_err(crate::access::from_execute)?;
+    Ok(NewInvitation {
+        id,
+        token,
+        email,
+        role,
+        expires_at,
+    })
+}
+
+/// The invitation a token accepts: its tenant and id (`None`: no such token).
+pub async fn invitation_of_token(
+    store: &SharedStore,
+    token: &str,
+) -> Result<Option<(TenantId, Uuid)>, StoreError> {
+    let rows = store
+        .query(
+            "SELECT tenant_id, invitation_id FROM invitation_tokens WHERE token_sha256 = $1",
+            &[SqlValue::Text(sha256_hex(token))],
+        )
+        .await?;
+    Ok(rows
+        .first()
+        .and_then(|r| Some((TenantId::from_uuid(r[0].as_uuid()?), r[1].as_uuid()?))))
+}
+
+/// `user` accepts the invitation `invitation_id` of a tenant: the membership it becomes (its id).
+pub async fn accept_invitation(
+    store: &SharedStore,
+    tenant: TenantId,
+    stream_id: &str,
+    invitation_id: Uuid,
+    user: &User,
+    metadata: EventMetadata,
+) -> Result<Uuid, InvitationError> {
+    let membership_id = Uuid::now_v7();
+    let command = TenantCommand::AcceptInvitation {
+        invitation_id,
+        membership_id,
+        user_id: user.id,
+        email: user.email.clone(),
+        now: Utc::now(),
+    };
+    CommandExecutor::<Tenant>::new(store.clone(), ())
         .execute(tenant, stream_id, command, metadata)
         .await
         .map_err(crate::access::from_execute)?;
     Ok(membership_id)
+}
+
+/// Withdraws a pending invitation on behalf of a caller with `by` (revoking a closed one changes
+/// nothing).
+pub async fn revoke_invitation(
+    store: &SharedStore,
+    tenant: TenantId,
+    stream_id: &str,
+    invitation_id: Uuid,
+    by: Role,
+    metadata: EventMetadata,
+) -> Result<(), AccessError> {
+    let command = TenantCommand::RevokeInvitation {
+        invitation_id,
+        by,
+        actor: metadata.actor.clone().unwrap_or_default(),
+    };
+    CommandExecutor::<Tenant>::new(store.clone(), ())
+        .execute(tenant, stream_id, command, metadata)
+        .await
+        .map_err(crate::access::from_execute)?;
+    Ok(())
 }
 
 /// Changes a member's role (`role`) or removes the member (`None`), on behalf of a caller

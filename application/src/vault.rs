@@ -82,6 +82,13 @@ pub enum PfxError {
     /// No private key with a certificate inside.
     #[error("the PFX file holds no private key with its certificate")]
     NoKey,
+    /// Opening it would take more key-derivation work than a PFX may ask for (the message names
+    /// the limit).
+    #[error("the PFX file asks for too much key-derivation work: {0}")]
+    TooMuchWork(String),
+    /// Every slot for opening PFX files is taken, and so is the queue: try again shortly.
+    #[error("too many certificates are being opened at once; try again in a few seconds")]
+    Busy,
     /// Something this reader cannot handle (the reason names it).
     #[error("the PFX file cannot be read: {0}")]
     Unsupported(String),
@@ -91,6 +98,74 @@ pub enum PfxError {
 pub trait PfxReader: Send + Sync {
     /// Opens `pfx` with `password`, reading the certificate's facts at the same time.
     fn open(&self, pfx: &[u8], password: &str) -> Result<OpenedPfx, PfxError>;
+}
+
+/// The small pool PFX files are opened in: `workers` at once (each on a blocking thread), up
+/// to `queue` more waiting, and the rest refused at once ([`PfxError::Busy`], 429). A request
+/// dropped while it waits leaves the queue and opens nothing; one dropped while its file is being
+/// opened keeps its worker until the (bounded) work ends, so the pool really bounds the CPU.
+pub struct PfxSlots {
+    reader: Arc<dyn PfxReader>,
+    running: Arc<tokio::sync::Semaphore>,
+    admitted: Arc<tokio::sync::Semaphore>,
+}
+
+impl std::fmt::Debug for PfxSlots {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PfxSlots")
+            .field("running", &self.running.available_permits())
+            .finish_non_exhaustive()
+    }
+}
+
+impl PfxSlots {
+    /// Files opened by `reader`, `workers` at once (at least one), `queue` more waiting.
+    pub fn new(reader: Arc<dyn PfxReader>, workers: usize, queue: usize) -> Self {
+        let workers = workers.max(1);
+        Self {
+            reader,
+            running: Arc::new(tokio::sync::Semaphore::new(workers)),
+            admitted: Arc::new(tokio::sync::Semaphore::new(workers + queue)),
+        }
+    }
+
+    /// Opens `pfx` with `reader` in the pool.
+    pub async fn open(&self, pfx: Vec<u8>, password: Zeroizing<String>) -> Result<OpenedPfx, PfxError> {
+        let reader = self.reader.clone();
+        /// Marks the work abandoned when the request's future is dropped before it ends.
+        struct Abandon(Option<Arc<std::sync::atomic::AtomicBool>>);
+        impl Drop for Abandon {
+            fn drop(&mut self) {
+                if let Some(flag) = &self.0 {
+                    flag.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+            }
+        }
+        let _admitted = self
+            .admitted
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| PfxError::Busy)?;
+        let running = self
+            .running
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| PfxError::Busy)?;
+        let abandoned = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut guard = Abandon(Some(abandoned.clone()));
+        let opened = tokio::task::spawn_blocking(move || {
+            let _running = running;
+            if abandoned.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(PfxError::Unsupported("the upload was abandoned".into()));
+            }
+            reader.open(&pfx, &password)
+        })
+        .await
+        .map_err(|_| PfxError::Unsupported("the reader stopped".into()))?;
+        guard.0 = None;
+        opened
+    }
 }
 
 /// Sealed secrets of every tenant.
@@ -237,4 +312,61 @@ pub struct Rotation {
     pub rotated: std::collections::BTreeMap<String, u64>,
     /// Secrets left as they were: id, the key they are under, why.
     pub failed: Vec<(Uuid, String, String)>,
+}
+
+#[cfg(test)]
+mod slot_tests {
+    use super::*;
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A reader that counts its calls and finishes each only when told to.
+    struct Gate {
+        calls: AtomicUsize,
+        release: Mutex<std::sync::mpsc::Receiver<()>>,
+    }
+
+    impl PfxReader for Gate {
+        fn open(&self, _: &[u8], _: &str) -> Result<OpenedPfx, PfxError> {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            let _ = self.release.lock().expect("lock").recv();
+            Err(PfxError::NoKey)
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn uploads_beyond_the_workers_and_the_queue_are_refused_and_abandoned_ones_open_nothing() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let gate = Arc::new(Gate {
+            calls: AtomicUsize::new(0),
+            release: Mutex::new(rx),
+        });
+        let slots = Arc::new(PfxSlots::new(gate.clone(), 1, 1));
+        let open = |slots: Arc<PfxSlots>| {
+            tokio::spawn(async move { slots.open(vec![1], Zeroizing::new("p".into())).await })
+        };
+        let first = open(slots.clone());
+        while gate.calls.load(Ordering::SeqCst) == 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        // One runs, one waits, the third is refused at once.
+        let queued = open(slots.clone());
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        let refused = slots.open(vec![1], Zeroizing::new("p".into())).await;
+        assert!(matches!(refused, Err(PfxError::Busy)), "{refused:?}");
+        // The waiting request is dropped: it leaves the queue, and its file is never opened.
+        queued.abort();
+        let _ = queued.await;
+        let next = open(slots.clone());
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        tx.send(()).expect("release the first");
+        assert!(matches!(first.await.expect("join"), Err(PfxError::NoKey)));
+        tx.send(()).expect("release the next");
+        assert!(matches!(next.await.expect("join"), Err(PfxError::NoKey)));
+        assert_eq!(
+            gate.calls.load(Ordering::SeqCst),
+            2,
+            "the abandoned upload opened nothing"
+        );
+    }
 }

@@ -31,6 +31,8 @@ pub const CERTIFICATE_SCAN: &str = "certificate.scan";
 pub const DELIVERY_PLAN: &str = "delivery.plan";
 /// Job kind: one customer or issuer delivery through one channel (email, WhatsApp, Telegram).
 pub const DELIVERY_SEND: &str = "delivery.send";
+/// Job kind: email an invitation's link to the invited address (when a mail server is set).
+pub const INVITATION_EMAIL: &str = "invitation.email";
 
 /// Why a webhook change did not happen.
 #[derive(Debug, thiserror::Error)]

@@ -197,6 +197,17 @@ pub struct Config {
     /// customer/issuer deliveries (1 min, 5 min, 30 min, 2 h, 6 h, 12 h, 24 h); 1 in production,
     /// smaller in tests. Default 1.
     pub delivery_retry_scale: f64,
+    /// `KUATIA_PRIVATE_DESTINATIONS`: comma-separated addresses or CIDR ranges that tenants'
+    /// outgoing requests (webhooks, SIFEN endpoints, autoimpresor reports) may reach although
+    /// they are private or otherwise special-purpose (a SIFEN simulator on a private network).
+    /// Unset: loopback (`127.0.0.0/8,::1`) in demo mode, none otherwise; empty: none.
+    pub private_destinations: Option<String>,
+    /// `KUATIA_PFX_WORKERS`: PFX uploads opened at once (each on its own thread; key derivation
+    /// is CPU-bound). Default 2.
+    pub pfx_workers: usize,
+    /// `KUATIA_PFX_QUEUE`: PFX uploads that may wait for a worker; beyond, 429 with
+    /// `Retry-After`. Default 8.
+    pub pfx_queue: usize,
     /// `KUATIA_SMTP_URL`: the mail server for customer and issuer email, as
     /// `smtps://user:pass@host:465` (TLS), `smtp://user:pass@host:587?tls=required` (STARTTLS)
     /// or `smtp://host:25` (no TLS; a local relay or a test server). Unset: email deliveries
@@ -279,6 +290,9 @@ impl Default for Config {
             artifact_url_key: None,
             artifact_url_ttl_secs: 900,
             delivery_retry_scale: 1.0,
+            private_destinations: None,
+            pfx_workers: 2,
+            pfx_queue: 8,
             smtp_url: None,
             smtp_from: "kuatia <no-reply@localhost>".into(),
             whatsapp_base_url: "https://graph.facebook.com/v21.0".into(),
@@ -349,6 +363,9 @@ impl std::fmt::Debug for Config {
             .field("artifact_url_key", &self.artifact_url_key)
             .field("artifact_url_ttl_secs", &self.artifact_url_ttl_secs)
             .field("delivery_retry_scale", &self.delivery_retry_scale)
+            .field("private_destinations", &self.private_destinations)
+            .field("pfx_workers", &self.pfx_workers)
+            .field("pfx_queue", &self.pfx_queue)
             .field("smtp_url", &self.smtp_url)
             .field("smtp_from", &self.smtp_from)
             .field("whatsapp_base_url", &self.whatsapp_base_url)
@@ -423,6 +440,16 @@ impl Config {
     pub fn demo_mode(&self) -> bool {
         self.demo
             .unwrap_or(self.database_url.expose() == DEFAULT_DATABASE_URL)
+    }
+
+    /// The allow-list of private destinations: the setting, or loopback in demo mode (a trial
+    /// on one's own machine, with the simulator and receivers on localhost).
+    pub fn private_destinations(&self) -> String {
+        match &self.private_destinations {
+            Some(list) => list.clone(),
+            None if self.demo_mode() => "127.0.0.0/8,::1".to_owned(),
+            None => String::new(),
+        }
     }
 }
 

@@ -1,6 +1,8 @@
-//! The destination policy (SSRF): which addresses a production tenant's outgoing requests
-//! (webhooks today; SIFEN channels, autoimpresor reports, delivery base URLs and SMTP are to use
-//! the same) may reach. One table, [`SPECIAL`], of the IANA special-purpose address registries
+//! The destination policy (SSRF): which addresses a tenant's outgoing requests (webhooks, SIFEN
+//! channels, autoimpresor reports) may reach. A production tenant reaches only public addresses;
+//! so does a demo tenant while public signup is on (anyone can make one); the operator's
+//! allow-list ([`Policy::allow`], `KUATIA_PRIVATE_DESTINATIONS`) opens chosen private ranges to
+//! both, for a SIFEN simulator or a receiver on a private network. One table, [`SPECIAL`], of the IANA special-purpose address registries
 //! (IPv4 and IPv6, RFC 6890 and its updates) and the other ranges no public service lives in;
 //! an IPv6 address that embeds an IPv4 one (IPv4-mapped, IPv4-compatible, NAT64, 6to4) is judged
 //! by the IPv4 address it leads to.
@@ -156,9 +158,159 @@ pub fn is_special(ip: IpAddr) -> bool {
     special(ip).is_some()
 }
 
+/// A range of the operator's allow-list (`10.0.0.0/8`, `127.0.0.1`, `::1/128`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Allowed {
+    network: IpAddr,
+    prefix: u8,
+}
+
+impl Allowed {
+    /// Parses `address[/prefix]`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let (address, prefix) = match text.trim().split_once('/') {
+            Some((a, p)) => (a, Some(p)),
+            None => (text.trim(), None),
+        };
+        let network: IpAddr = address
+            .parse()
+            .map_err(|_| format!("{text:?} is not an IP address or CIDR range"))?;
+        let max = if network.is_ipv4() { 32 } else { 128 };
+        let prefix = match prefix {
+            Some(p) => p
+                .parse::<u8>()
+                .ok()
+                .filter(|p| *p <= max)
+                .ok_or_else(|| format!("{text:?} has an invalid prefix length"))?,
+            None => max,
+        };
+        Ok(Self { network, prefix })
+    }
+
+    fn contains(&self, ip: IpAddr) -> bool {
+        let range = Range {
+            network: self.network,
+            prefix: self.prefix,
+            name: "",
+        };
+        contains(&range, ip)
+            || matches!(ip, IpAddr::V6(v6) if embedded_v4(v6).is_some_and(|v4| contains(&range, IpAddr::V4(v4))))
+    }
+}
+
+/// Who may reach special-purpose addresses: the operator's allow-list, and whether demo tenants
+/// may send anywhere (only when public signup is off: then every demo tenant is the operator's).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Policy {
+    /// Ranges every tenant may reach although they are special-purpose.
+    pub allow: Vec<Allowed>,
+    /// Demo tenants skip the address check (public signup off).
+    pub demo_unrestricted: bool,
+}
+
+impl Policy {
+    /// Parses a comma-separated allow-list (empty: none).
+    pub fn parse_allow_list(text: &str) -> Result<Vec<Allowed>, String> {
+        text.split(',')
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(Allowed::parse)
+            .collect()
+    }
+
+    /// The rules for a tenant: production tenants use https; the addresses of every tenant but
+    /// an unrestricted demo one are checked.
+    pub fn rules(&self, production: bool) -> Rules {
+        Rules {
+            https_only: production,
+            check_addresses: production || !self.demo_unrestricted,
+            allow: self.allow.clone(),
+        }
+    }
+}
+
+/// What one tenant's destination must satisfy.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rules {
+    /// Only `https://` URLs.
+    pub https_only: bool,
+    /// Every address the host resolves to must be public or allow-listed (and the connection is
+    /// pinned to the address checked).
+    pub check_addresses: bool,
+    /// The operator's allow-list.
+    pub allow: Vec<Allowed>,
+}
+
+impl Rules {
+    /// No check at all (a demo tenant with public signup off).
+    pub fn open() -> Self {
+        Self::default()
+    }
+
+    /// Production rules without an allow-list.
+    pub fn strict() -> Self {
+        Self {
+            https_only: true,
+            check_addresses: true,
+            allow: Vec::new(),
+        }
+    }
+
+    /// Why `ip` may not be reached under these rules (`None`: it may).
+    pub fn refusal(&self, ip: IpAddr) -> Option<&'static str> {
+        if !self.check_addresses || self.allow.iter().any(|a| a.contains(ip)) {
+            return None;
+        }
+        special(ip)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_allow_list_opens_only_its_ranges_and_demo_tenants_are_checked_unless_signup_is_closed() {
+        let allow = Policy::parse_allow_list(" 10.1.0.0/16, 127.0.0.1 ,::1").expect("list");
+        let policy = Policy {
+            allow,
+            demo_unrestricted: false,
+        };
+        let ip = |t: &str| t.parse::<IpAddr>().expect(t);
+        for production in [true, false] {
+            let rules = policy.rules(production);
+            assert_eq!(rules.https_only, production);
+            assert_eq!(rules.refusal(ip("10.1.200.3")), None);
+            assert_eq!(rules.refusal(ip("127.0.0.1")), None);
+            assert_eq!(rules.refusal(ip("::ffff:127.0.0.1")), None);
+            assert_eq!(rules.refusal(ip("::1")), None);
+            assert!(
+                rules
+                    .refusal(ip("127.0.0.2"))
+                    .is_some_and(|r| r.contains("loopback"))
+            );
+            assert!(
+                rules
+                    .refusal(ip("10.2.0.1"))
+                    .is_some_and(|r| r.contains("private use"))
+            );
+            assert!(
+                rules
+                    .refusal(ip("169.254.169.254"))
+                    .is_some_and(|r| r.contains("link local"))
+            );
+        }
+        let closed = Policy {
+            allow: Vec::new(),
+            demo_unrestricted: true,
+        };
+        assert_eq!(closed.rules(false).refusal(ip("169.254.169.254")), None);
+        assert!(closed.rules(true).refusal(ip("169.254.169.254")).is_some());
+        for bad in ["10.0.0.0/33", "localhost", "::1/129", "1.2.3"] {
+            assert!(Policy::parse_allow_list(bad).is_err(), "{bad}");
+        }
+        assert_eq!(Policy::parse_allow_list("").expect("empty"), Vec::new());
+    }
 
     #[test]
     fn every_special_form_is_refused_and_public_addresses_pass() {

@@ -209,6 +209,11 @@ fn utc(seconds: i64) -> Result<DateTime<Utc>, PfxError> {
 
 impl PfxReader for P12Reader {
     fn open(&self, pfx: &[u8], password: &str) -> Result<OpenedPfx, PfxError> {
+        // Bound the key-derivation work before doing any of it.
+        crate::pfx_work::check(pfx, password, crate::pfx_work::Limits::default()).map_err(|e| match e {
+            crate::pfx_work::WorkError::Malformed => PfxError::NotPkcs12,
+            crate::pfx_work::WorkError::TooMuch(why) => PfxError::TooMuchWork(why),
+        })?;
         let store =
             p12_keystore::KeyStore::from_pkcs12(pfx, password, p12_keystore::Pkcs12ImportPolicy::Relaxed)
                 .map_err(|e| match e {

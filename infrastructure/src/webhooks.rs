@@ -2,12 +2,13 @@
 //! HMAC-SHA-256 over `<t>.<raw body>`, one `v1` per valid secret), checks where a URL leads, and
 //! POSTs with a 10 s timeout.
 //!
-//! URL safety (SSRF): for a production tenant every address the host resolves to must be a
-//! public one (none of the destination policy's special-purpose ranges, [`crate::destination`]:
+//! URL safety (SSRF): under the destination policy's rules ([`crate::destination::Rules`]) every
+//! address the host resolves to must be a public one (none of the special-purpose ranges:
 //! loopback, private, link-local, CGNAT, unique-local, multicast, documentation, the IPv6 forms
-//! that embed such an IPv4 address…), checked when the endpoint is saved and again before every attempt (DNS can
-//! change), and the connection goes to the very address that was checked (no second lookup that
-//! a rebinding DNS server could answer differently). Demo tenants may send anywhere.
+//! that embed such an IPv4 address…) or one the operator allow-listed, checked when the endpoint
+//! is saved and again before every attempt (DNS can change), and the connection goes to the very
+//! address that was checked (no second lookup that a rebinding DNS server could answer
+//! differently). Only demo tenants of a service without public signup send anywhere.
 
 use openssl::hash::MessageDigest;
 use openssl::pkey::PKey;
@@ -88,21 +89,24 @@ pub struct Destination {
     pub pinned: Option<SocketAddr>,
 }
 
-/// Checks a URL: always an absolute http(s) URL; for production (`strict`) https only and every
-/// resolved address public. Returns the address to connect to.
-pub async fn check_destination(url: &str, strict: bool) -> Result<Destination, UrlRefusal> {
+/// Checks a URL: always an absolute http(s) URL; under `rules`, https only (production) and every
+/// resolved address public or allow-listed. Returns the address to connect to.
+pub async fn check_destination(
+    url: &str,
+    rules: &crate::destination::Rules,
+) -> Result<Destination, UrlRefusal> {
     let parsed = reqwest::Url::parse(url.trim()).map_err(|_| UrlRefusal::Invalid)?;
     if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
         return Err(UrlRefusal::Invalid);
     }
-    if !strict {
+    if rules.https_only && parsed.scheme() != "https" {
+        return Err(UrlRefusal::HttpsRequired);
+    }
+    if !rules.check_addresses {
         return Ok(Destination {
             url: parsed,
             pinned: None,
         });
-    }
-    if parsed.scheme() != "https" {
-        return Err(UrlRefusal::HttpsRequired);
     }
     let host = parsed
         .host_str()
@@ -120,13 +124,23 @@ pub async fn check_destination(url: &str, strict: bool) -> Result<Destination, U
     if addresses.is_empty() {
         return Err(UrlRefusal::Unresolvable("no address".into()));
     }
-    if let Some(bad) = addresses.iter().find(|a| is_private(a.ip())) {
+    if let Some(bad) = addresses.iter().find(|a| rules.refusal(a.ip()).is_some()) {
         return Err(UrlRefusal::PrivateAddress(bad.ip()));
     }
     Ok(Destination {
         url: parsed,
         pinned: addresses.first().copied(),
     })
+}
+
+/// The check when a URL is saved: [`check_destination`], except that a demo tenant's host that
+/// does not resolve (yet) passes: it is checked again before every connection.
+pub async fn check_saved(url: &str, rules: &crate::destination::Rules) -> Result<(), UrlRefusal> {
+    match check_destination(url, rules).await {
+        Ok(_) => Ok(()),
+        Err(UrlRefusal::Unresolvable(_)) if !rules.https_only => Ok(()),
+        Err(refusal) => Err(refusal),
+    }
 }
 
 /// What one attempt gave.
@@ -273,21 +287,39 @@ mod tests {
 
     #[tokio::test]
     async fn production_refuses_http_and_private_hosts_demo_allows_them() {
+        use crate::destination::Rules;
+        let strict = Rules::strict();
         assert_eq!(
-            check_destination("http://example.com/h", true).await,
+            check_destination("http://example.com/h", &strict).await,
             Err(UrlRefusal::HttpsRequired)
         );
         assert!(matches!(
-            check_destination("https://127.0.0.1:9/h", true).await,
+            check_destination("https://127.0.0.1:9/h", &strict).await,
             Err(UrlRefusal::PrivateAddress(_))
         ));
         assert!(matches!(
-            check_destination("https://localhost:9/h", true).await,
+            check_destination("https://localhost:9/h", &strict).await,
             Err(UrlRefusal::PrivateAddress(_)) | Err(UrlRefusal::Unresolvable(_))
         ));
-        assert!(check_destination("http://127.0.0.1:9/h", false).await.is_ok());
+        assert!(
+            check_destination("http://127.0.0.1:9/h", &Rules::open())
+                .await
+                .is_ok()
+        );
+        // A demo tenant under public signup: http is fine, a private address is not, unless the
+        // operator allow-listed it.
+        let mut demo = crate::destination::Policy::default().rules(false);
+        assert!(matches!(
+            check_destination("http://127.0.0.1:9/h", &demo).await,
+            Err(UrlRefusal::PrivateAddress(_))
+        ));
+        demo.allow = crate::destination::Policy::parse_allow_list("127.0.0.0/8").expect("list");
+        let allowed = check_destination("http://127.0.0.1:9/h", &demo)
+            .await
+            .expect("allowed");
+        assert_eq!(allowed.pinned, Some("127.0.0.1:9".parse().expect("addr")));
         assert_eq!(
-            check_destination("mailto:x@y", false).await,
+            check_destination("mailto:x@y", &Rules::open()).await,
             Err(UrlRefusal::Invalid)
         );
     }

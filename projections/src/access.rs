@@ -33,7 +33,7 @@ impl Projection for Access {
     }
 
     fn tables(&self) -> &'static [&'static str] {
-        &["tenants", "api_keys", "memberships"]
+        &["tenants", "api_keys", "memberships", "invitations"]
     }
 
     async fn apply(&self, tx: &mut dyn SqlTx, event: &RecordedEvent) -> Result<(), StoreError> {
@@ -76,7 +76,14 @@ impl Projection for Access {
                         SqlValue::Text(key.role.as_str().to_owned()),
                         key.company_id.into(),
                         SqlValue::Text(key.prefix),
-                        SqlValue::Text(key.key_sha256),
+                        // The hash in events written before hashes left the log; since then a
+                        // placeholder that no SHA-256 equals (the column is unique and not null):
+                        // authentication reads `api_key_hashes`.
+                        SqlValue::Text(if key.key_sha256.is_empty() {
+                            format!("key:{}", key.key_id)
+                        } else {
+                            key.key_sha256
+                        }),
                         SqlValue::Timestamp(event.recorded_at),
                         key.expires_at.into(),
                     ],
@@ -87,7 +94,20 @@ impl Projection for Access {
                 membership_id,
                 user_id,
                 role,
+                invitation_id,
             } => {
+                if let Some(invitation) = invitation_id {
+                    tx.execute(
+                        "UPDATE invitations SET status = 'accepted', closed_at = $2, membership_id = $3 \
+                         WHERE id = $1 AND status = 'invited'",
+                        &[
+                            SqlValue::Uuid(invitation),
+                            SqlValue::Timestamp(event.recorded_at),
+                            SqlValue::Uuid(membership_id),
+                        ],
+                    )
+                    .await?;
+                }
                 tx.execute(
                     "INSERT INTO memberships (id, tenant_id, user_id, role, created_at) VALUES ($1, $2, $3, $4, $5) \
                      ON CONFLICT (id) DO NOTHING",
@@ -116,6 +136,35 @@ impl Projection for Access {
                 tx.execute(
                     "DELETE FROM memberships WHERE tenant_id = $1 AND user_id = $2",
                     &[SqlValue::Uuid(tenant), SqlValue::Uuid(user_id)],
+                )
+                .await?;
+            }
+            TenantEvent::MemberInvited {
+                invitation_id,
+                email,
+                role,
+                expires_at,
+                invited_by,
+            } => {
+                tx.execute(
+                    "INSERT INTO invitations (id, tenant_id, email, role, status, invited_by, created_at, expires_at) \
+                     VALUES ($1, $2, $3, $4, 'invited', $5, $6, $7) ON CONFLICT (id) DO NOTHING",
+                    &[
+                        SqlValue::Uuid(invitation_id),
+                        SqlValue::Uuid(tenant),
+                        SqlValue::Text(email),
+                        SqlValue::Text(role.as_str().to_owned()),
+                        SqlValue::Text(invited_by),
+                        SqlValue::Timestamp(event.recorded_at),
+                        SqlValue::Timestamp(expires_at),
+                    ],
+                )
+                .await?;
+            }
+            TenantEvent::InvitationRevoked { invitation_id, .. } => {
+                tx.execute(
+                    "UPDATE invitations SET status = 'revoked', closed_at = $2 WHERE id = $1 AND status = 'invited'",
+                    &[SqlValue::Uuid(invitation_id), SqlValue::Timestamp(event.recorded_at)],
                 )
                 .await?;
             }
@@ -261,8 +310,9 @@ fn key_row(r: &[SqlValue]) -> Result<ApiKeyRow, StoreError> {
 pub async fn key_by_hash(store: &SharedStore, sha256: &str) -> Result<Option<ApiKeyRow>, StoreError> {
     let rows = store
         .query(
-            "SELECT id, tenant_id, name, role, company_id, prefix, created_at, expires_at, revoked_at \
-             FROM api_keys WHERE key_sha256 = $1",
+            "SELECT k.id, k.tenant_id, k.name, k.role, k.company_id, k.prefix, k.created_at, k.expires_at, \
+               k.revoked_at \
+             FROM api_key_hashes h JOIN api_keys k ON k.id = h.key_id WHERE h.key_sha256 = $1",
             &[SqlValue::Text(sha256.to_owned())],
         )
         .await?;
@@ -365,4 +415,74 @@ pub async fn membership(
         )
         .await?;
     rows.first().map(|r| membership_row(r)).transpose()
+}
+
+/// An invitation as the `invitations` table holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvitationRow {
+    /// Id.
+    pub id: Uuid,
+    /// Tenant.
+    pub tenant_id: TenantId,
+    /// The invited address.
+    pub email: String,
+    /// The role it grants.
+    pub role: Role,
+    /// `invited`, `accepted` or `revoked` (an `invited` one past `expires_at` has expired).
+    pub status: String,
+    /// Who invited.
+    pub invited_by: String,
+    /// Created.
+    pub created_at: DateTime<Utc>,
+    /// Until when it can be accepted.
+    pub expires_at: DateTime<Utc>,
+    /// When it was accepted or revoked.
+    pub closed_at: Option<DateTime<Utc>>,
+    /// The membership it became.
+    pub membership_id: Option<Uuid>,
+}
+
+fn invitation_row(r: &[SqlValue]) -> Result<InvitationRow, StoreError> {
+    Ok(InvitationRow {
+        id: r[0].as_uuid().ok_or_else(|| corrupt("invitation id"))?,
+        tenant_id: TenantId::from_uuid(r[1].as_uuid().ok_or_else(|| corrupt("invitation tenant"))?),
+        email: r[2].as_text().ok_or_else(|| corrupt("invitation email"))?,
+        role: parse_role(&r[3].as_text().unwrap_or_default())?,
+        status: r[4].as_text().ok_or_else(|| corrupt("invitation status"))?,
+        invited_by: r[5].as_text().unwrap_or_default(),
+        created_at: r[6].as_timestamp().ok_or_else(|| corrupt("created_at"))?,
+        expires_at: r[7].as_timestamp().ok_or_else(|| corrupt("expires_at"))?,
+        closed_at: r[8].non_null().and_then(SqlValue::as_timestamp),
+        membership_id: r[9].non_null().and_then(SqlValue::as_uuid),
+    })
+}
+
+/// A tenant's invitations, newest first.
+pub async fn invitations(store: &SharedStore, tenant: TenantId) -> Result<Vec<InvitationRow>, StoreError> {
+    store
+        .query(
+            concat!(
+                "SELECT id, tenant_id, email, role, status, invited_by, created_at, expires_at, closed_at, ",
+                "membership_id FROM invitations WHERE tenant_id = $1 ORDER BY created_at DESC, id DESC"
+            ),
+            &[SqlValue::Uuid(tenant.as_uuid())],
+        )
+        .await?
+        .iter()
+        .map(|r| invitation_row(r))
+        .collect()
+}
+
+/// One invitation by id, in any tenant (`None` for an unknown id).
+pub async fn invitation(store: &SharedStore, id: Uuid) -> Result<Option<InvitationRow>, StoreError> {
+    let rows = store
+        .query(
+            concat!(
+                "SELECT id, tenant_id, email, role, status, invited_by, created_at, expires_at, closed_at, ",
+                "membership_id FROM invitations WHERE id = $1"
+            ),
+            &[SqlValue::Uuid(id)],
+        )
+        .await?;
+    rows.first().map(|r| invitation_row(r)).transpose()
 }

@@ -19,7 +19,7 @@ cd "$(dirname "$0")/../.."
 root=$PWD
 
 CARGO_FUZZ_VERSION=0.13.2
-ALL_TARGETS=(canonical_document soap_response pfx_upload registry_line)
+ALL_TARGETS=(canonical_document soap_response pfx_upload pfx_work registry_line)
 seconds="${KUATIA_FUZZ_SECONDS:-20}"
 shared="${KUATIA_SHARED_DIR:-$root/../shared}"
 vectors="$shared/sifen/vectors"
@@ -125,6 +125,10 @@ if command -v openssl >/dev/null 2>&1; then
       openssl pkcs12 -export -nokeys -in "$vectors/generated/selfsigned-test-cert.pem" -passout pass: \
         -nomac -certpbe NONE -out $out/vector-cert-only.pfx
     fi
+    # The work counter reads the same files, and some that ask for more than it allows.
+    cp $out/*.pfx pfx_work/
+    openssl pkcs12 -export -inkey ec.key -in ec.crt -passout pass:kuatia-fuzz -iter 6000 \
+      -out pfx_work/ec-iter-6000.pfx
   )
 else
   say "openssl not found: the PFX target runs on its committed seeds only"

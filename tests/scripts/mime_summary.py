@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Summarises a raw email (RFC 5322 + MIME) as JSON with Python's own parser, independently of
-the code that built it: subject, to, and each attachment's filename, type, size and SHA-256.
+the code that built it: subject, to, the plain-text body, and each attachment's filename, type,
+size and SHA-256.
 
 usage: mime_summary.py MESSAGE_FILE
 """
@@ -22,12 +23,14 @@ for part in message.iter_attachments():
             "sha256": hashlib.sha256(payload).hexdigest(),
         }
     )
+body = message.get_body(preferencelist=("plain",))
 print(
     json.dumps(
         {
             "subject": str(message["subject"]),
             "to": str(message["to"]),
             "from": str(message["from"]),
+            "text": body.get_content() if body is not None else "",
             "attachments": attachments,
         }
     )

@@ -475,6 +475,9 @@ impl TestApp {
         let mut config = db.config();
         // Tests poll statuses hard; the tenant's ceiling is tested where it is set.
         config.rate_limit_per_tenant = 10_000_000;
+        // Receivers, simulators and reporting doubles listen on loopback; the destination
+        // policy's own tests set their allow-list.
+        config.private_destinations = Some("127.0.0.0/8,::1".into());
         adjust(&mut config);
         let service = kuatia_api::compose::start(config).await?;
         Ok(Self {
@@ -504,4 +507,129 @@ pub fn sifen_reference(path: &str) -> std::path::PathBuf {
 /// The SIFEN v150 XSD folder: `SIFEN_XSD_DIR` when set, else [`sifen_reference`]`("xsd/v150")`.
 pub fn sifen_xsd_dir() -> std::path::PathBuf {
     std::env::var_os("SIFEN_XSD_DIR").map_or_else(|| sifen_reference("xsd/v150"), std::path::PathBuf::from)
+}
+
+/// Hand-built PKCS#12 files that ask for more key-derivation work than an upload may cost
+/// (RFC 7292 structures written in DER here, independently of the parser that reads them).
+pub mod hostile_pfx {
+    fn tlv(tag: u8, content: &[u8]) -> Vec<u8> {
+        let mut out = vec![tag];
+        let len = content.len();
+        if len < 0x80 {
+            out.push(len as u8);
+        } else {
+            let bytes: Vec<u8> = len.to_be_bytes().into_iter().skip_while(|b| *b == 0).collect();
+            out.push(0x80 | bytes.len() as u8);
+            out.extend(bytes);
+        }
+        out.extend_from_slice(content);
+        out
+    }
+
+    fn seq(parts: &[Vec<u8>]) -> Vec<u8> {
+        tlv(0x30, &parts.concat())
+    }
+
+    fn int(n: u64) -> Vec<u8> {
+        let mut bytes: Vec<u8> = n.to_be_bytes().into_iter().skip_while(|b| *b == 0).collect();
+        if bytes.first().is_none_or(|b| b & 0x80 != 0) {
+            bytes.insert(0, 0);
+        }
+        tlv(0x02, &bytes)
+    }
+
+    fn oid(dotted: &str) -> Vec<u8> {
+        let arcs: Vec<u64> = dotted.split('.').map(|a| a.parse().expect("arc")).collect();
+        let mut body = Vec::new();
+        for arc in std::iter::once(arcs[0] * 40 + arcs[1]).chain(arcs[2..].iter().copied()) {
+            let mut chunk = vec![(arc & 0x7f) as u8];
+            let mut rest = arc >> 7;
+            while rest > 0 {
+                chunk.insert(0, 0x80 | (rest & 0x7f) as u8);
+                rest >>= 7;
+            }
+            body.extend(chunk);
+        }
+        tlv(0x06, &body)
+    }
+
+    fn octets(bytes: &[u8]) -> Vec<u8> {
+        tlv(0x04, bytes)
+    }
+
+    const NULL: [u8; 2] = [0x05, 0x00];
+
+    fn pbkdf2(iterations: u64) -> Vec<u8> {
+        seq(&[
+            oid("1.2.840.113549.1.5.12"),
+            seq(&[
+                octets(&[7; 8]),
+                int(iterations),
+                seq(&[oid("1.2.840.113549.2.9"), NULL.to_vec()]),
+            ]),
+        ])
+    }
+
+    fn scrypt(n: u64, r: u64, p: u64) -> Vec<u8> {
+        seq(&[
+            oid("1.3.6.1.4.1.11591.4.11"),
+            seq(&[octets(&[7; 8]), int(n), int(r), int(p), int(32)]),
+        ])
+    }
+
+    fn pbes2(kdf: Vec<u8>) -> Vec<u8> {
+        seq(&[
+            oid("1.2.840.113549.1.5.13"),
+            seq(&[kdf, seq(&[oid("2.16.840.1.101.3.4.1.42"), octets(&[1; 16])])]),
+        ])
+    }
+
+    /// An encrypted safe (ContentInfo of EncryptedData) with `algorithm` and 32 bytes of
+    /// ciphertext that decrypt to nothing useful.
+    fn encrypted_safe(algorithm: Vec<u8>) -> Vec<u8> {
+        seq(&[
+            oid("1.2.840.113549.1.7.6"),
+            tlv(
+                0xa0,
+                &seq(&[
+                    int(0),
+                    seq(&[oid("1.2.840.113549.1.7.1"), algorithm, tlv(0x80, &[9; 32])]),
+                ]),
+            ),
+        ])
+    }
+
+    fn pfx(safes: &[Vec<u8>], mac_iterations: Option<u64>) -> Vec<u8> {
+        let auth_safe = seq(safes);
+        let mut parts = vec![
+            int(3),
+            seq(&[oid("1.2.840.113549.1.7.1"), tlv(0xa0, &octets(&auth_safe))]),
+        ];
+        if let Some(iterations) = mac_iterations {
+            parts.push(seq(&[
+                seq(&[
+                    seq(&[oid("2.16.840.1.101.3.4.2.1"), NULL.to_vec()]),
+                    octets(&[0; 32]),
+                ]),
+                octets(&[3; 8]),
+                int(iterations),
+            ]));
+        }
+        seq(&parts)
+    }
+
+    /// `count` encrypted safes of `iterations` PBKDF2 iterations each.
+    pub fn many_safes(count: usize, iterations: u64) -> Vec<u8> {
+        pfx(&vec![encrypted_safe(pbes2(pbkdf2(iterations))); count], None)
+    }
+
+    /// One encrypted safe whose scrypt needs `128 × n × r` bytes.
+    pub fn scrypt_safe(n: u64, r: u64, p: u64) -> Vec<u8> {
+        pfx(&[encrypted_safe(pbes2(scrypt(n, r, p)))], None)
+    }
+
+    /// No safe, and a MAC of `iterations`.
+    pub fn mac(iterations: u64) -> Vec<u8> {
+        pfx(&[], Some(iterations))
+    }
 }

@@ -122,7 +122,7 @@ impl UrlSigner {
 /// The origin the client reached us at (`X-Forwarded-Proto`/`X-Forwarded-Host` from a proxy,
 /// else `Host` over http), so that `download_url` is absolute; empty (a path-absolute URL) when
 /// the request named no host.
-fn origin(headers: &HeaderMap) -> String {
+pub(crate) fn origin(headers: &HeaderMap) -> String {
     let text = |name: &str| {
         headers
             .get(name)

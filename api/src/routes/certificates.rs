@@ -287,7 +287,7 @@ pub async fn upload_certificate(
     let record = configuration::add_certificate(
         &state.store,
         &state.vault,
-        state.pfx_reader.clone(),
+        &state.pfx_slots,
         caller.tenant,
         &company.stream_id,
         CertificateUpload { pfx, password, label },

@@ -5,7 +5,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use kuatia_application::configuration::{self, ConfigurationError};
-use kuatia_application::vault::VaultError;
+use kuatia_application::vault::{PfxError, VaultError};
 use kuatia_domain::access::Permission;
 use kuatia_domain::company::{CompanyCommand, CompanyError, CompanyProfile};
 use kuatia_domain::ruc::{Ruc, RucError};
@@ -105,6 +105,14 @@ pub fn configuration_error(err: ConfigurationError) -> ApiError {
         ConfigurationError::Refused(
             e @ (CompanyError::DuplicateCertificate(_) | CompanyError::ChannelKindChanged(..)),
         ) => ApiError::new(ErrorCode::ConflictError, e.to_string()),
+        ConfigurationError::Pfx(e @ PfxError::TooMuchWork(_)) => {
+            ApiError::invalid_field("pfx_base64", "pfx_work_limit", e.to_string())
+        }
+        ConfigurationError::Pfx(e @ PfxError::Busy) => {
+            ApiError::new(ErrorCode::RateLimitError, e.to_string())
+                .with_details(serde_json::json!({"bucket": "certificate_uploads"}))
+                .with_header(axum::http::header::RETRY_AFTER, "2")
+        }
         ConfigurationError::Pfx(e) => ApiError::new(ErrorCode::CertificateError, e.to_string()),
         ConfigurationError::Vault(VaultError::Store(e)) => ApiError::internal(&e),
         ConfigurationError::Vault(e) => ApiError::internal(&e),

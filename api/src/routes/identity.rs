@@ -52,7 +52,7 @@ impl From<identity::User> for UserView {
     }
 }
 
-fn identity_error(err: IdentityError) -> ApiError {
+pub(crate) fn identity_error(err: IdentityError) -> ApiError {
     match err {
         IdentityError::EmailRefused => ApiError::invalid_field("email", "email_refused", err.to_string()),
         IdentityError::WeakPassword(_) => {
@@ -144,21 +144,28 @@ pub async fn login(
             role: m.role,
         })
         .collect();
+    let cookie = session_cookie(&state, &session)?;
+    let mut response = axum::Json(LoginAnswer {
+        user: session.user.into(),
+        memberships,
+    })
+    .into_response();
+    response.headers_mut().insert(header::SET_COOKIE, cookie);
+    Ok(response)
+}
+
+/// The `Set-Cookie` value that opens a session in the browser.
+pub(crate) fn session_cookie(
+    state: &AppState,
+    session: &identity::NewSession,
+) -> Result<HeaderValue, ApiError> {
     let secure = if state.insecure_cookies { "" } else { "; Secure" };
     let cookie = format!(
         "{SESSION_COOKIE}={}; Path=/; HttpOnly; SameSite=Lax; Max-Age={}{secure}",
         session.token,
         identity::SESSION_LIFETIME.num_seconds()
     );
-    let mut response = axum::Json(LoginAnswer {
-        user: session.user.into(),
-        memberships,
-    })
-    .into_response();
-    let value = HeaderValue::from_str(&cookie)
-        .map_err(|_| ApiError::new(ErrorCode::InternalError, "internal error"))?;
-    response.headers_mut().insert(header::SET_COOKIE, value);
-    Ok(response)
+    HeaderValue::from_str(&cookie).map_err(|_| ApiError::new(ErrorCode::InternalError, "internal error"))
 }
 
 /// `POST /v1/auth/logout` answer.
@@ -195,15 +202,15 @@ pub async fn logout(State(state): State<AppState>, credentials: Credentials) -> 
     Ok(response)
 }
 
-/// `POST /v1/memberships` body: the user by id or by email.
+/// `POST /v1/memberships` body: whom to invite (an email, or a registered user's id) and the role.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateMembership {
-    /// The user's id.
+    /// A registered user's id.
     pub user_id: Option<Uuid>,
-    /// Or the user's email.
+    /// Or an email address (registered or not: the answer is the same).
     pub email: Option<String>,
-    /// The role (only owners grant `owner`).
+    /// The role (only owners invite `owner`).
     #[schema(value_type = String, example = "issuer")]
     pub role: Role,
 }
@@ -224,10 +231,85 @@ pub struct MembershipView {
     pub created_at: DateTime<Utc>,
 }
 
+/// An invitation (`POST /v1/memberships`, `GET /v1/invitations`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct InvitationView {
+    /// Id (to revoke it).
+    pub invitation_id: Uuid,
+    /// `invited`, `accepted`, `revoked` or `expired`.
+    #[schema(example = "invited")]
+    pub status: String,
+    /// The invited address.
+    pub email: String,
+    /// The role accepting grants.
+    #[schema(value_type = String, example = "issuer")]
+    pub role: Role,
+    /// Until when it can be accepted (7 days).
+    pub expires_at: DateTime<Utc>,
+    /// Only in the answer to `POST /v1/memberships` when no mail server is configured: the link
+    /// to pass on to the invitee (it ends in the token that accepts the invitation).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accept_url: Option<String>,
+    /// The membership it became, once accepted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub membership_id: Option<Uuid>,
+    /// Who invited (`api_key:<id>` or `user:<id>`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub invited_by: Option<String>,
+    /// Created (absent in the answer to the creation).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<DateTime<Utc>>,
+}
+
+impl InvitationView {
+    fn from_row(row: &kuatia_projections::access::InvitationRow, now: DateTime<Utc>) -> Self {
+        let status = if row.status == "invited" && now >= row.expires_at {
+            "expired".to_owned()
+        } else {
+            row.status.clone()
+        };
+        Self {
+            invitation_id: row.id,
+            status,
+            email: row.email.clone(),
+            role: row.role,
+            expires_at: row.expires_at,
+            accept_url: None,
+            membership_id: row.membership_id,
+            invited_by: Some(row.invited_by.clone()),
+            created_at: Some(row.created_at),
+        }
+    }
+}
+
+pub(crate) fn invitation_error(err: identity::InvitationError) -> ApiError {
+    use kuatia_domain::tenant::TenantError;
+    match err {
+        identity::InvitationError::BadEmail => {
+            ApiError::invalid_field("email", "invalid_email", err.to_string())
+        }
+        identity::InvitationError::UnknownToken
+        | identity::InvitationError::Access(kuatia_application::access::AccessError::Refused(
+            TenantError::UnknownInvitation,
+        )) => ApiError::not_found("no invitation matches this link"),
+        identity::InvitationError::Access(kuatia_application::access::AccessError::Refused(
+            e @ (TenantError::InvitationClosed | TenantError::AlreadyMember),
+        )) => ApiError::new(ErrorCode::ConflictError, e.to_string()),
+        identity::InvitationError::Access(kuatia_application::access::AccessError::Refused(
+            e @ TenantError::NotInvitee,
+        )) => ApiError::forbidden(format!("{e}: log in as the invited address to accept it")),
+        identity::InvitationError::Access(other) => access_error(other),
+    }
+}
+
 /// Needed by `POST /v1/memberships`.
 pub const CREATE_MEMBERSHIP: Permission = Permission::ManageAccess;
 
-/// Gives a registered user a role in the caller's tenant.
+/// Invites a person to the caller's tenant (DECISIONS §11): nobody is added until the invitee,
+/// logged in as the invited email, accepts with `POST /v1/invitations/{token}/accept`. The
+/// answer is the same whether or not the email belongs to a registered user. With a mail server
+/// (`KUATIA_SMTP_URL`) the link is emailed; otherwise it is in `accept_url`, for the inviter to
+/// pass on.
 #[utoipa::path(
     post,
     path = "/v1/memberships",
@@ -236,53 +318,229 @@ pub const CREATE_MEMBERSHIP: Permission = Permission::ManageAccess;
     params(("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")),
     request_body = CreateMembership,
     responses(
-        (status = 201, description = "Member added", body = MembershipView),
-        (status = 400, description = "Unknown user, or neither/both of user_id and email", body = ErrorBody),
-        (status = 403, description = "Caller is not owner or admin (owners only grant owner), or is a company-scoped key", body = ErrorBody),
-        (status = 409, description = "Already a member", body = ErrorBody)
+        (status = 202, description = "Invited (valid 7 days)", body = InvitationView),
+        (status = 400, description = "Not an email, an unknown user id, or neither/both of user_id and email", body = ErrorBody),
+        (status = 403, description = "Caller is not owner or admin (owners only invite owners), or is a company-scoped key", body = ErrorBody)
     )
 )]
 pub async fn create_membership(
     State(state): State<AppState>,
     caller: Caller,
+    headers: axum::http::HeaderMap,
     Json(body): Json<CreateMembership>,
-) -> Result<(StatusCode, axum::Json<MembershipView>), ApiError> {
+) -> Result<(StatusCode, axum::Json<InvitationView>), ApiError> {
     caller.require(CREATE_MEMBERSHIP)?;
     // A membership is tenant-wide: a company-scoped key granting one would reach beyond its
     // company (register a user, make it admin, log in as it, mint an unscoped key).
     tenant_wide(&caller)?;
-    let user = match (body.user_id, body.email.as_deref()) {
-        (Some(id), None) => identity::user_by_id(&state.store, id).await?,
-        (None, Some(email)) => identity::user_by_email(&state.store, email).await?,
+    let email = match (body.user_id, body.email) {
+        (Some(id), None) => {
+            identity::user_by_id(&state.store, id)
+                .await?
+                .ok_or_else(|| {
+                    ApiError::invalid_field("user_id", "unknown_user", "no registered user has this id")
+                })?
+                .email
+        }
+        (None, Some(email)) => email,
         _ => return Err(ApiError::validation("give exactly one of user_id and email")),
-    }
-    .ok_or_else(|| ApiError::invalid_field("user_id", "unknown_user", "no registered user matches"))?;
+    };
     let tenant = kuatia_projections::access::tenant(&state.store, caller.tenant)
         .await?
         .ok_or_else(|| ApiError::not_found("no such tenant"))?;
-    identity::add_member(
+    let invitation = identity::invite(
         &state.store,
         caller.tenant,
         &tenant.stream_id,
-        user.id,
+        &email,
         body.role,
         caller.role,
         caller.metadata(),
     )
     .await
-    .map_err(|e| match e {
-        kuatia_application::access::AccessError::Refused(
-            kuatia_domain::tenant::TenantError::AlreadyMember,
-        ) => ApiError::new(
-            ErrorCode::ConflictError,
-            "the user is already a member of this tenant",
-        ),
-        other => access_error(other),
-    })?;
-    let row = kuatia_projections::access::membership(&state.store, caller.tenant, user.id)
+    .map_err(invitation_error)?;
+    let accept_url = format!(
+        "{}/invitations/{}",
+        crate::routes::artifacts::origin(&headers),
+        invitation.token
+    );
+    if state.mail_configured {
+        crate::delivery::queue_invitation_email(
+            state.jobs.as_ref(),
+            caller.tenant,
+            &invitation,
+            &tenant.name,
+            &accept_url,
+        )
+        .await?;
+    }
+    Ok((
+        StatusCode::ACCEPTED,
+        axum::Json(InvitationView {
+            invitation_id: invitation.id,
+            status: "invited".to_owned(),
+            email: invitation.email,
+            role: invitation.role,
+            expires_at: invitation.expires_at,
+            accept_url: (!state.mail_configured).then_some(accept_url),
+            membership_id: None,
+            invited_by: None,
+            created_at: None,
+        }),
+    ))
+}
+
+/// Needed by `GET /v1/invitations` and `DELETE /v1/invitations/{id}`.
+pub const MANAGE_INVITATIONS: Permission = Permission::ManageAccess;
+
+/// The tenant's invitations, newest first (pending, accepted, revoked and expired).
+#[utoipa::path(
+    get,
+    path = "/v1/invitations",
+    tag = "tenancy",
+    security(("api_key" = []), ("session" = [])),
+    params(("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")),
+    responses(
+        (status = 200, description = "The invitations", body = Vec<InvitationView>),
+        (status = 403, description = "Caller is not owner or admin, or is a company-scoped key", body = ErrorBody)
+    )
+)]
+pub async fn list_invitations(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<axum::Json<Vec<InvitationView>>, ApiError> {
+    caller.require(MANAGE_INVITATIONS)?;
+    tenant_wide(&caller)?;
+    let now = Utc::now();
+    let rows = kuatia_projections::access::invitations(&state.store, caller.tenant).await?;
+    Ok(axum::Json(
+        rows.iter().map(|r| InvitationView::from_row(r, now)).collect(),
+    ))
+}
+
+/// Revokes a pending invitation (an event, `InvitationRevoked`): its link no longer accepts.
+/// Revoking one that is no longer pending changes nothing.
+#[utoipa::path(
+    delete,
+    path = "/v1/invitations/{id}",
+    tag = "tenancy",
+    security(("api_key" = []), ("session" = [])),
+    params(
+        ("id" = Uuid, Path, description = "Invitation id"),
+        ("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")
+    ),
+    responses(
+        (status = 204, description = "Revoked"),
+        (status = 403, description = "Caller is not owner or admin, is a company-scoped key, or (not an owner) revokes an owner's invitation", body = ErrorBody),
+        (status = 404, description = "No such invitation", body = ErrorBody)
+    )
+)]
+pub async fn revoke_invitation(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+) -> Result<StatusCode, ApiError> {
+    caller.require(MANAGE_INVITATIONS)?;
+    tenant_wide(&caller)?;
+    let found = kuatia_projections::access::invitation(&state.store, id)
         .await?
-        .ok_or_else(|| ApiError::new(ErrorCode::InternalError, "the membership is not readable"))?;
-    Ok((StatusCode::CREATED, axum::Json(membership_view(&row))))
+        .filter(|row| row.tenant_id == caller.tenant)
+        .ok_or_else(|| ApiError::not_found("no such invitation"))?;
+    let tenant = kuatia_projections::access::tenant(&state.store, caller.tenant)
+        .await?
+        .ok_or_else(|| ApiError::not_found("no such tenant"))?;
+    identity::revoke_invitation(
+        &state.store,
+        caller.tenant,
+        &tenant.stream_id,
+        found.id,
+        caller.role,
+        caller.metadata(),
+    )
+    .await
+    .map_err(|e| invitation_error(e.into()))?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The invitation a token accepts, with its tenant's stream.
+pub(crate) async fn invitation_of_token(
+    state: &AppState,
+    token: &str,
+) -> Result<
+    (
+        kuatia_projections::access::InvitationRow,
+        kuatia_projections::access::TenantRow,
+    ),
+    ApiError,
+> {
+    let unknown = || invitation_error(identity::InvitationError::UnknownToken);
+    let (tenant_id, id) = identity::invitation_of_token(&state.store, token)
+        .await?
+        .ok_or_else(unknown)?;
+    let row = kuatia_projections::access::invitation(&state.store, id)
+        .await?
+        .filter(|r| r.tenant_id == tenant_id)
+        .ok_or_else(unknown)?;
+    let tenant = kuatia_projections::access::tenant(&state.store, tenant_id)
+        .await?
+        .ok_or_else(unknown)?;
+    Ok((row, tenant))
+}
+
+/// Accepts an invitation: the caller's session must be the invited email's; the token alone
+/// grants nothing. The membership is granted now (`MemberAdded`, naming the invitation).
+#[utoipa::path(
+    post,
+    path = "/v1/invitations/{token}/accept",
+    tag = "tenancy",
+    security(("session" = [])),
+    params(("token" = String, Path, description = "The invitation's token (the end of its accept_url)")),
+    responses(
+        (status = 200, description = "Accepted: the membership", body = MembershipView),
+        (status = 401, description = "Not logged in", body = ErrorBody),
+        (status = 403, description = "An API key, or a session of another email address", body = ErrorBody),
+        (status = 404, description = "No invitation has this token", body = ErrorBody),
+        (status = 409, description = "Already accepted, revoked or expired; or already a member", body = ErrorBody)
+    )
+)]
+pub async fn accept_invitation(
+    State(state): State<AppState>,
+    credentials: Credentials,
+    Path(token): Path<String>,
+) -> Result<axum::Json<MembershipView>, ApiError> {
+    let Credentials::Session { user, .. } = credentials else {
+        return Err(ApiError::forbidden(
+            "an invitation is accepted by the invited person, logged in (POST /v1/auth/login), not with an API key",
+        ));
+    };
+    let row = accept(&state, &token, &user).await?;
+    Ok(axum::Json(membership_view(&row)))
+}
+
+/// `user` accepts the invitation of `token`: the membership it became.
+pub(crate) async fn accept(
+    state: &AppState,
+    token: &str,
+    user: &identity::User,
+) -> Result<kuatia_projections::access::MembershipRow, ApiError> {
+    let (invitation, tenant) = invitation_of_token(state, token).await?;
+    let metadata = kuatia_application::event_store::EventMetadata {
+        actor: Some(format!("user:{}", user.id)),
+        ..Default::default()
+    };
+    let membership_id = identity::accept_invitation(
+        &state.store,
+        invitation.tenant_id,
+        &tenant.stream_id,
+        invitation.id,
+        user,
+        metadata,
+    )
+    .await
+    .map_err(invitation_error)?;
+    kuatia_projections::access::membership_by_id(&state.store, invitation.tenant_id, membership_id)
+        .await?
+        .ok_or_else(|| ApiError::new(ErrorCode::InternalError, "the membership is not readable"))
 }
 
 /// Needed by `GET /v1/memberships`, `PATCH` and `DELETE /v1/memberships/{id}`.

@@ -31,6 +31,8 @@ pub const PERMISSIONS: &[(&str, &str, Permission)] = &[
     ("get", "/v1/memberships", identity::MANAGE_MEMBERSHIPS),
     ("patch", "/v1/memberships/{id}", identity::MANAGE_MEMBERSHIPS),
     ("delete", "/v1/memberships/{id}", identity::MANAGE_MEMBERSHIPS),
+    ("get", "/v1/invitations", identity::MANAGE_INVITATIONS),
+    ("delete", "/v1/invitations/{id}", identity::MANAGE_INVITATIONS),
     ("get", "/v1/companies", companies::LIST_COMPANIES),
     ("post", "/v1/companies", companies::CREATE_COMPANY),
     ("patch", "/v1/companies/{id}", companies::UPDATE_COMPANY),

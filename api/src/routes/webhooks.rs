@@ -14,7 +14,6 @@ use kuatia_application::webhooks::{self as app, DeliveryRow, DeliveryStatus, Web
 use kuatia_domain::access::Permission;
 use kuatia_domain::tenancy::Environment;
 use kuatia_domain::webhook::EndpointSettings;
-use kuatia_infrastructure::webhooks::check_destination;
 use kuatia_projections::webhooks::{self as read, EndpointRow};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -235,7 +234,8 @@ async fn check(state: &AppState, caller: &Caller, settings: &EndpointSettings) -
     if !issues.is_empty() {
         return Err(invalid(issues));
     }
-    if let Err(refusal) = check_destination(&settings.url, environment == Environment::Production).await {
+    let rules = state.destinations.rules(environment == Environment::Production);
+    if let Err(refusal) = kuatia_infrastructure::webhooks::check_saved(&settings.url, &rules).await {
         return Err(ApiError::invalid_field(
             "url",
             refusal.code(),
@@ -489,7 +489,8 @@ pub async fn test_webhook(
     caller.require(MANAGE_WEBHOOKS)?;
     let endpoint = find(&state, &caller, id).await?;
     let webhooks =
-        crate::webhooks::Webhooks::new(state.store.clone(), state.jobs.clone(), state.vault.clone());
+        crate::webhooks::Webhooks::new(state.store.clone(), state.jobs.clone(), state.vault.clone())
+            .with_destinations(state.destinations.clone());
     let (row, sent) = webhooks.send_test(caller.tenant, &endpoint).await.map_err(|e| {
         ApiError::new(
             ErrorCode::InternalError,

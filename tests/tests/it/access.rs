@@ -706,6 +706,61 @@ async fn a_company_scoped_admin_key_cannot_make_tenant_wide_members() {
             .json(&json!({"user_id": user["id"], "role": "viewer"})),
     )
     .await;
-    assert_eq!(status, 201, "{answer}");
+    assert_eq!(status, 202, "{answer}");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn events_about_keys_carry_no_hash() {
+    // `/v1/events` showed auditors every API key's SHA-256.
+    let app = TestApp::spawn().await;
+    let (status, created) = app.create_tenant("hashless").await;
+    assert_eq!(status, 201, "{created}");
+    let tenant = created["id"].as_str().expect("id").to_owned();
+    let owner = created["bootstrap_api_key"].as_str().expect("key").to_owned();
+    let (status, erp) = issue(&app, &owner, &tenant, json!({"name": "ERP", "role": "issuer"})).await;
+    assert_eq!(status, 201, "{erp}");
+    let erp_key = erp["key"].as_str().expect("key").to_owned();
+    let (status, page) = body(
+        app.as_key(Method::GET, "/v1/events?after=0&limit=1000", &owner, &tenant)
+            .send()
+            .await
+            .expect("events"),
+    )
+    .await;
+    assert_eq!(status, 200, "{page}");
+    let text = page.to_string();
+    for key in [&owner, &erp_key] {
+        let hash = kuatia_application::access::sha256_hex(key);
+        assert!(!text.contains(&hash), "a key hash is in the log: {text}");
+        assert!(!text.contains(key.as_str()), "a key is in the log");
+    }
+    let issued: Vec<&Value> = page["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter(|e| e["type"] == "ApiKeyIssued")
+        .collect();
+    assert_eq!(issued.len(), 2, "{text}");
+    assert!(
+        issued.iter().any(|e| e.to_string().contains(&erp_key[..12])),
+        "the prefix: {text}"
+    );
+
+    // Both keys still authenticate, also after the access projection is rebuilt from the log.
+    let store = app.service().database.store();
+    kuatia_projections::runtime::rebuild(&store, &kuatia_projections::access::Access, &|_, _| {})
+        .await
+        .expect("rebuild access");
+    for key in [&owner, &erp_key] {
+        let (status, current) = body(
+            app.as_key(Method::GET, "/v1/api-keys/current", key, &tenant)
+                .send()
+                .await
+                .expect("current"),
+        )
+        .await;
+        assert_eq!(status, 200, "{current}");
+    }
     app.stop().await;
 }

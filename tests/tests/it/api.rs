@@ -658,3 +658,43 @@ async fn connections_past_the_cap_wait_until_one_closes() {
     assert_eq!(served.status(), 200);
     app.stop().await;
 }
+
+#[tokio::test]
+async fn an_oversized_request_line_or_header_block_is_refused_in_the_error_shape() {
+    // The HTTP layer answered 414 and 431 with empty bodies.
+    let app = TestApp::spawn().await;
+    let long = app
+        .client
+        .get(format!("{}/health?q={}", app.base, "a".repeat(9 * 1024)))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(long.status(), 414);
+    let body: Value = long.json().await.expect("json");
+    assert_error_shape(&body, "validation_error");
+    assert!(
+        body["message"].as_str().is_some_and(|m| m.contains("8192")),
+        "{body}"
+    );
+
+    let mut many = app.client.get(format!("{}/health", app.base));
+    for i in 0..120 {
+        many = many.header(format!("x-filler-{i}"), "1");
+    }
+    let many = many.send().await.expect("send");
+    assert_eq!(many.status(), 431);
+    let body: Value = many.json().await.expect("json");
+    assert_error_shape(&body, "validation_error");
+
+    let big = app
+        .client
+        .get(format!("{}/health", app.base))
+        .header("x-filler", "b".repeat(40 * 1024))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(big.status(), 431);
+    let body: Value = big.json().await.expect("json");
+    assert_error_shape(&body, "validation_error");
+    app.stop().await;
+}

@@ -383,6 +383,71 @@ async fn a_legacy_rc2_pfx_is_accepted() {
 }
 
 #[tokio::test]
+async fn a_pfx_that_asks_for_too_much_key_derivation_is_refused_before_any_is_done() {
+    use kuatia_tests::hostile_pfx;
+    let f = Fixture::new().await;
+    for (what, pfx, names) in [
+        // ~6 700 safes of 1M PBKDF2 iterations fit in 1 MiB: 17 CPU-minutes. Each is refused at
+        // the first derivation over the cap, and many small ones by their count or their sum.
+        (
+            "one safe of 1M iterations",
+            hostile_pfx::many_safes(1, 1_000_000),
+            "600000",
+        ),
+        ("1 000 safes", hostile_pfx::many_safes(1_000, 2_048), "safes"),
+        (
+            "7 safes of 500 000",
+            hostile_pfx::many_safes(7, 500_000),
+            "2000000",
+        ),
+        // scrypt N=2^20, r=8: 1 GiB of memory per upload.
+        ("scrypt of 1 GiB", hostile_pfx::scrypt_safe(1 << 20, 8, 1), "MiB"),
+        ("a MAC of 10M iterations", hostile_pfx::mac(10_000_000), "MAC"),
+    ] {
+        let (status, err) = f.upload(&f.company, &pfx, "any password").await;
+        assert_eq!(
+            (status, err["code"].as_str()),
+            (400, Some("validation_error")),
+            "{what}: {err}"
+        );
+        let error = &err["details"]["errors"][0];
+        assert_eq!(
+            (error["field"].as_str(), error["code"].as_str()),
+            (Some("pfx_base64"), Some("pfx_work_limit")),
+            "{what}: {err}"
+        );
+        let message = error["message"].as_str().unwrap_or_default();
+        assert!(message.contains(names), "{what}: {message}");
+    }
+    f.app.stop().await;
+}
+
+#[test]
+fn the_work_counter_sees_inside_encrypted_safes_of_legacy_and_current_files() {
+    use kuatia_infrastructure::pfx_work::{Limits, check};
+    // OpenSSL 3's default: PBES2 (PBKDF2-SHA256, AES-256) for the certificates' safe and the key,
+    // a SHA-256 MAC; 2 048 iterations each.
+    let current = good_spec(RUC).pfx(PASSWORD).expect("pfx");
+    let work = check(&current, PASSWORD, Limits::default()).expect("within the limits");
+    assert_eq!(
+        (work.derivations, work.iterations, work.safes, work.bags),
+        (3, 3 * 2_048, 2, 2),
+        "{work:?}: the certificate bag inside the AES safe is seen"
+    );
+    // The legacy file: the certificate in an RC2-40 safe, the key under 3DES; the key bag and the
+    // certificate bag are both seen (the RC2 safe was decrypted to count what it holds).
+    let legacy = legacy_pfx(&good_spec(RUC), PASSWORD);
+    let work = check(&legacy, PASSWORD, Limits::default()).expect("within the limits");
+    assert_eq!((work.derivations, work.safes, work.bags), (3, 2, 2), "{work:?}");
+    // Tighter limits refuse the very same file.
+    let tight = Limits {
+        derivations: 2,
+        ..Limits::default()
+    };
+    assert!(check(&current, PASSWORD, tight).is_err());
+}
+
+#[tokio::test]
 async fn wrong_passwords_garbage_duplicates_and_unknown_companies_are_refused() {
     let f = Fixture::new().await;
     let pfx = good_spec(RUC).pfx(PASSWORD).expect("pfx");

@@ -94,7 +94,7 @@ async fn an_integrator_goes_from_nothing_to_a_ready_sifen_channel_in_the_first_h
     );
     assert_eq!(user["email"], EMAIL);
 
-    // 3. Her membership as admin, granted with the bootstrap key.
+    // 3. Her membership as admin: an invitation made with the bootstrap key.
     refused(
         "a membership without credentials",
         &send(
@@ -107,17 +107,19 @@ async fn an_integrator_goes_from_nothing_to_a_ready_sifen_channel_in_the_first_h
         401,
         "authentication_error",
     );
-    let membership = created(
-        "membership",
-        &send(with_key(Method::POST, "/v1/memberships").json(&json!({"email": EMAIL, "role": "admin"})))
-            .await,
-    );
+    let (status, _, invitation) =
+        send(with_key(Method::POST, "/v1/memberships").json(&json!({"email": EMAIL, "role": "admin"}))).await;
+    assert_eq!(status, 202, "an invitation: {invitation}");
     assert_eq!(
-        (membership["user_id"].as_str(), membership["role"].as_str()),
-        (user["id"].as_str(), Some("admin"))
+        (invitation["status"].as_str(), invitation["role"].as_str()),
+        (Some("invited"), Some("admin"))
     );
+    let accept_url = invitation["accept_url"]
+        .as_str()
+        .expect("accept_url (no mail server)");
+    let token = accept_url.rsplit('/').next().expect("token").to_owned();
 
-    // 4. Login: the session lives in the kuatia_session cookie.
+    // 4. Login: the session lives in the kuatia_session cookie; she accepts the invitation with it.
     refused(
         "a wrong password",
         &send(
@@ -136,10 +138,7 @@ async fn an_integrator_goes_from_nothing_to_a_ready_sifen_channel_in_the_first_h
     )
     .await;
     assert_eq!(status, 200, "{answer}");
-    assert_eq!(
-        answer["memberships"],
-        json!([{"tenant_id": tenant_id, "role": "admin"}])
-    );
+    assert_eq!(answer["memberships"], json!([]), "not a member before accepting");
     let set_cookie = headers
         .get("set-cookie")
         .and_then(|v| v.to_str().ok())
@@ -150,6 +149,17 @@ async fn an_integrator_goes_from_nothing_to_a_ready_sifen_channel_in_the_first_h
         "{set_cookie}"
     );
     let cookie = set_cookie.split(';').next().expect("pair").to_owned();
+    let (status, _, membership) = send(
+        app.client
+            .post(url(&format!("/v1/invitations/{token}/accept")))
+            .header("Cookie", cookie.clone()),
+    )
+    .await;
+    assert_eq!(status, 200, "{membership}");
+    assert_eq!(
+        (membership["user_id"].as_str(), membership["role"].as_str()),
+        (user["id"].as_str(), Some("admin"))
+    );
     // Cookie-authenticated unsafe requests carry X-Tenant-Id (the CSRF defence).
     let console = |method: Method, path: &str| {
         app.client

@@ -39,6 +39,40 @@ fn cookie_pair(set_cookie: &str) -> String {
     set_cookie.split(';').next().expect("pair").to_owned()
 }
 
+/// The token at the end of an invitation's `accept_url`.
+fn token_of(invitation: &Value) -> String {
+    let url = invitation["accept_url"].as_str().expect("accept_url");
+    url.rsplit('/').next().expect("token").to_owned()
+}
+
+/// Invites `email` (registering it first if needed) with `key`, then accepts as that user: the
+/// membership and the user's session cookie.
+pub(crate) async fn join(app: &TestApp, tenant: &str, key: &str, email: &str, role: &str) -> (Value, String) {
+    let password = "a long enough secret";
+    register(app, email, password).await;
+    let (status, _, invitation) = send(
+        app.as_key(Method::POST, "/v1/memberships", key, tenant)
+            .json(&json!({"email": email, "role": role})),
+    )
+    .await;
+    assert_eq!(status, 202, "{invitation}");
+    let (status, set_cookie, body) = login(app, email, password).await;
+    assert_eq!(status, 200, "{body}");
+    let cookie = cookie_pair(&set_cookie.expect("cookie"));
+    let (status, _, membership) = send(
+        app.client
+            .post(format!(
+                "{}/v1/invitations/{}/accept",
+                app.base,
+                token_of(&invitation)
+            ))
+            .header("Cookie", &cookie),
+    )
+    .await;
+    assert_eq!(status, 200, "{membership}");
+    (membership, cookie)
+}
+
 #[tokio::test]
 async fn registration_refuses_bad_or_taken_emails_alike_and_short_passwords() {
     let app = TestApp::spawn().await;
@@ -88,22 +122,30 @@ async fn a_member_logs_in_works_through_the_cookie_and_logs_out() {
         "one message for unknown users and wrong passwords"
     );
 
-    let (status, _, member) = send(
-        app.as_key(Method::POST, "/v1/memberships", &owner, &tenant)
-            .json(&json!({"email": "ana@example.com", "role": "admin"})),
-    )
-    .await;
-    assert_eq!(status, 201, "{member}");
+    let (member, _) = join(&app, &tenant, &owner, "ana@example.com", "admin").await;
     assert_eq!(
         (member["role"].as_str(), member["tenant_id"].as_str()),
         (Some("admin"), Some(tenant.as_str()))
     );
+    // Invited again, she cannot join twice.
     let (status, _, again) = send(
         app.as_key(Method::POST, "/v1/memberships", &owner, &tenant)
             .json(&json!({"user_id": member["user_id"], "role": "viewer"})),
     )
     .await;
-    assert_eq!((status, again["code"].as_str()), (409, Some("conflict_error")));
+    assert_eq!(status, 202, "{again}");
+    let (_, set_cookie, _) = login(&app, "ana@example.com", "a long enough secret").await;
+    let (status, _, twice) = send(
+        app.client
+            .post(format!("{}/v1/invitations/{}/accept", app.base, token_of(&again)))
+            .header("Cookie", cookie_pair(&set_cookie.expect("cookie"))),
+    )
+    .await;
+    assert_eq!(
+        (status, twice["code"].as_str()),
+        (409, Some("conflict_error")),
+        "{twice}"
+    );
 
     let (status, set_cookie, answer) = login(&app, "ana@example.com", "a long enough secret").await;
     assert_eq!(status, 200, "{answer}");
@@ -182,14 +224,7 @@ async fn a_member_logs_in_works_through_the_cookie_and_logs_out() {
 async fn an_expired_session_no_longer_authenticates() {
     let app = TestApp::spawn().await;
     let (tenant, owner) = app.tenant("acme").await;
-    register(&app, "ana@example.com", "a long enough secret").await;
-    send(
-        app.as_key(Method::POST, "/v1/memberships", &owner, &tenant)
-            .json(&json!({"email": "ana@example.com", "role": "viewer"})),
-    )
-    .await;
-    let (_, set_cookie, _) = login(&app, "ana@example.com", "a long enough secret").await;
-    let cookie = cookie_pair(&set_cookie.expect("cookie"));
+    let (_, cookie) = join(&app, &tenant, &owner, "ana@example.com", "viewer").await;
     let read = || {
         app.client
             .get(format!("{}/v1/tenants/{tenant}", app.base))
@@ -230,17 +265,315 @@ async fn only_owners_and_admins_add_members_and_only_owners_add_owners() {
     assert_eq!(status, 403);
     let (status, _, _) = send(add(admin["key"].as_str().expect("k").to_owned(), "owner")).await;
     assert_eq!(status, 403);
-    let (status, _, unknown) = send(
+    let (status, _, _) = send(add(owner.clone(), "owner")).await;
+    assert_eq!(status, 202);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn an_invitation_neither_reveals_who_is_registered_nor_adds_anyone_until_its_invitee_accepts() {
+    let app = TestApp::spawn().await;
+    let (tenant, owner) = app.tenant("acme").await;
+    let (_, other_key) = app.tenant("globex").await;
+    let password = "a long enough secret";
+    register(&app, "ana@example.com", password).await;
+    let invite = |email: &str| {
         app.as_key(Method::POST, "/v1/memberships", &owner, &tenant)
-            .json(&json!({"email": "ghost@example.com", "role": "viewer"})),
+            .json(&json!({"email": email, "role": "issuer"}))
+    };
+    // A registered and an unknown address get the same answer.
+    let (status, _, known) = send(invite("Ana@Example.com ")).await;
+    assert_eq!(status, 202, "{known}");
+    let (status, _, unknown) = send(invite("ghost@example.com")).await;
+    assert_eq!(status, 202, "{unknown}");
+    let keys = |v: &Value| {
+        let mut k: Vec<String> = v.as_object().expect("object").keys().cloned().collect();
+        k.sort();
+        k
+    };
+    assert_eq!(keys(&known), keys(&unknown));
+    assert_eq!(
+        keys(&known),
+        [
+            "accept_url",
+            "email",
+            "expires_at",
+            "invitation_id",
+            "role",
+            "status"
+        ]
+    );
+    assert_eq!(
+        (
+            known["status"].as_str(),
+            known["email"].as_str(),
+            known["role"].as_str()
+        ),
+        (Some("invited"), Some("ana@example.com"), Some("issuer"))
+    );
+    let expires: chrono::DateTime<chrono::Utc> =
+        serde_json::from_value(known["expires_at"].clone()).expect("expires_at");
+    let days = (expires - chrono::Utc::now()).num_hours();
+    assert!((167..=168).contains(&days), "{known}");
+    let token = token_of(&known);
+    assert_eq!(token.len(), 43, "{known}");
+    assert!(
+        known["accept_url"]
+            .as_str()
+            .expect("url")
+            .starts_with(&format!("{}/invitations/", app.base))
+    );
+    let accept = |token: &str| {
+        app.client
+            .post(format!("{}/v1/invitations/{token}/accept", app.base))
+    };
+
+    // Nobody was added; Ana's login shows no membership yet.
+    let (_, set_cookie, answer) = login(&app, "ana@example.com", password).await;
+    assert_eq!(answer["memberships"], json!([]), "{answer}");
+    let ana = cookie_pair(&set_cookie.expect("cookie"));
+    let (_, _, members) = send(app.as_key(Method::GET, "/v1/memberships", &owner, &tenant)).await;
+    assert_eq!(members, json!([]));
+
+    // The token alone grants nothing: no credentials, an API key, another user's session.
+    let (status, _, body) = send(accept(&token)).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (401, Some("authentication_error")),
+        "{body}"
+    );
+    let (status, _, body) = send(accept(&token).bearer_auth(&other_key)).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (403, Some("permission_error")),
+        "{body}"
+    );
+    register(&app, "beto@example.com", password).await;
+    let (_, set_cookie, _) = login(&app, "beto@example.com", password).await;
+    let beto = cookie_pair(&set_cookie.expect("cookie"));
+    let (status, _, body) = send(accept(&token).header("Cookie", &beto)).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (403, Some("permission_error")),
+        "{body}"
+    );
+    let (status, _, body) = send(accept("x".repeat(43).as_str()).header("Cookie", &ana)).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (404, Some("not_found")),
+        "{body}"
+    );
+
+    // Ana accepts with her own session: now she is a member, once.
+    let (status, _, membership) = send(accept(&token).header("Cookie", &ana)).await;
+    assert_eq!(status, 200, "{membership}");
+    assert_eq!(
+        (membership["tenant_id"].as_str(), membership["role"].as_str()),
+        (Some(tenant.as_str()), Some("issuer"))
+    );
+    let (status, _, body) = send(accept(&token).header("Cookie", &ana)).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (409, Some("conflict_error")),
+        "{body}"
+    );
+    let (status, _, _) = send(
+        app.client
+            .get(format!("{}/v1/tenants/{tenant}", app.base))
+            .header("Cookie", &ana)
+            .header("X-Tenant-Id", &tenant),
+    )
+    .await;
+    assert_eq!(status, 200);
+
+    // A revoked invitation accepts no more; the list shows each one's state.
+    let (_, _, for_beto) = send(invite("beto@example.com")).await;
+    let id = for_beto["invitation_id"].as_str().expect("id").to_owned();
+    let (status, _, _) = send(app.as_key(
+        Method::DELETE,
+        &format!("/v1/invitations/{id}"),
+        &other_key,
+        &tenant,
+    ))
+    .await;
+    assert_eq!(status, 403, "another tenant's key");
+    let (status, _, _) = send(app.as_key(
+        Method::DELETE,
+        &format!("/v1/invitations/{}", uuid::Uuid::now_v7()),
+        &owner,
+        &tenant,
+    ))
+    .await;
+    assert_eq!(status, 404);
+    let (status, _, _) =
+        send(app.as_key(Method::DELETE, &format!("/v1/invitations/{id}"), &owner, &tenant)).await;
+    assert_eq!(status, 204);
+    let (status, _, body) = send(accept(&token_of(&for_beto)).header("Cookie", &beto)).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (409, Some("conflict_error")),
+        "{body}"
+    );
+    let (status, _, listed) = send(app.as_key(Method::GET, "/v1/invitations", &owner, &tenant)).await;
+    assert_eq!(status, 200, "{listed}");
+    let states: Vec<(&str, &str)> = listed
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|i| {
+            (
+                i["email"].as_str().unwrap_or(""),
+                i["status"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("beto@example.com", "revoked"),
+            ("ghost@example.com", "invited"),
+            ("ana@example.com", "accepted"),
+        ]
+    );
+    assert!(
+        listed
+            .as_array()
+            .expect("list")
+            .iter()
+            .all(|i| i.get("accept_url").is_none())
+    );
+    assert_eq!(listed[2]["membership_id"], membership["id"]);
+
+    // Each step is an event; none carries the token.
+    let (_, _, page) = send(app.as_key(Method::GET, "/v1/events?after=0&limit=1000", &owner, &tenant)).await;
+    let text = page.to_string();
+    for kind in ["MemberInvited", "MemberAdded", "InvitationRevoked"] {
+        assert!(text.contains(kind), "{kind}: {text}");
+    }
+    assert!(!text.contains(&token), "the token is in the log");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn with_a_mail_server_the_invitation_link_is_emailed_and_not_answered() {
+    let (smtp_port, mail) = crate::webhooks::start_smtp().await;
+    let app = TestApp::spawn_with(|c| {
+        c.smtp_url = Some(kuatia_infrastructure::config::Secret::new(format!(
+            "smtp://127.0.0.1:{smtp_port}"
+        )));
+    })
+    .await;
+    let (tenant, owner) = app.tenant("acme").await;
+    let (status, _, invitation) = send(
+        app.as_key(Method::POST, "/v1/memberships", &owner, &tenant)
+            .json(&json!({"email": "ana@example.com", "role": "viewer"})),
+    )
+    .await;
+    assert_eq!(status, 202, "{invitation}");
+    assert!(invitation.get("accept_url").is_none(), "{invitation}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let (to, raw) = loop {
+        if let Some(m) = mail.lock().expect("mail").first().cloned() {
+            break m;
+        }
+        assert!(std::time::Instant::now() < deadline, "no email arrived");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert_eq!(to, vec!["ana@example.com".to_owned()]);
+    let message = crate::webhooks::summary(&raw);
+    let text = message["text"].as_str().expect("text");
+    let url = text
+        .split_whitespace()
+        .find(|w| w.contains("/invitations/"))
+        .unwrap_or_else(|| panic!("no link in {text}"));
+    let token = url.rsplit('/').next().expect("token");
+    // The emailed link accepts, with Ana's session.
+    register(&app, "ana@example.com", "a long enough secret").await;
+    let (_, set_cookie, _) = login(&app, "ana@example.com", "a long enough secret").await;
+    let (status, _, membership) = send(
+        app.client
+            .post(format!("{}/v1/invitations/{token}/accept", app.base))
+            .header("Cookie", cookie_pair(&set_cookie.expect("cookie"))),
     )
     .await;
     assert_eq!(
-        (status, unknown["code"].as_str()),
-        (400, Some("validation_error"))
+        (status, membership["role"].as_str()),
+        (200, Some("viewer")),
+        "{membership}"
     );
-    let (status, _, _) = send(add(owner.clone(), "owner")).await;
-    assert_eq!(status, 201);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn the_invitation_page_logs_the_invitee_in_and_accepts_without_javascript() {
+    let app = TestApp::spawn().await;
+    let (tenant, owner) = app.tenant("acme").await;
+    register(&app, "ana@example.com", "a long enough secret").await;
+    let (_, _, invitation) = send(
+        app.as_key(Method::POST, "/v1/memberships", &owner, &tenant)
+            .json(&json!({"email": "ana@example.com", "role": "issuer"})),
+    )
+    .await;
+    let url = invitation["accept_url"].as_str().expect("url").to_owned();
+    let page = app.client.get(&url).send().await.expect("page");
+    assert_eq!(page.status(), 200);
+    let html = page.text().await.expect("html");
+    assert!(
+        html.contains("ana@example.com") && html.contains("emisor"),
+        "{html}"
+    );
+    assert!(html.contains("name=\"password\""), "{html}");
+    let form = |password: &str| {
+        app.client
+            .post(&url)
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .body(format!("password={}", password.replace(' ', "+")))
+    };
+    let wrong = form("not her password").send().await.expect("post");
+    assert_eq!(wrong.status(), 401);
+    let done = form("a long enough secret").send().await.expect("post");
+    assert_eq!(done.status(), 200);
+    let cookie = done
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .map(cookie_pair)
+        .expect("a session");
+    assert!(done.text().await.expect("html").contains("Invitación aceptada"));
+    let (status, _, _) = send(
+        app.client
+            .get(format!("{}/v1/tenants/{tenant}", app.base))
+            .header("Cookie", &cookie)
+            .header("X-Tenant-Id", &tenant),
+    )
+    .await;
+    assert_eq!(status, 200);
+    // Closed now, and a made-up link is not found; what the inviter typed is escaped.
+    assert_eq!(app.client.get(&url).send().await.expect("page").status(), 409);
+    let (_, _, hostile) = send(
+        app.as_key(Method::POST, "/v1/memberships", &owner, &tenant)
+            .json(&json!({"email": "<script>alert(1)</script>@example.com", "role": "viewer"})),
+    )
+    .await;
+    if let Some(url) = hostile["accept_url"].as_str() {
+        let html = app
+            .client
+            .get(url)
+            .send()
+            .await
+            .expect("page")
+            .text()
+            .await
+            .expect("html");
+        assert!(!html.contains("<script>"), "{html}");
+    }
+    let missing = app
+        .client
+        .get(format!("{}/invitations/{}", app.base, "y".repeat(43)))
+        .send()
+        .await
+        .expect("page");
+    assert_eq!(missing.status(), 404);
     app.stop().await;
 }
 
@@ -276,12 +609,7 @@ async fn members_are_listed_changed_and_removed_and_the_last_owner_stays() {
     let as_key = |method: Method, path: &str| app.as_key(method, path, &owner_key, &tenant);
     let mut members = Vec::new();
     for (email, role) in [("ana@example.com", "owner"), ("beto@example.com", "admin")] {
-        let (status, user) = register(&app, email, "a long enough secret").await;
-        assert_eq!(status, 201, "{user}");
-        let (status, _, membership) =
-            send(as_key(Method::POST, "/v1/memberships").json(&json!({"user_id": user["id"], "role": role})))
-                .await;
-        assert_eq!(status, 201, "{membership}");
+        let (membership, _) = join(&app, &tenant, &owner_key, email, role).await;
         members.push(membership["id"].as_str().expect("id").to_owned());
     }
     let (ana, beto) = (members[0].clone(), members[1].clone());

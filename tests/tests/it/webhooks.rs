@@ -492,7 +492,7 @@ async fn endpoints_are_managed_tested_rotated_and_deleted() {
 
 #[tokio::test]
 async fn production_tenants_need_https_urls_that_do_not_lead_to_private_addresses() {
-    let app = TestApp::spawn().await;
+    let app = TestApp::spawn_with(|c| c.private_destinations = Some(String::new())).await;
     let (status, body) = send(
         app.client
             .post(format!("{}/v1/tenants", app.base))
@@ -531,9 +531,9 @@ async fn production_tenants_need_https_urls_that_do_not_lead_to_private_addresse
 
 /// A minimal SMTP server (RFC 5321: EHLO/HELO, MAIL, RCPT, DATA, QUIT) that stores each message.
 /// Messages the SMTP server got: (recipients, raw message).
-type Mailbox = Arc<Mutex<Vec<(Vec<String>, String)>>>;
+pub(crate) type Mailbox = Arc<Mutex<Vec<(Vec<String>, String)>>>;
 
-async fn start_smtp() -> (u16, Mailbox) {
+pub(crate) async fn start_smtp() -> (u16, Mailbox) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind smtp");
@@ -599,7 +599,7 @@ async fn start_smtp() -> (u16, Mailbox) {
     (port, messages)
 }
 
-fn summary(raw: &str) -> Value {
+pub(crate) fn summary(raw: &str) -> Value {
     let dir = ScratchDir::new();
     let path = dir.0.join("message.eml");
     std::fs::write(&path, raw).expect("write message");
@@ -992,7 +992,7 @@ async fn a_certificate_near_its_end_raises_certificate_expiring_once_per_thresho
 async fn a_production_tenant_s_sifen_endpoint_follows_the_destination_policy() {
     // A channel endpoint accepted loopback and private addresses on production tenants.
     use crate::documents::{CSC, PASSWORD, b64};
-    let app = TestApp::spawn().await;
+    let app = TestApp::spawn_with(|c| c.private_destinations = Some(String::new())).await;
     let (status, body) = send(
         app.client
             .post(format!("{}/v1/tenants", app.base))
@@ -1047,6 +1047,110 @@ async fn a_production_tenant_s_sifen_endpoint_follows_the_destination_policy() {
         "nothing stored: {channels}"
     );
     app.stop().await;
+}
+
+#[tokio::test]
+async fn under_public_signup_demo_tenants_reach_private_addresses_only_through_the_allow_list() {
+    // With public signup on, anyone's demo tenant pointed webhooks (and their test endpoint) at
+    // loopback and private addresses: a port scanner of the service's own network.
+    let inbox = Inbox::default();
+    let (port, _receiver) = start_receiver(inbox.clone(), 0).await;
+    let hook = format!("http://127.0.0.1:{port}/hook");
+    for (allow, public_signup, allowed) in [
+        ("", true, false),
+        ("10.0.0.0/8", true, false),
+        ("127.0.0.1", true, true),
+        ("", false, true),
+    ] {
+        let app = TestApp::spawn_with(|c| {
+            c.private_destinations = Some(allow.into());
+            c.public_signup = public_signup;
+        })
+        .await;
+        let (tenant, key) = if public_signup {
+            app.tenant("demo-hooks").await
+        } else {
+            // Signup is off: the operator makes the tenant.
+            let (tenant, key) = kuatia_application::access::create_tenant(
+                &app.service().database.store(),
+                kuatia_domain::tenancy::TenantSlug::parse("demo-hooks").expect("slug"),
+                "Demo Hooks".into(),
+                kuatia_domain::tenancy::Environment::Demo,
+                Default::default(),
+            )
+            .await
+            .expect("create the tenant");
+            (tenant.as_uuid().to_string(), key.key)
+        };
+        let post = |url: &str| {
+            app.as_key(Method::POST, "/v1/webhooks", &key, &tenant)
+                .json(&json!({"url": url, "events": ["*"]}))
+        };
+        let (status, body) = send(post(&hook)).await;
+        let case = format!("allow-list {allow:?}, public signup {public_signup}");
+        if allowed {
+            assert_eq!(status, 201, "{case}: {body}");
+            let (status, tested) = send(app.as_key(
+                Method::POST,
+                &format!("/v1/webhooks/{}/test", id(&body)),
+                &key,
+                &tenant,
+            ))
+            .await;
+            assert_eq!(
+                (status, tested["delivered"].as_bool()),
+                (200, Some(true)),
+                "{case}: {tested}"
+            );
+        } else {
+            assert_eq!(status, 400, "{case}: {body}");
+            assert_eq!(
+                body["details"]["errors"][0]["code"], "url_not_allowed",
+                "{case}: {body}"
+            );
+            for url in [
+                "http://localhost:9/hook",
+                "http://169.254.169.254/latest",
+                "http://[::ffff:127.0.0.1]:9/hook",
+            ] {
+                let (status, body) = send(post(url)).await;
+                assert_eq!(status, 400, "{case}: {url}: {body}");
+            }
+            // The demo tenant's SIFEN endpoint follows the same policy.
+            use crate::documents::{CSC, PASSWORD, b64};
+            let req = |m: Method, p: &str| app.as_key(m, p, &key, &tenant);
+            let (status, company) =
+                send(req(Method::POST, "/v1/companies").json(&TestApp::company_body("80069563-1"))).await;
+            assert_eq!(status, 201, "{company}");
+            let pfx = kuatia_infrastructure::selfsigned::SelfSigned::for_ruc(
+                "DE GENERACION ELECTRONICA S.A.",
+                "80069563-1",
+                365,
+            )
+            .pfx(PASSWORD)
+            .expect("pfx");
+            let (status, certificate) = send(req(Method::POST, "/v1/certificates").json(&json!({
+                "company_id": id(&company), "pfx_base64": b64(&pfx), "password": PASSWORD,
+            })))
+            .await;
+            assert_eq!(status, 201, "{certificate}");
+            let (status, body) = send(req(Method::POST, "/v1/emission-channels").json(&json!({
+                "company_id": id(&company),
+                "channel": "sifen",
+                "is_default": true,
+                "credentials": {"endpoint": "http://127.0.0.1:8082", "client_id": "client-1", "client_secret": "s3cret-value"},
+                "sifen": {"environment": "test", "timbrado": "12345678", "timbrado_valid_from": "2024-01-01",
+                          "csc_id": "0001", "csc": CSC, "certificate_id": id(&certificate)},
+            })))
+            .await;
+            assert_eq!(status, 400, "{case}: {body}");
+            assert_eq!(
+                body["details"]["errors"][0]["code"], "url_not_allowed",
+                "{case}: {body}"
+            );
+        }
+        app.stop().await;
+    }
 }
 
 #[tokio::test]
