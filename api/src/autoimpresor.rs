@@ -348,6 +348,7 @@ impl Autoimpresor {
         let command = DocumentCommand::RefuseIssuance {
             code: CONFIGURATION_ERROR.to_owned(),
             message,
+            field: None,
             at,
         };
         match self.run(tenant, id, vec![command]).await? {

@@ -521,6 +521,46 @@ impl JobHandler for Prepare {
     }
 
     async fn run(&self, job: &Job) -> Result<(), JobFailure> {
+        match self.prepare(job).await {
+            // Built, signed and sent, or to be tried again.
+            Ok(()) => Ok(()),
+            Err(JobFailure::Permanent(reason)) => self.0.refuse(job, reason).await,
+            Err(other) => Err(other),
+        }
+    }
+}
+
+impl Pipeline {
+    /// A queued document whose preparation failed for good (its DE cannot be built or signed, its
+    /// channel's setup is unusable) ends `failed_terminal` with the reason, instead of staying
+    /// queued with a dead job: `DocumentIssuanceRefused` (`document_build_failed`), which raises
+    /// `document.failed`. A document already past queuing keeps its state (the failure is then
+    /// the job's alone).
+    async fn refuse(&self, job: &Job, reason: String) -> Result<(), JobFailure> {
+        let id = document_id(job)?;
+        tracing::warn!(document = %id, %reason, "sifen: the document cannot be prepared");
+        // The document's own error need not name it.
+        let message = reason
+            .strip_prefix(&format!("document {id}: "))
+            .unwrap_or(&reason)
+            .to_owned();
+        let command = DocumentCommand::RefuseIssuance {
+            code: "document_build_failed".to_owned(),
+            message,
+            field: Some("sifen".to_owned()),
+            at: Utc::now(),
+        };
+        match self.run(job.tenant_id, id, vec![command]).await {
+            Ok(()) => Ok(()),
+            Err(DocumentsError::Conflict) => Err(retry("the document changed meanwhile")),
+            Err(DocumentsError::Refused(_) | DocumentsError::NotFound) => Err(JobFailure::Permanent(reason)),
+            Err(e) => Err(retry(e)),
+        }
+    }
+}
+
+impl Prepare {
+    async fn prepare(&self, job: &Job) -> Result<(), JobFailure> {
         let p = &self.0;
         let mut ticket = p.gate.start();
         // Numbered only by the turn's append, which expects the version loaded: a cached state

@@ -23,12 +23,13 @@ pub fn stream_id(tenant: TenantId, endpoint_id: Uuid) -> String {
 }
 
 /// Every event type a receiver can subscribe to (`*` subscribes to all).
-pub const EVENT_TYPES: [&str; 10] = [
+pub const EVENT_TYPES: [&str; 11] = [
     "document.accepted",
     "document.rejected",
     "document.validation_failed",
     "document.retrying",
     "document.failed_terminal",
+    "document.failed",
     "document.cancelled",
     "document.invalidated",
     "document.delivery_failed",
@@ -46,6 +47,7 @@ pub fn webhook_event_type(event: &DocumentEvent) -> Option<&'static str> {
         DocumentEvent::DocumentValidationFailed { .. } => "document.validation_failed",
         DocumentEvent::DocumentRetryScheduled { .. } => "document.retrying",
         DocumentEvent::DocumentFailedTerminally { .. } => "document.failed_terminal",
+        DocumentEvent::DocumentIssuanceRefused { .. } => "document.failed",
         DocumentEvent::DocumentCancelled { .. } => "document.cancelled",
         DocumentEvent::DocumentInvalidated { .. } => "document.invalidated",
         DocumentEvent::DeliveryRecorded {

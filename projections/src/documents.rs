@@ -181,13 +181,16 @@ async fn apply_own(
                 )
                 .await?;
             }
-            DocumentEvent::DocumentIssuanceRefused { code, message, .. } => {
+            DocumentEvent::DocumentIssuanceRefused {
+                code, message, field, ..
+            } => {
                 // A queued document has no errors yet: the refusal is its one error.
+                let path = field.as_deref().unwrap_or("autoimpresor");
                 tx.execute(
                     "UPDATE documents SET errors = $2 WHERE id = $1",
                     &[
                         SqlValue::Uuid(document_id),
-                        SqlValue::Json(json(&[Issue::new("autoimpresor", code, message.clone())])?),
+                        SqlValue::Json(json(&[Issue::new(path, code, message.clone())])?),
                     ],
                 )
                 .await?;

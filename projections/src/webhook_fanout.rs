@@ -106,7 +106,7 @@ impl Projection for WebhookFanout {
                 .as_object()
                 .and_then(|o| o.values().next().cloned())
                 .unwrap_or(Value::Null);
-            let body = json!({
+            let mut body = json!({
                 "id": id,
                 "type": kind,
                 "created_at": event.recorded_at,
@@ -118,8 +118,19 @@ impl Projection for WebhookFanout {
                 "channel": facts.channel,
                 "cdc": facts.cdc,
                 "data": data,
-            })
-            .to_string();
+            });
+            // `document.failed` says why, as the document's `errors` do.
+            if let DocumentEvent::DocumentIssuanceRefused {
+                code, message, field, ..
+            } = &decoded
+            {
+                body["errors"] = json!([{
+                    "field": field.as_deref().unwrap_or("autoimpresor"),
+                    "code": code,
+                    "message": message,
+                }]);
+            }
+            let body = body.to_string();
             for endpoint in receivers {
                 let row = app::record_delivery_in(
                     tx,

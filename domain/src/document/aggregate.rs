@@ -30,7 +30,7 @@
 //! | retrying, 60 h after signing | `GiveUp` | failed_terminal | `DocumentFailedTerminally` |
 //! | queued (autoimpresor) | `StartRendering` | rendering | `DocumentRenderingStarted` |
 //! | rendering | `RecordRendered` | accepted | `DocumentRendered` |
-//! | queued (autoimpresor) | `RefuseIssuance` | failed_terminal | `DocumentIssuanceRefused` |
+//! | queued, transforming | `RefuseIssuance` | failed_terminal | `DocumentIssuanceRefused` |
 //! | numbered (autoimpresor) | `WarnNumberingRange` | unchanged | `NumberingRangeNearlyExhausted` |
 //! | accepted or invalidated (autoimpresor) | `RecordNumberReported` | unchanged | `NumberReported` |
 //! | received, validated, queued, transforming, signing, rendering | `Cancel` | cancelled | `DocumentCancelled` (`fiscal: false`) |
@@ -667,13 +667,17 @@ pub enum DocumentCommand {
         /// When.
         at: DateTime<Utc>,
     },
-    /// Autoimpresor: the document cannot be issued on its channel's authorization (outside the
-    /// validity dates, or the range is exhausted); it ends `failed_terminal` without a number.
+    /// The document cannot be issued, and ends `failed_terminal` without a number: on an
+    /// autoimpresor channel, outside its authorization (validity dates, exhausted range); on
+    /// SIFEN, its DE could not be built or signed, or its channel's setup is unusable (the
+    /// preparation job failed for good: no document stays queued for ever).
     RefuseIssuance {
-        /// The error code (`configuration_error`).
+        /// The error code (`configuration_error`, `document_build_failed`).
         code: String,
         /// What is wrong, for the timeline and the detail.
         message: String,
+        /// The field or block the refusal is about (`None`: the channel, `autoimpresor`).
+        field: Option<String>,
         /// When.
         at: DateTime<Utc>,
     },
@@ -1079,13 +1083,18 @@ pub enum DocumentEvent {
         /// When.
         at: DateTime<Utc>,
     },
-    /// Autoimpresor: the document cannot be issued on its channel's authorization
-    /// (`failed_terminal`, no number drawn).
+    /// The document cannot be issued (`failed_terminal`, no number drawn): an autoimpresor
+    /// authorization that does not cover it, or a SIFEN DE that could not be built or signed
+    /// (webhook `document.failed`).
     DocumentIssuanceRefused {
-        /// The error code (`configuration_error`).
+        /// The error code (`configuration_error`, `document_build_failed`).
         code: String,
         /// What is wrong.
         message: String,
+        /// The field or block it is about; absent: the channel (`autoimpresor`, as recorded
+        /// before SIFEN documents could be refused).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        field: Option<String>,
         /// When.
         at: DateTime<Utc>,
     },
@@ -1912,8 +1921,18 @@ impl Document {
                 S::Rendering if s.number.as_ref() == Some(&number) => nothing(),
                 _ => Err(refused),
             },
-            DocumentCommand::RefuseIssuance { code, message, at } => match s.status {
-                S::Queued if !sifen => one(DocumentEvent::DocumentIssuanceRefused { code, message, at }),
+            DocumentCommand::RefuseIssuance {
+                code,
+                message,
+                field,
+                at,
+            } => match s.status {
+                S::Queued | S::Transforming => one(DocumentEvent::DocumentIssuanceRefused {
+                    code,
+                    message,
+                    field,
+                    at,
+                }),
                 S::FailedTerminal if s.issuance_refusal.is_some() => nothing(),
                 _ => Err(refused),
             },
@@ -3548,7 +3567,38 @@ mod tests {
         DocumentCommand::RefuseIssuance {
             code: "configuration_error".into(),
             message: "the authorised range 1–200 is exhausted".into(),
+            field: None,
             at: t(2),
+        }
+    }
+
+    #[test]
+    fn a_queued_sifen_document_whose_de_cannot_be_built_ends_failed_terminal_and_a_sent_one_cannot() {
+        let refusal = || DocumentCommand::RefuseIssuance {
+            code: "document_build_failed".into(),
+            message: "the DE cannot be built: transport.vehicle is required".into(),
+            field: Some("sifen".into()),
+            at: t(2),
+        };
+        for situation in [Situation::QueuedSifen, Situation::Transforming] {
+            let mut events = invoice(situation);
+            let refused = run(events.clone(), refusal()).expect("refused");
+            assert!(
+                matches!(&refused[..], [DocumentEvent::DocumentIssuanceRefused { field: Some(f), .. }] if f == "sifen"),
+                "{refused:?}"
+            );
+            events.extend(refused);
+            let state = state_after(events.clone());
+            assert_eq!(
+                (state.status, state.number),
+                (DocumentStatus::FailedTerminal, None)
+            );
+            // Repeating it changes nothing.
+            assert_eq!(run(events, refusal()).expect("again"), vec![]);
+        }
+        // Once signed and sent, a document's fate is SIFEN's: the refusal is refused.
+        for situation in [Situation::Submitting, Situation::AcceptedSifen] {
+            assert!(run(invoice(situation), refusal()).is_err());
         }
     }
 
@@ -3560,6 +3610,7 @@ mod tests {
             .then_expect_events(vec![DocumentEvent::DocumentIssuanceRefused {
                 code: "configuration_error".into(),
                 message: "the authorised range 1–200 is exhausted".into(),
+                field: None,
                 at: t(2),
             }]);
         let mut events = invoice(Situation::QueuedAutoimpresor);
@@ -3579,9 +3630,9 @@ mod tests {
             run(events, inutilize(REASON, t(11))),
             Err(DocumentError::InvalidTransition { .. })
         ));
-        // Only a queued autoimpresor document is refused so.
+        // Only a document not yet numbered is refused so (a queued SIFEN one too: its DE may
+        // not build).
         for situation in [
-            Situation::QueuedSifen,
             Situation::Rendering,
             Situation::AcceptedAutoimpresor,
         ] {

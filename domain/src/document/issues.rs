@@ -287,8 +287,10 @@ pub const CATALOGUE: &[(&str, bool, &str)] = &[
 
 /// Codes of refusals before validation (routing and channel readiness): `POST /v1/documents`
 /// answers them as 400 `configuration_error` (or `certificate_error`), nothing stored; the
-/// validate endpoint lists them as errors with `routing` null (routing) or set (readiness). One
-/// comes later: `configuration_error`, the autoimpresor channel's refusal of a queued document.
+/// validate endpoint lists them as errors with `routing` null (routing) or set (readiness). Two
+/// come later, on a queued document that then ends `failed_terminal`: `configuration_error`, the
+/// autoimpresor channel's refusal, and `document_build_failed`, a SIFEN DE that could not be built
+/// or signed.
 pub const CONFIGURATION_CODES: &[(&str, &str)] = &[
     (
         "ambiguous_default",
@@ -313,6 +315,10 @@ pub const CONFIGURATION_CODES: &[(&str, &str)] = &[
     (
         "configuration_error",
         "autoimpresor, after queuing: the document cannot be printed on its channel's authorization (issue date or today outside the validity dates, or the range exhausted); it ends failed_terminal without a number (field `autoimpresor`, docs/autoimpresor.md)",
+    ),
+    (
+        "document_build_failed",
+        "sifen, after queuing: the DE could not be built or signed, or the channel's setup became unusable; the document ends failed_terminal without a number (field `sifen`), with a document.failed webhook",
     ),
 ];
 

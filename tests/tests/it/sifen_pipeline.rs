@@ -1355,3 +1355,80 @@ async fn an_unanswered_reconciliation_question_is_asked_again_at_once_not_after_
     );
     f.app.stop().await;
 }
+
+#[tokio::test]
+async fn a_document_whose_de_cannot_be_built_ends_failed_terminal_with_the_reason_and_a_webhook() {
+    // A remisión the DE builder refused stayed `queued` with `errors: []` for ever (its job dead).
+    let f = Fx::new(SimConfig::default(), |_| {}).await;
+    let channel = f.sifen_channel().await;
+    let (status, patched) = send(
+        f.req(Method::PATCH, &format!("/v1/emission-channels/{}", id(&channel)))
+            .json(&json!({"sifen": {"remision_notice": NOTICE}})),
+    )
+    .await;
+    assert_eq!(status, 200, "{patched}");
+    let inbox = crate::webhooks::Inbox::default();
+    let (port, _receiver) = crate::webhooks::start_receiver(inbox.clone(), 0).await;
+    let (status, hook) = send(f.req(Method::POST, "/v1/webhooks").json(&json!({
+        "url": format!("http://127.0.0.1:{port}/hook"), "events": ["document.failed"],
+    })))
+    .await;
+    assert_eq!(status, 201, "{hook}");
+
+    let mut remision = f.invoice("NRE-STUCK");
+    remision["type"] = json!("remision");
+    remision["reason"] = json!(1);
+    remision["buyer"]["address"] = json!("Av. Mariscal López");
+    remision["buyer"]["house_number"] = json!("1234");
+    remision["buyer"]["department_code"] = json!(1);
+    remision["buyer"]["city_code"] = json!(1);
+    // Own transport without the vehicle the DE needs (E10/E8.2).
+    remision["transport"] = json!({"kind": "own", "distance_km": 12});
+    // Intake does not check the transport block against the DE yet (issue 25 item 2); when it does,
+    // this test needs another document the builder refuses.
+    let (status, body) = f.try_post(&remision).await;
+    assert_eq!(status, 201, "{body}");
+    let doc = id(&body);
+    let settled = f
+        .settle(std::slice::from_ref(&doc), Duration::from_secs(60))
+        .await;
+    let status = &settled[0];
+    assert_eq!(status["status"], "failed_terminal", "{status}");
+    let (_, detail) = send(f.req(Method::GET, &format!("/v1/documents/{doc}"))).await;
+    let detail = &detail["summary"];
+    let errors = detail["errors"].as_array().cloned().unwrap_or_default();
+    assert_eq!(errors.len(), 1, "{detail}");
+    assert_eq!(
+        (errors[0]["field"].as_str(), errors[0]["code"].as_str()),
+        (Some("sifen"), Some("document_build_failed")),
+        "{detail}"
+    );
+    assert!(
+        errors[0]["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("the DE cannot be built") && m.contains("vehicle")),
+        "the reason names what is missing: {detail}"
+    );
+    assert!(
+        detail["cdc"].is_null() && detail["number"].is_null(),
+        "no number drawn: {detail}"
+    );
+    let timeline = types(&f.timeline(&doc).await);
+    assert!(
+        timeline.contains(&"DocumentIssuanceRefused".to_owned()),
+        "{timeline:?}"
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let failed = loop {
+        if let Some(got) = inbox.all().into_iter().find(|r| r.event == "document.failed") {
+            break got;
+        }
+        assert!(std::time::Instant::now() < deadline, "no document.failed webhook");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let payload: Value = serde_json::from_str(&failed.body).expect("json");
+    assert_eq!(payload["document_id"], doc.as_str(), "{payload}");
+    assert_eq!(payload["status"], "failed_terminal", "{payload}");
+    assert_eq!(payload["errors"][0]["code"], "document_build_failed", "{payload}");
+    f.app.stop().await;
+}

@@ -20,9 +20,9 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 #[derive(Debug, Clone)]
 pub(crate) struct Received {
     id: String,
-    event: String,
+    pub(crate) event: String,
     signature: String,
-    body: String,
+    pub(crate) body: String,
 }
 
 #[derive(Clone, Default)]
