@@ -3632,10 +3632,7 @@ mod tests {
         ));
         // Only a document not yet numbered is refused so (a queued SIFEN one too: its DE may
         // not build).
-        for situation in [
-            Situation::Rendering,
-            Situation::AcceptedAutoimpresor,
-        ] {
+        for situation in [Situation::Rendering, Situation::AcceptedAutoimpresor] {
             assert!(
                 matches!(
                     run(invoice(situation), refusal()),

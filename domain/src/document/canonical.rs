@@ -622,15 +622,30 @@ pub fn from_value(value: Value) -> Result<CanonicalDocument, Vec<Issue>> {
             "the document must be a JSON object",
         )]);
     }
-    let document: CanonicalDocument = serde_path_to_error::deserialize(value).map_err(|e| {
+    let mut document: CanonicalDocument = serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         vec![structural_issue(&path, &e.inner().to_string())]
     })?;
+    apply_defaults(&mut document);
     let issues = enum_issues(&document);
     if issues.is_empty() {
         Ok(document)
     } else {
         Err(issues)
+    }
+}
+
+/// The contract's defaults (DECISIONS §11), applied once where every document is parsed, so that
+/// what is validated, stored and built is the same: a credit or debit note without `reason` has
+/// motive 1 ("Devolución y Ajuste de precios"), a remisión motive 1 ("Traslado por ventas").
+pub fn apply_defaults(document: &mut CanonicalDocument) {
+    if document.reason.is_none()
+        && matches!(
+            document.doc_type,
+            DocumentType::CreditNote | DocumentType::DebitNote | DocumentType::Remision
+        )
+    {
+        document.reason = Some(1);
     }
 }
 

@@ -2046,13 +2046,18 @@ mod tests {
     #[test]
     fn notes_refer_to_an_invoice_with_a_reason() {
         assert_eq!(modulo11(&INVOICE_CDC[..43]), 9);
+        // Without `reason`, motive 1 (DECISIONS §11): only the reference is missing.
         expect(
             edit(|d| d["type"] = json!("credit_note")),
-            &[
-                ("associated_document", "conditionally_required"),
-                ("reason", "conditionally_required"),
-            ],
+            &[("associated_document", "conditionally_required")],
         );
+        for kind in ["credit_note", "debit_note", "remision"] {
+            let parsed =
+                crate::document::canonical::from_value(edit(|d| d["type"] = json!(kind))).expect("parses");
+            assert_eq!(parsed.reason, Some(1), "{kind}");
+        }
+        let invoice = crate::document::canonical::from_value(edit(|_| {})).expect("parses");
+        assert_eq!(invoice.reason, None, "an invoice gets no motive");
         let wrong_digit = format!("{}8", &INVOICE_CDC[..43]);
         let v = check(edit(|d| {
             d["type"] = json!("debit_note");
@@ -2131,7 +2136,6 @@ mod tests {
                 ("buyer.house_number", "conditionally_required"),
                 ("buyer.department_code", "conditionally_required"),
                 ("buyer.city_code", "conditionally_required"),
-                ("reason", "conditionally_required"),
                 ("transport", "conditionally_required"),
             ],
         );

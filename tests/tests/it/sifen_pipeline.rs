@@ -339,6 +339,21 @@ async fn a_credit_note_referencing_an_accepted_invoice_is_accepted_in_its_own_se
         xml.contains(&format!("<dCdCDERef>{invoice_cdc}</dCdCDERef>")),
         "it names the invoice"
     );
+
+    // A debit note as the contract's canonical document has it, without `reason`: motive 1.
+    let mut debit = f.invoice("ND-1");
+    debit["type"] = json!("debit_note");
+    debit["associated_document"] = json!({"cdc": invoice_cdc});
+    let debit = f.post(&debit).await;
+    let settled = f
+        .settle(std::slice::from_ref(&debit), Duration::from_secs(20))
+        .await;
+    assert_eq!(settled[0]["status"], "accepted", "{}", settled[0]);
+    let xml = f.signed_xml(&f.timeline(&debit).await);
+    assert!(
+        xml.contains("<iMotEmi>1</iMotEmi><dDesMotEmi>Devolución y Ajuste de precios</dDesMotEmi>"),
+        "the default motive: {xml}"
+    );
     f.app.stop().await;
 }
 
