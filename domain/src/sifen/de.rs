@@ -1156,9 +1156,10 @@ fn write_buyer(
             ));
         }
     };
+    // An unnamed DE is "0" and "Sin Nombre" whatever else was given (D210, D211).
     let name = match (buyer.legal_name.as_deref(), innominado) {
-        (Some(name), _) => text("buyer.legal_name", name, 4, 255)?,
-        (None, true) => "Sin Nombre",
+        (_, true) => "Sin Nombre",
+        (Some(name), false) => text("buyer.legal_name", name, 4, 255)?,
         (None, false) => return Err(missing("buyer.legal_name", "a named buyer has a name (dNomRec)")),
     };
     let trade_name = opt_text("buyer.trade_name", buyer.trade_name.as_deref(), 4, 255)?;
@@ -1206,8 +1207,8 @@ fn write_buyer(
                 .ok_or_else(|| missing("buyer.ruc", "document_type ruc names the buyer's RUC"))?
         };
         let number = match (buyer.document_number.as_deref(), innominado) {
-            (Some(number), _) => id_number("buyer.document_number", number)?,
-            (None, true) => "0",
+            (_, true) => "0",
+            (Some(number), false) => id_number("buyer.document_number", number)?,
             (None, false) => {
                 return Err(missing(
                     "buyer.document_number",
@@ -2810,6 +2811,25 @@ mod tests {
             "<iTipIDRec>5</iTipIDRec><dDTipIDRec>Innominado</dDTipIDRec><dNumIDRec>0</dNumIDRec>\
              <dNomRec>Sin Nombre</dNomRec>"
         ));
+        // An anonymous buyer given a name and a number is still "0" and "Sin Nombre" (D210,
+        // D211): SIFEN rejects anything else, and the QR carries the 0.
+        let mut value = sample_invoice();
+        value["buyer"] = json!({"operation_type": "anonymous", "legal_name": "Juan Pérez",
+            "document_type": "innominado", "document_number": "1234567"});
+        let built = build(&doc(value)).expect("built");
+        assert!(
+            built.xml.contains(
+                "<iTipIDRec>5</iTipIDRec><dDTipIDRec>Innominado</dDTipIDRec><dNumIDRec>0</dNumIDRec>\
+                 <dNomRec>Sin Nombre</dNomRec>"
+            ),
+            "{}",
+            built.xml
+        );
+        assert!(
+            !built.xml.contains("Juan") && !built.xml.contains("<dNumIDRec>1234567"),
+            "{}",
+            built.xml
+        );
     }
 
     #[test]
