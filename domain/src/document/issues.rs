@@ -69,6 +69,8 @@ pub mod codes {
     pub const TEST_NAME_IN_PRODUCTION: &str = "test_name_in_production";
     /// The buyer of an autofactura is not the issuing company.
     pub const AUTOFACTURA_BUYER_NOT_ISSUER: &str = "autofactura_buyer_not_issuer";
+    /// A remisión between the company's own premises (motive 7) to another RUC.
+    pub const REMISION_BUYER_NOT_ISSUER: &str = "remision_buyer_not_issuer";
     /// A foreign buyer in Paraguay, or a domestic one abroad.
     pub const BUYER_COUNTRY_MISMATCH: &str = "buyer_country_mismatch";
     /// An unnamed buyer on a document of 60 000 000 PYG or more.
@@ -200,6 +202,11 @@ pub const CATALOGUE: &[(&str, bool, &str)] = &[
         codes::AUTOFACTURA_BUYER_NOT_ISSUER,
         true,
         "the buyer of an autofactura is not the issuing company (rules 1315–1317)",
+    ),
+    (
+        codes::REMISION_BUYER_NOT_ISSUER,
+        true,
+        "a remisión between the company's own premises (reason 7) names a receiver whose RUC is not the company's (rule 2606)",
     ),
     (
         codes::BUYER_COUNTRY_MISMATCH,

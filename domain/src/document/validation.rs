@@ -144,7 +144,7 @@ pub fn validate(doc: &CanonicalDocument, ctx: &ValidationContext<'_>) -> Validat
     errors.append(&mut lines);
     payment_rules(doc, grand_total, &mut errors);
     associated_document_rules(doc, &mut errors);
-    type_field_rules(doc, &mut errors);
+    type_field_rules(doc, ctx, &mut errors);
     if ctx.channel == ChannelKind::Sifen {
         control_character_rules(doc, &mut errors);
     }
@@ -1502,7 +1502,7 @@ fn constancia_rules(a: &AssociatedDocument, out: &mut Vec<Issue>) {
 // ---------------------------------------------------------------------------------------------
 // Reason, transport and the SIFEN extensions.
 
-fn type_field_rules(doc: &CanonicalDocument, out: &mut Vec<Issue>) {
+fn type_field_rules(doc: &CanonicalDocument, ctx: &ValidationContext<'_>, out: &mut Vec<Issue>) {
     let profile = profile(doc.doc_type);
     let (need, reasons) = profile.reason;
     match (doc.reason, need) {
@@ -1530,6 +1530,25 @@ fn type_field_rules(doc: &CanonicalDocument, out: &mut Vec<Issue>) {
             ),
         ),
         _ => {}
+    }
+    // Rule 2606: goods moved between the company's own premises go to the company itself.
+    if doc.doc_type == DocumentType::Remision && doc.reason == Some(7) {
+        let buyer_ruc = doc.buyer.as_ref().and_then(|b| b.ruc.as_deref());
+        let same = buyer_ruc
+            .and_then(|text| Ruc::parse(text).ok())
+            .is_some_and(|ruc| ruc.number() == ctx.company_ruc.number());
+        if !same {
+            push(
+                out,
+                "buyer.ruc",
+                codes::REMISION_BUYER_NOT_ISSUER,
+                format!(
+                    "a remisión between the company's own premises (reason 7) goes to the company itself: buyer.ruc must be {} (rule 2606), not {}",
+                    ctx.company_ruc,
+                    buyer_ruc.unwrap_or("absent")
+                ),
+            );
+        }
     }
     let transport = doc.transport.as_ref().is_some_and(|t| !t.is_empty());
     match profile.transport {
@@ -1747,6 +1766,37 @@ mod tests {
             d["buyer"]["department_code"] = json!(1);
             d["buyer"]["city_code"] = json!(1);
         })
+    }
+
+    #[test]
+    fn a_remision_between_the_company_s_premises_goes_to_the_company_itself() {
+        // Rule 2606: reason 7 needs the receiver's RUC to be the issuer's.
+        let moved = |buyer_ruc: Option<&str>| {
+            edit(|d| {
+                *d = remision();
+                d["reason"] = json!(7);
+                match buyer_ruc {
+                    Some(ruc) => d["buyer"]["ruc"] = json!(ruc),
+                    None => {
+                        d["buyer"] = json!({"operation_type": "b2c", "legal_name": "Juan Pérez",
+                            "document_type": "ci", "document_number": "1234567",
+                            "address": "Av. Mariscal López", "house_number": "1234",
+                            "department_code": 1, "city_code": 1});
+                    }
+                }
+            })
+        };
+        valid(moved(Some("80069563-1")));
+        let v = check(moved(Some("80013884-8")));
+        assert_eq!(pairs(&v.errors), vec![("buyer.ruc", "remision_buyer_not_issuer")]);
+        assert!(
+            message_of(&v, "buyer.ruc").contains("80069563-1"),
+            "{:#?}",
+            v.errors
+        );
+        expect(moved(None), &[("buyer.ruc", "remision_buyer_not_issuer")]);
+        // Other motives may go to anyone.
+        valid(remision());
     }
 
     fn note(kind: &str) -> Value {
