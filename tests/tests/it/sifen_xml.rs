@@ -628,6 +628,10 @@ fn arb_document() -> impl Strategy<Value = Value> {
             value["items"] = items;
             value["totals"] = totals;
             value["reason"] = json!(reason);
+            if reason == 7 {
+                // Between the company's own premises: to the company itself (rule 2606).
+                value["buyer"]["ruc"] = json!(COMPANY_RUC);
+            }
             value["transport"]["distance_km"] = json!(km);
             value["transport"]
                 .as_object_mut()
