@@ -459,7 +459,8 @@ pub async fn invite(
     }
     let id = Uuid::now_v7();
     let token = secret_token();
-    let expires_at = now() + INVITATION_LIFETIME;
+    let created_at = now();
+    let expires_at = created_at + INVITATION_LIFETIME;
     let actor = metadata.actor.clone().unwrap_or_default();
     store
         .execute(
@@ -468,7 +469,7 @@ pub async fn invite(
                 SqlValue::Text(sha256_hex(&token)),
                 SqlValue::Uuid(tenant.as_uuid()),
                 SqlValue::Uuid(id),
-                SqlValue::Timestamp(now()),
+                SqlValue::Timestamp(created_at),
             ],
         )
         .await?;

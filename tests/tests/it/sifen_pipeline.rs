@@ -978,6 +978,19 @@ impl Fx {
         body["documents"].as_array().map_or(0, Vec::len)
     }
 
+    /// A remisión (motive 1) of the sample's goods to an address in Asunción; its transport is
+    /// the caller's.
+    fn remision(&self, external_id: &str) -> Value {
+        let mut remision = self.invoice(external_id);
+        remision["type"] = json!("remision");
+        remision["reason"] = json!(1);
+        remision["buyer"]["address"] = json!("Av. Mariscal López");
+        remision["buyer"]["house_number"] = json!("1234");
+        remision["buyer"]["department_code"] = json!(1);
+        remision["buyer"]["city_code"] = json!(1);
+        remision
+    }
+
     /// The company's sifen channel.
     async fn sifen_channel(&self) -> Value {
         let (status, body) = send(self.req(
@@ -1033,13 +1046,7 @@ async fn a_remision_is_refused_at_intake_until_its_channel_has_the_notice_then_a
         |_| {},
     )
     .await;
-    let mut remision = f.invoice("NRE-1");
-    remision["type"] = json!("remision");
-    remision["reason"] = json!(1);
-    remision["buyer"]["address"] = json!("Av. Mariscal López");
-    remision["buyer"]["house_number"] = json!("1234");
-    remision["buyer"]["department_code"] = json!(1);
-    remision["buyer"]["city_code"] = json!(1);
+    let mut remision = f.remision("NRE-1");
     remision["transport"] = json!({
         "kind": "own", "distance_km": 12,
         "vehicle": {"type": "Camión", "brand": "Scania", "plate": "ABC123"},
@@ -1390,13 +1397,7 @@ async fn a_document_whose_de_cannot_be_built_ends_failed_terminal_with_the_reaso
     .await;
     assert_eq!(status, 201, "{hook}");
 
-    let mut remision = f.invoice("NRE-STUCK");
-    remision["type"] = json!("remision");
-    remision["reason"] = json!(1);
-    remision["buyer"]["address"] = json!("Av. Mariscal López");
-    remision["buyer"]["house_number"] = json!("1234");
-    remision["buyer"]["department_code"] = json!(1);
-    remision["buyer"]["city_code"] = json!(1);
+    let mut remision = f.remision("NRE-STUCK");
     // Own transport without the vehicle the DE needs (E10/E8.2).
     remision["transport"] = json!({"kind": "own", "distance_km": 12});
     // Intake does not check the transport block against the DE yet (issue 25 item 2); when it does,
