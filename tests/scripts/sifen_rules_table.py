@@ -39,21 +39,22 @@ def lines_of(text):
     return out
 
 
+ID = re.compile(r"^([A-J][A-Z]?\d{3}[a-z]?\d?)\b\s*(.*)$")
+
+
 def rows(lines):
-    n_expected = 1
+    """A row starts with its N° Val (digits) followed by a field id; the Manual repeats a
+    number once (117), so rows are found by that shape, not by counting."""
     i = 0
     result = []
-    while i < len(lines):
-        if lines[i] != str(n_expected):
+    while i + 1 < len(lines):
+        m = ID.match(lines[i + 1])
+        if not (re.fullmatch(r"\d{1,3}", lines[i]) and m):
             i += 1
             continue
-        n = n_expected
-        i += 1
-        m = re.match(r"^([A-J][A-Z]?\d{3}[a-z]?\d?)\b\s*(.*)$", lines[i]) if i < len(lines) else None
-        if not m:
-            continue
+        n = int(lines[i])
         field, rest = m.group(1), m.group(2).strip()
-        i += 1
+        i += 2
         message = [rest] if rest else []
         while i < len(lines) and not re.fullmatch(r"\d{4}", lines[i]):
             message.append(lines[i])
@@ -66,10 +67,8 @@ def rows(lines):
             i += 1
         effect = lines[i] if i < len(lines) else "R"
         i += 1
-        text = " ".join(message)
-        text = re.sub(r"\s+", " ", text).strip()
+        text = re.sub(r"\s+", " ", " ".join(message)).strip()
         result.append((n, field, code, effect, text))
-        n_expected += 1
     return result
 
 

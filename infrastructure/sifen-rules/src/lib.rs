@@ -27,6 +27,7 @@ mod table;
 mod transport;
 pub mod xml;
 
+pub use intake::INTAKE;
 pub use table::{Effect, Row, table};
 pub use xml::Node;
 
@@ -77,6 +78,11 @@ pub trait Registry {
     /// A taxpayer by RUC (without DV).
     fn taxpayer(&self, _ruc: &str) -> Option<Taxpayer> {
         None
+    }
+    /// Whether [`Registry::taxpayer`] knows every taxpayer (a whole registry was loaded), so that
+    /// its `None` means "no such RUC" and the rules on inexistent RUCs apply.
+    fn knows_every_taxpayer(&self) -> bool {
+        false
     }
     /// A timbrado of an issuer's RUC (without DV) by its number.
     fn timbrado(&self, _ruc: &str, _number: &str) -> Option<Timbrado> {
@@ -159,6 +165,18 @@ impl<'a> Ctx<'a> {
     }
 }
 
+/// Rules 1250, 1306, 1603, 2303: a RUC SIFEN's registry does not hold, when the registry is
+/// whole ([`Registry::knows_every_taxpayer`]); `whose` names it in the finding.
+pub(crate) fn existing_ruc(ctx: &Ctx<'_>, ruc: Option<&str>, whose: &str) -> Result<(), String> {
+    let registry = ctx.facts.registry;
+    match ruc {
+        Some(ruc) if registry.knows_every_taxpayer() && registry.taxpayer(ruc).is_none() => {
+            Err(format!("the {whose} RUC {ruc} is not in the taxpayer registry"))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// A decimal as the XML writes it (`1500`, `1500.5`, `0.00000001`).
 pub fn decimal(text: &str) -> Option<Decimal> {
     Decimal::from_str(text.trim()).ok()
@@ -187,9 +205,11 @@ pub struct NotChecked {
 }
 
 /// Rules the simulator checks outside this crate (`infrastructure/src/sifen_sim/checks.rs`:
-/// schema, CDC, signature, QR, dates; `state.rs`: duplicates), before these.
+/// schema, CDC, signature, QR, dates; `state.rs`: duplicates, inutilised numbers; `mod.rs`: the
+/// synchronous service switched off, 1264), before these.
 pub const CHECKED_BY_THE_SIMULATOR_CORE: &[&str] = &[
-    "1000", "1001", "1003", "1004", "1005", "1150", "1151", "1253", "2500", "2501", "2502",
+    "1000", "1001", "1003", "1004", "1005", "1109", "1150", "1151", "1253", "1264", "2500", "2501",
+    "2502",
 ];
 
 /// Every rule checked here, in no particular order.

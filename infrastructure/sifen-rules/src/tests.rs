@@ -46,9 +46,20 @@ fn the_reference_documents_break_no_rule() {
         "generated/fe-signed-selfsigned-qr.xml",
         "generated/nc-signed-selfsigned-qr.xml",
     ] {
-        let broken = support::broken(&support::vector(path));
+        let broken: Vec<_> = support::broken(&support::vector(path))
+            .into_iter()
+            .filter(|(code, _)| !set_example_breaks().any(|(c, p, _)| c == code && p == path))
+            .collect();
         assert!(broken.is_empty(), "{path} breaks {broken:?}");
     }
+}
+
+/// The (rule, vector, why) pairs where SET's own 2019 examples break a rule as the Manual words
+/// it: each group lists its own, quoting the Manual, and the test above skips exactly those.
+fn set_example_breaks() -> impl Iterator<Item = (&'static str, &'static str, &'static str)> {
+    let by_code = [crate::items::SET_EXAMPLE_BREAKS, crate::transport::SET_EXAMPLE_BREAKS, crate::d::SET_EXAMPLE_BREAKS];
+    let f_j = crate::f_j::REFERENCE_BREAKS.iter().map(|&(path, code, why)| (code, path, why));
+    by_code.into_iter().flatten().copied().chain(f_j)
 }
 
 /// Support for the groups' tests.
@@ -115,4 +126,75 @@ pub(crate) mod support {
             .filter_map(|r| (r.check)(&ctx).err().map(|e| (r.code.to_owned(), e)))
             .collect()
     }
+}
+
+/// A registry holding these taxpayers and, when `whole`, nobody else.
+struct Holding {
+    rucs: &'static [&'static str],
+    whole: bool,
+}
+
+impl Registry for Holding {
+    fn taxpayer(&self, ruc: &str) -> Option<Taxpayer> {
+        self.rucs.contains(&ruc).then(|| Taxpayer {
+            name: "X".into(),
+            state: "ACT".into(),
+        })
+    }
+    fn knows_every_taxpayer(&self) -> bool {
+        self.whole
+    }
+}
+
+/// Rules 1250, 1306, 1603, 2303: a RUC the registry does not hold is inexistent only when the
+/// registry is whole; a partial one (the simulator's by default) judges nobody.
+#[test]
+fn inexistent_rucs_are_refused_only_by_a_whole_registry() {
+    use support::{check_with, vector};
+    let fe = vector("generated/fe-signed-selfsigned-qr.xml");
+    let nre = vector("set-examples-2019/NRE_v150_20190910.xml");
+    let card = fe.replacen(
+        "<gPaConEIni><iTiPago>1</iTiPago><dDesTiPag>Efectivo</dDesTiPag><dMonTiPag>165000.0000</dMonTiPag><cMoneTiPag>PYG</cMoneTiPag><dDMoneTiPag>Guarani</dDMoneTiPag></gPaConEIni>",
+        "<gPaConEIni><iTiPago>3</iTiPago><dDesTiPag>Tarjeta de crédito</dDesTiPag><dMonTiPag>165000.0000</dMonTiPag><cMoneTiPag>PYG</cMoneTiPag><dDMoneTiPag>Guarani</dDMoneTiPag><gPagTarCD><iDenTarj>1</iDenTarj><dDesDenTarj>Visa</dDesDenTarj><dRUCProTar>80002201</dRUCProTar><dDVProTar>7</dDVProTar><iForProPa>1</iForProPa></gPagTarCD></gPaConEIni>",
+        1,
+    );
+    assert_ne!(card, fe);
+    let cases = [
+        ("1250", &fe, "80069563"),
+        ("1306", &fe, "80013884"),
+        ("1603", &card, "80002201"),
+        ("2303", &nre, "80002577"),
+    ];
+    let everyone: &[&str] = &["80069563", "80013884", "80002201", "80002577", "80004464"];
+    for (code, xml, ruc) in cases {
+        let all = Holding { rucs: everyone, whole: true };
+        assert_eq!(check_with(code, xml, &all), Ok(()), "{code}: held");
+        let others: Vec<&str> = everyone.iter().copied().filter(|r| *r != ruc).collect();
+        let without = Holding {
+            rucs: Box::leak(others.into_boxed_slice()),
+            whole: true,
+        };
+        assert!(check_with(code, xml, &without).is_err(), "{code}: {ruc} not held");
+        let partial = Holding { rucs: &[], whole: false };
+        assert_eq!(check_with(code, xml, &partial), Ok(()), "{code}: a partial registry");
+    }
+}
+
+/// Rule 2412: a payment by retention reports the voucher's number in an associated document.
+#[test]
+fn a_payment_by_retention_names_its_voucher() {
+    let fe = support::vector("generated/fe-signed-selfsigned-qr.xml");
+    assert_eq!(support::check("2412", &fe), Ok(()));
+    let by_retention = fe.replacen(
+        "<iTiPago>1</iTiPago><dDesTiPag>Efectivo</dDesTiPag>",
+        "<iTiPago>10</iTiPago><dDesTiPag>Retención</dDesTiPag>",
+        1,
+    );
+    assert!(support::check("2412", &by_retention).is_err());
+    let with_voucher = by_retention.replacen(
+        "</gTotSub>",
+        "</gTotSub><gCamDEAsoc><iTipDocAso>2</iTipDocAso><dNumComRet>001-001-0000001</dNumComRet></gCamDEAsoc>",
+        1,
+    );
+    assert_eq!(support::check("2412", &with_voucher), Ok(()));
 }
