@@ -753,32 +753,6 @@ fn rule_2402(ctx: &Ctx<'_>) -> Result<(), String> {
     associated_requires(ctx, "dCdCDERef", &[1])
 }
 
-/// The CDC's check digit: modulo 11 over its first 43 characters, weights 2…11 from the right,
-/// a letter (the RUC's last character may be A–D) counting as its ASCII code; remainders 0 and
-/// 1 give 0 (MT §10.2; BRIEF §1.2).
-fn cdc_check_digit(base: &str) -> u32 {
-    let digits: String = base
-        .chars()
-        .map(|c| match c.to_digit(10) {
-            Some(d) => d.to_string(),
-            None => u32::from(c.to_ascii_uppercase()).to_string(),
-        })
-        .collect();
-    let mut weight = 2;
-    let mut sum = 0;
-    for d in digits.chars().rev().filter_map(|c| c.to_digit(10)) {
-        if weight > 11 {
-            weight = 2;
-        }
-        sum += d * weight;
-        weight += 1;
-    }
-    match sum % 11 {
-        r if r > 1 => 11 - r,
-        _ => 0,
-    }
-}
-
 /// Why a CDC cannot exist: not the XSD's shape (`[0-9]{2}[0-9]{7}[0-9A-D][0-9]{34}`) or a wrong
 /// check digit.
 fn cdc_flaw(cdc: &str) -> Option<String> {
@@ -789,7 +763,7 @@ fn cdc_flaw(cdc: &str) -> Option<String> {
     if !shaped {
         return Some(format!("the CDC {cdc} is not 44 characters of a CDC"));
     }
-    let expected = cdc_check_digit(&cdc[..43]);
+    let expected = crate::codes::check_digit(&cdc[..43]);
     let written = cdc[43..].parse::<u32>().ok()?;
     (written != expected).then(|| format!("the CDC {cdc} ends in {written}, its check digit is {expected}"))
 }
@@ -1319,7 +1293,7 @@ mod tests {
     fn the_check_digit_is_modulo_11_as_the_manual_computes_it() {
         // The Manual's own example (MT p.57–58): DV 8.
         assert_eq!(
-            super::cdc_check_digit("0144444401700100100145282201701251587326098"),
+            crate::codes::check_digit("0144444401700100100145282201701251587326098"),
             8
         );
         for cdc in [GFE_CDC, NRE_CDC, NC_CDC, FE_CDC] {

@@ -33,7 +33,11 @@ fn read(csv: &str) -> HashMap<u32, Place> {
                 code.trim().parse().ok()?,
                 Place {
                     name: name.replace("\"\"", "\""),
-                    parent: if parent.is_empty() { 0 } else { parent.parse().ok()? },
+                    parent: if parent.is_empty() {
+                        0
+                    } else {
+                        parent.parse().ok()?
+                    },
                 },
             ))
         })
@@ -71,7 +75,10 @@ mod tests {
     #[test]
     fn the_tables_are_whole_and_luque_is_in_central() {
         let t = tables();
-        assert_eq!((t.departments.len(), t.districts.len(), t.cities.len()), (18, 252, 6414));
+        assert_eq!(
+            (t.departments.len(), t.districts.len(), t.cities.len()),
+            (18, 252, 6414)
+        );
         let luque = city(5946).unwrap();
         assert_eq!(luque.name, "LUQUE");
         let district = district(luque.parent).unwrap();

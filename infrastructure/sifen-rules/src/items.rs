@@ -352,7 +352,7 @@ const UNITS: &[(&str, &str)] = &[
 fn schema_units() -> &'static HashMap<String, String> {
     static UNITS_XSD: OnceLock<HashMap<String, String>> = OnceLock::new();
     UNITS_XSD.get_or_init(|| {
-        enumeration(
+        crate::codes::enumeration(
             include_str!("../../../vendor/sifen/xsd/v150/Unidades_Medida_v141.xsd"),
             "tcUniMed",
         )
@@ -363,50 +363,6 @@ fn schema_units() -> &'static HashMap<String, String> {
         })
         .collect()
     })
-}
-
-/// TABLA 4 – CODIFICACION DE PAISES (MT p.211): "Remitimos archivo en formato XSD", the schema's
-/// `Paises_v100.xsd`: ISO 3166-1 alpha-3 code → its names (the file lists MKD twice, as
-/// "Macedonia del Norte" and "ex República Yugoslava de Macedonia": either is taken).
-fn countries() -> &'static HashMap<String, Vec<String>> {
-    static COUNTRIES: OnceLock<HashMap<String, Vec<String>>> = OnceLock::new();
-    COUNTRIES.get_or_init(|| {
-        let mut names: HashMap<String, Vec<String>> = HashMap::new();
-        for (code, name) in enumeration(
-            include_str!("../../../vendor/sifen/xsd/v150/Paises_v100.xsd"),
-            "paisType",
-        ) {
-            names.entry(code).or_default().push(name);
-        }
-        names
-    })
-}
-
-/// Every `xs:enumeration` of a schema's simple type, with its documentation: (value,
-/// documentation).
-fn enumeration(xsd: &str, type_name: &str) -> Vec<(String, String)> {
-    fn find<'a>(node: &'a Node, type_name: &str) -> Option<&'a Node> {
-        if node.name == "simpleType" && node.attr("name") == Some(type_name) {
-            return Some(node);
-        }
-        node.children.iter().find_map(|c| find(c, type_name))
-    }
-    let Ok(root) = crate::xml::parse(xsd) else {
-        return Vec::new();
-    };
-    find(&root, type_name)
-        .and_then(|t| t.child("restriction"))
-        .map(|r| {
-            r.children("enumeration")
-                .filter_map(|e| {
-                    Some((
-                        e.attr("value")?.trim().to_owned(),
-                        e.text_at("annotation/documentation")?.to_owned(),
-                    ))
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// dDesAfecIVA for iAfecIVA (E732, MT p.90). For 2 the Manual (2019) writes "Exonerado (Art. 83-
@@ -519,7 +475,7 @@ fn rule_1804(ctx: &Ctx<'_>) -> Result<(), String> {
             item.text_at("cPaisOrig"),
             "dDesPaisOrig",
             item.text_at("dDesPaisOrig"),
-            |c| countries().get(c).cloned().unwrap_or_default(),
+            |c| crate::codes::country_names(c).to_vec(),
         )
     })
 }
@@ -2130,9 +2086,7 @@ mod tests {
                 "{code}"
             );
         }
-        let countries = super::countries();
-        assert_eq!(countries.len(), 249);
-        assert_eq!(countries.get("PRY"), Some(&vec!["Paraguay".to_owned()]));
-        assert_eq!(countries.get("MKD").map(Vec::len), Some(2));
+        assert_eq!(crate::codes::country_names("PRY"), ["Paraguay".to_owned()]);
+        assert_eq!(crate::codes::country_names("MKD").len(), 2);
     }
 }

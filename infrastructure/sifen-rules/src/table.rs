@@ -72,8 +72,5 @@ fn parse(text: &str) -> Vec<Row> {
 
 /// Where a code stands in the Manual's order (unknown codes last).
 pub(crate) fn position(code: &str) -> usize {
-    table()
-        .iter()
-        .position(|r| r.code == code)
-        .unwrap_or(usize::MAX)
+    table().iter().position(|r| r.code == code).unwrap_or(usize::MAX)
 }

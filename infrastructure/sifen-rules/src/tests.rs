@@ -6,7 +6,11 @@ use super::*;
 fn every_rule_checked_here_is_a_code_of_the_table_and_none_is_both_checked_and_excused() {
     let codes: std::collections::BTreeSet<&str> = table().iter().map(|r| r.code.as_str()).collect();
     for rule in rules() {
-        assert!(codes.contains(rule.code), "rule {} is not in table.tsv", rule.code);
+        assert!(
+            codes.contains(rule.code),
+            "rule {} is not in table.tsv",
+            rule.code
+        );
         assert!(
             !not_checked().iter().any(|n| n.code == rule.code),
             "rule {} is checked and also excused",
@@ -14,7 +18,11 @@ fn every_rule_checked_here_is_a_code_of_the_table_and_none_is_both_checked_and_e
         );
     }
     for n in not_checked() {
-        assert!(codes.contains(n.code), "excused rule {} is not in table.tsv", n.code);
+        assert!(
+            codes.contains(n.code),
+            "excused rule {} is not in table.tsv",
+            n.code
+        );
     }
 }
 
@@ -57,8 +65,14 @@ fn the_reference_documents_break_no_rule() {
 /// The (rule, vector, why) pairs where SET's own 2019 examples break a rule as the Manual words
 /// it: each group lists its own, quoting the Manual, and the test above skips exactly those.
 fn set_example_breaks() -> impl Iterator<Item = (&'static str, &'static str, &'static str)> {
-    let by_code = [crate::items::SET_EXAMPLE_BREAKS, crate::transport::SET_EXAMPLE_BREAKS, crate::d::SET_EXAMPLE_BREAKS];
-    let f_j = crate::f_j::REFERENCE_BREAKS.iter().map(|&(path, code, why)| (code, path, why));
+    let by_code = [
+        crate::items::SET_EXAMPLE_BREAKS,
+        crate::transport::SET_EXAMPLE_BREAKS,
+        crate::d::SET_EXAMPLE_BREAKS,
+    ];
+    let f_j = crate::f_j::REFERENCE_BREAKS
+        .iter()
+        .map(|&(path, code, why)| (code, path, why));
     by_code.into_iter().flatten().copied().chain(f_j)
 }
 
@@ -103,7 +117,11 @@ pub(crate) mod support {
             production: false,
             registry,
         };
-        let ctx = Ctx { rde: &root, de, facts: &facts };
+        let ctx = Ctx {
+            rde: &root,
+            de,
+            facts: &facts,
+        };
         let rule = rules()
             .into_iter()
             .find(|r| r.code == code)
@@ -120,7 +138,11 @@ pub(crate) mod support {
             production: false,
             registry: &NoRegistry,
         };
-        let ctx = Ctx { rde: &root, de, facts: &facts };
+        let ctx = Ctx {
+            rde: &root,
+            de,
+            facts: &facts,
+        };
         rules()
             .into_iter()
             .filter_map(|r| (r.check)(&ctx).err().map(|e| (r.code.to_owned(), e)))
@@ -167,7 +189,10 @@ fn inexistent_rucs_are_refused_only_by_a_whole_registry() {
     ];
     let everyone: &[&str] = &["80069563", "80013884", "80002201", "80002577", "80004464"];
     for (code, xml, ruc) in cases {
-        let all = Holding { rucs: everyone, whole: true };
+        let all = Holding {
+            rucs: everyone,
+            whole: true,
+        };
         assert_eq!(check_with(code, xml, &all), Ok(()), "{code}: held");
         let others: Vec<&str> = everyone.iter().copied().filter(|r| *r != ruc).collect();
         let without = Holding {
@@ -175,8 +200,15 @@ fn inexistent_rucs_are_refused_only_by_a_whole_registry() {
             whole: true,
         };
         assert!(check_with(code, xml, &without).is_err(), "{code}: {ruc} not held");
-        let partial = Holding { rucs: &[], whole: false };
-        assert_eq!(check_with(code, xml, &partial), Ok(()), "{code}: a partial registry");
+        let partial = Holding {
+            rucs: &[],
+            whole: false,
+        };
+        assert_eq!(
+            check_with(code, xml, &partial),
+            Ok(()),
+            "{code}: a partial registry"
+        );
     }
 }
 

@@ -65,7 +65,10 @@ impl Node {
 }
 
 fn local(qname: &str) -> String {
-    qname.rsplit_once(':').map_or(qname, |(_, local)| local).to_owned()
+    qname
+        .rsplit_once(':')
+        .map_or(qname, |(_, local)| local)
+        .to_owned()
 }
 
 fn open(start: &BytesStart<'_>) -> Result<Node, String> {
