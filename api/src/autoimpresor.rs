@@ -415,7 +415,18 @@ impl Autoimpresor {
         let sha = self.artifacts.put(&pdf).await.map_err(retry)?;
         let artifact_id = Uuid::now_v7();
         let now = Utc::now();
-        let commands = vec![
+        let mut commands = Vec::new();
+        if state.latest_artifact(ArtifactKind::NormalizedPayload).is_none() {
+            let payload = crate::pipeline::normalized_payload(state)?;
+            let payload_sha = self.artifacts.put(&payload).await.map_err(retry)?;
+            commands.push(crate::pipeline::normalized_payload_artifact(
+                state,
+                payload_sha,
+                payload.len() as u64,
+                now,
+            ));
+        }
+        commands.extend([
             DocumentCommand::RecordArtifact {
                 artifact_id,
                 kind: ArtifactKind::PrintablePdf,
@@ -426,7 +437,7 @@ impl Autoimpresor {
                 at: now,
             },
             DocumentCommand::RecordRendered { artifact_id, at: now },
-        ];
+        ]);
         match self.run(tenant, id, commands).await? {
             Ran::Done => Ok(()),
             Ran::NumberTaken => Err(retry("unexpected number conflict")),

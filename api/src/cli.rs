@@ -67,6 +67,10 @@ pub struct SifenSimArgs {
     /// test CSCs 0001 and 0002 are always accepted).
     #[arg(long = "csc")]
     pub cscs: Vec<kuatia_infrastructure::sifen_sim::CscEntry>,
+    /// A timbrado on file, `RUC:NUMBER:START[:END]` (dates as 2024-01-31; repeatable): the
+    /// rules of MT §12.4 on the timbrado's validity apply to DEs of the timbrados listed.
+    #[arg(long = "timbrado")]
+    pub timbrados: Vec<kuatia_infrastructure::sifen_sim::SimTimbrado>,
     /// Milliseconds a lot stays "en procesamiento" (0361).
     #[arg(long, default_value_t = 2000)]
     pub lot_processing_ms: u64,
@@ -153,6 +157,7 @@ impl SifenSimArgs {
             ..Default::default()
         };
         config.cscs.extend(self.cscs);
+        config.timbrados = self.timbrados;
         config
     }
 }

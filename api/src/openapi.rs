@@ -40,21 +40,17 @@ struct SecuritySchemes;
 /// The catalogue of issue codes (docs/issue-codes.md), as an enum schema whose description lists
 /// each code with its kind and meaning.
 fn issue_code_schema() -> utoipa::openapi::schema::Object {
-    use kuatia_domain::document::issues::{
-        CATALOGUE, CONFIGURATION_CODES, is_refused_at_intake, is_structural,
-    };
+    use kuatia_domain::document::issues::{CATALOGUE, CONFIGURATION_CODES, is_structural};
     let mut lines = vec![
         "The `code` of a ValidationIssue `{field, code, message}`. structural: POST /v1/documents answers 400, \
-         nothing stored; configuration: 400 configuration_error/certificate_error, nothing stored; intake: 400 \
-         validation_error, nothing stored (a rule that needs the tenant's configuration); error: the document is \
-         stored as validation_failed; warning: never blocks."
+         nothing stored; configuration: 400 configuration_error/certificate_error, nothing stored; error: the \
+         document is stored as validation_failed; warning: never blocks."
             .to_owned(),
     ];
     let mut codes = Vec::new();
     for (code, blocking, meaning) in CATALOGUE {
         let kind = match (is_structural(code), blocking) {
             (true, _) => "structural",
-            (false, true) if is_refused_at_intake(code) => "intake",
             (false, true) => "error",
             (false, false) => "warning",
         };

@@ -53,7 +53,7 @@ use kuatia_domain::document::aggregate::{
     ArtifactKind, Document, DocumentCommand, DocumentState, DocumentStatus, FiscalEventKind,
 };
 use kuatia_domain::ruc::Ruc;
-use kuatia_domain::sifen::de::{Issuer, NoCityNames};
+use kuatia_domain::sifen::de::Issuer;
 use kuatia_domain::sifen::event::{self as sifen_event, EventInput, EventKind};
 use kuatia_domain::tenancy::TenantId;
 use kuatia_projections::configuration as config;
@@ -344,22 +344,10 @@ impl Pipeline {
                 base
             }
         };
-        // The tenant's city names, read only when the document names a city other than the
-        // issuer's without its name (intake refused the ones nobody names).
-        let cities = if kuatia_domain::sifen::de::cities_to_look_up(&state.document, base.issuer.city_code)
-            .is_empty()
-        {
-            None
-        } else {
-            Some(config::city_names(&self.store, tenant).await.map_err(retry)?)
-        };
-        Ok(Setup {
-            cities,
-            ..(*base).clone()
-        })
+        Ok((*base).clone())
     }
 
-    /// Reads a setup (without city names) from the configuration and the vault.
+    /// Reads a setup from the configuration and the vault.
     async fn read_setup(
         &self,
         tenant: TenantId,
@@ -430,7 +418,6 @@ impl Pipeline {
             csc,
             environment: sifen.environment,
             pem: pem.to_vec(),
-            cities: None,
             pinned,
         })
     }
@@ -472,8 +459,6 @@ struct Setup {
     pem: Vec<u8>,
     /// The same, parsed for signing.
     key: Arc<SigningKey>,
-    /// The tenant's city names by code (`config::city_names`), when the document needs them.
-    cities: Option<std::collections::BTreeMap<u32, String>>,
     /// For a production tenant, the endpoint's address the destination policy checked when the
     /// setup was read: its SIFEN client connects there and nowhere else (docs/security.md).
     pinned: Option<std::net::SocketAddr>,
@@ -501,10 +486,6 @@ fn build_and_sign(
         csc_id: &setup.csc_id,
         csc: &setup.csc,
         environment: setup.environment,
-        cities: match &setup.cities {
-            Some(names) => names,
-            None => &NoCityNames,
-        },
     };
     sifen_build::build_and_sign(&state.document, &signing, series, number, now)
         .map_err(|what| JobFailure::Permanent(format!("document {}: {what}", state.document_id)))
@@ -750,14 +731,24 @@ impl Pipeline {
         let now = Utc::now();
         let signed = sign_turn(preparing, series, first, now).await;
         // The signed bytes are stored (concurrently) before anything refers to them.
+        // So is the normalized payload (the canonical document as kept, defaults applied).
         let puts: Vec<_> = signed
             .into_iter()
-            .map(|s| {
-                s.map(|signed| {
+            .zip(preparing.iter())
+            .map(|(s, doc)| {
+                s.and_then(|signed| {
                     let (artifacts, xml) = (self.artifacts.clone(), Arc::<str>::from(signed.xml.as_str()));
                     let stored = xml.clone();
-                    let put = tokio::spawn(async move { artifacts.put(stored.as_bytes()).await });
-                    (signed, xml, put)
+                    let payload = normalized_payload(&doc.state)?;
+                    let put = tokio::spawn(async move {
+                        let xml_sha = artifacts.put(stored.as_bytes()).await?;
+                        let payload_sha = artifacts.put(&payload).await?;
+                        Ok::<_, kuatia_application::artifacts::ArtifactError>((
+                            xml_sha,
+                            (payload_sha, payload.len() as u64),
+                        ))
+                    });
+                    Ok((signed, xml, put))
                 })
             })
             .collect();
@@ -771,7 +762,7 @@ impl Pipeline {
                 },
                 Err(e) => Err(e),
             };
-            let (signed, xml, sha) = match stored {
+            let (signed, xml, (sha, payload)) = match stored {
                 Ok(stored) => stored,
                 Err(e) => {
                     results.push(Some(Err(e)));
@@ -782,7 +773,7 @@ impl Pipeline {
             numbers.push(first + i as u64);
             work.push((
                 doc.id,
-                prepared_commands(&doc.state, signed, sha, now),
+                prepared_commands(&doc.state, signed, sha, payload, now),
                 doc.span.clone(),
             ));
         }
@@ -1011,11 +1002,38 @@ async fn sign_turn(
         .collect()
 }
 
-/// What a signed document records: transformed → signed XML artifact → signed, one append.
+/// The normalized payload artifact's bytes: the canonical document as kept (defaults applied),
+/// JSON (DECISIONS §8).
+pub(crate) fn normalized_payload(state: &DocumentState) -> Result<Vec<u8>, JobFailure> {
+    serde_json::to_vec(&state.document)
+        .map_err(|e| JobFailure::Permanent(format!("the canonical document: {e}")))
+}
+
+/// Records the normalized payload artifact, stored before under `sha256`; once per document.
+pub(crate) fn normalized_payload_artifact(
+    state: &DocumentState,
+    sha256: String,
+    size: u64,
+    now: DateTime<Utc>,
+) -> DocumentCommand {
+    DocumentCommand::RecordArtifact {
+        artifact_id: Uuid::now_v7(),
+        kind: ArtifactKind::NormalizedPayload,
+        content_type: "application/json".into(),
+        sha256,
+        size,
+        version: state.next_artifact_version(ArtifactKind::NormalizedPayload),
+        at: now,
+    }
+}
+
+/// What a signed document records: (transformed →) the normalized payload → signed XML
+/// artifact → signed, one append.
 fn prepared_commands(
     state: &DocumentState,
     signed: Signed,
     sha256: String,
+    (payload_sha256, payload_size): (String, u64),
     now: DateTime<Utc>,
 ) -> Vec<DocumentCommand> {
     let artifact_id = Uuid::now_v7();
@@ -1023,15 +1041,23 @@ fn prepared_commands(
     if state.status == DocumentStatus::Queued {
         commands.push(DocumentCommand::StartTransform { at: now });
     }
+    commands.push(DocumentCommand::RecordTransformed {
+        series: signed.series,
+        number: signed.number,
+        cdc: signed.cdc,
+        security_code: signed.security_code,
+        xml_sha256: signed.unsigned_sha256,
+        at: now,
+    });
+    if state.latest_artifact(ArtifactKind::NormalizedPayload).is_none() {
+        commands.push(normalized_payload_artifact(
+            state,
+            payload_sha256,
+            payload_size,
+            now,
+        ));
+    }
     commands.extend([
-        DocumentCommand::RecordTransformed {
-            series: signed.series,
-            number: signed.number,
-            cdc: signed.cdc,
-            security_code: signed.security_code,
-            xml_sha256: signed.unsigned_sha256,
-            at: now,
-        },
         DocumentCommand::RecordArtifact {
             artifact_id,
             kind: ArtifactKind::SignedXml,

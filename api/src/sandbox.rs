@@ -35,7 +35,7 @@ use kuatia_domain::document::issues::{Issue, codes};
 use kuatia_domain::document::validation::{self, RegistryAnswer, Validation, ValidationContext};
 use kuatia_domain::print_settings::PrintSettings;
 use kuatia_domain::ruc::Ruc;
-use kuatia_domain::sifen::de::{Issuer, NoCityNames};
+use kuatia_domain::sifen::de::Issuer;
 use kuatia_infrastructure::selfsigned::SelfSigned;
 use kuatia_infrastructure::sifen::sign::SigningKey;
 use kuatia_infrastructure::sifen_sim::{self, CscEntry, SimConfig};
@@ -959,7 +959,6 @@ pub async fn preview(
                         csc_id: &csc_id,
                         csc: &csc,
                         environment: SifenEnvironment::Test,
-                        cities: &NoCityNames,
                     };
                     sifen_build::build_and_sign(&document, &signing, "sandbox".to_owned(), number, now)
                 })
@@ -1127,7 +1126,6 @@ mod tests {
                 csc_id: TEST_CSC_ID,
                 csc: TEST_CSC,
                 environment: SifenEnvironment::Test,
-                cities: &NoCityNames,
             },
             "sandbox".to_owned(),
             draw_number(),

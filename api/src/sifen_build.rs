@@ -7,7 +7,7 @@ use kuatia_application::artifacts::sha256_hex;
 use kuatia_domain::channel::SifenEnvironment;
 use kuatia_domain::document::aggregate::DocumentNumber;
 use kuatia_domain::document::canonical::CanonicalDocument;
-use kuatia_domain::sifen::de::{self, CityNames, DeInput, Issuer};
+use kuatia_domain::sifen::de::{self, DeInput, Issuer};
 use kuatia_domain::sifen::qr::{self, Csc, QrData};
 use kuatia_infrastructure::sifen::sign::{self, SigningKey};
 use rand::Rng;
@@ -25,8 +25,6 @@ pub struct SigningSetup<'a> {
     pub csc: &'a str,
     /// Test or production (the QR's base URL).
     pub environment: SifenEnvironment,
-    /// City names beyond the issuer's own.
-    pub cities: &'a dyn CityNames,
 }
 
 /// A built and signed document.
@@ -79,7 +77,6 @@ pub fn build_and_sign(
         number,
         security_code: &code,
         signed_at: kuatia_domain::local_time::paraguay(now),
-        cities: setup.cities,
     })
     .map_err(|e| format!("the DE cannot be built: {e}"))?;
     let unsigned_sha256 = sha256_hex(built.xml.as_bytes());
@@ -117,6 +114,51 @@ pub fn build_and_sign(
         xml,
         signed_at: now,
     })
+}
+
+/// Builds, unsigned, the DE a `sifen` document would become, so that intake refuses what the
+/// pipeline could not build (issue 25: what validation accepts, the builder builds; a document
+/// is never stuck `queued` by a build that fails for ever). The issuer is the company's
+/// configuration as the DE names it, at a placeholder establishment and point 001 with number 1
+/// (the document's own fields decide whether it can be built; the issuer's are checked when
+/// they are saved); the error is the builder's, as an intake issue with its JSON path.
+pub fn check_buildable(
+    document: &CanonicalDocument,
+    ruc: &kuatia_domain::ruc::Ruc,
+    profile: &kuatia_domain::company::CompanyProfile,
+    sifen: &kuatia_domain::channel::SifenSettings,
+    now: DateTime<Utc>,
+) -> Result<(), kuatia_domain::document::issues::Issue> {
+    use kuatia_domain::company::{Branch, IssuancePoint};
+    let branch = Branch {
+        branch_id: uuid::Uuid::nil(),
+        code: "001".into(),
+        name: "Casa central".into(),
+        address: None,
+        house_number: None,
+        city_code: None,
+        city_name: None,
+        department_code: None,
+        department_name: None,
+        is_default: true,
+    };
+    let point = IssuancePoint {
+        point_id: uuid::Uuid::nil(),
+        branch_id: uuid::Uuid::nil(),
+        code: "001".into(),
+        name: None,
+        is_default: true,
+    };
+    let issuer = Issuer::from_config(ruc, profile, &branch, &point, sifen);
+    de::build_rde(&DeInput {
+        document,
+        issuer: &issuer,
+        number: 1,
+        security_code: "123456789",
+        signed_at: kuatia_domain::local_time::paraguay(now),
+    })
+    .map(|_| ())
+    .map_err(|e| e.issue())
 }
 
 #[cfg(test)]

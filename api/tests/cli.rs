@@ -443,7 +443,7 @@ fn no_secret_of_the_access_and_configuration_flow_reaches_a_log_line() {
             .json(&serde_json::json!({
                 "ruc": "80069563-1", "legal_name": "DEMO S.A.", "taxpayer_type": "legal_entity",
                 "address": "Avda. Mcal. López", "house_number": "1234", "department_code": 1,
-                "department_name": "CAPITAL", "city_code": 1, "city_name": "ASUNCION",
+                "department_name": "CAPITAL", "city_code": 1, "city_name": "ASUNCION (DISTRITO)",
                 "phone": "021000000", "email": "a@example.com",
                 "economic_activities": [{"code": "62010", "description": "Programación"}]
             }))

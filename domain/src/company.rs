@@ -4,6 +4,11 @@
 //! One stream per company, `company:<tenant>:<RUC number>`, so a RUC is registered once per
 //! tenant (atomically, by the stream's expected version). Branch codes are unique per company and
 //! point codes per branch, which the aggregate enforces because both live in its state.
+//!
+//! Addresses are placed in SET's geographic table ([`crate::geography`]), which SIFEN checks the
+//! issuer's `gEmis` against (rules 1255–1259): the codes must exist and agree (city ∈ district ∈
+//! department), a name given must be the table's name for its code (case and accents aside), and
+//! names left out are filled from the table, so what is recorded is always the table's exact name.
 
 use cqrs_es::event_sink::EventSink;
 use cqrs_es::{Aggregate, DomainEvent};
@@ -13,6 +18,7 @@ use uuid::Uuid;
 
 use crate::certificate::CertificateRecord;
 use crate::channel::EmissionChannel;
+use crate::geography::{self, Place, PlaceError};
 use crate::print_settings::PrintSettings;
 use crate::ruc::Ruc;
 use crate::tenancy::TenantId;
@@ -57,17 +63,21 @@ pub struct CompanyProfile {
     pub address: String,
     /// House number.
     pub house_number: String,
-    /// Department code.
+    /// Department code: the city's department in SET's geographic table.
     pub department_code: u16,
-    /// Department name.
+    /// Department name, as SET's table writes it: may be omitted (or blank) on input, and is then
+    /// filled from the table; a name given must be the table's (case and accents aside).
+    #[serde(default)]
     pub department_name: String,
-    /// District code.
+    /// District code: when given, the city's district.
     pub district_code: Option<u16>,
-    /// District name.
+    /// District name: checked and filled like the department's when `district_code` is given.
     pub district_name: Option<String>,
-    /// City code.
+    /// City code, in SET's geographic table.
     pub city_code: u32,
-    /// City name.
+    /// City name, as SET's table writes it: may be omitted (or blank) on input, and is then
+    /// filled from the table; a name given must be the table's (case and accents aside).
+    #[serde(default)]
     pub city_name: String,
     /// Phone.
     pub phone: String,
@@ -109,8 +119,17 @@ impl CompanyProfile {
         }
         text_issue(&mut issues, "address", &self.address, 255);
         text_issue(&mut issues, "house_number", &self.house_number, 6);
-        text_issue(&mut issues, "department_name", &self.department_name, 16);
-        text_issue(&mut issues, "city_name", &self.city_name, 30);
+        place_issues(
+            &mut issues,
+            self.department_code,
+            self.district_code,
+            self.city_code,
+            [
+                Some(self.department_name.as_str()),
+                self.district_name.as_deref(),
+                Some(self.city_name.as_str()),
+            ],
+        );
         text_issue(&mut issues, "phone", &self.phone, 15);
         let email = self.email.trim();
         if !(email.contains('@') && email.len() <= 80 && !email.contains(' ')) {
@@ -144,6 +163,158 @@ impl CompanyProfile {
         }
         issues
     }
+
+    /// The profile with its department, city and (with a district code) district named as SET's
+    /// geographic table names them; unchanged when its codes do not make a place (then
+    /// [`Self::issues`] says why).
+    pub fn with_table_names(mut self) -> Self {
+        if let Ok(place) = geography::resolve(self.department_code, self.district_code, self.city_code) {
+            self.department_name = place.department.name.clone();
+            self.city_name = place.city.name.clone();
+            if self.district_code.is_some() {
+                self.district_name = Some(place.district.name.clone());
+            }
+        }
+        self
+    }
+}
+
+/// The issues of an address's place (`department`, `district`, `city`) in SET's geographic
+/// table, at the fields of a company profile or branch: an unknown city, a district or department
+/// that is not the city's (the message names the right one), and names (`department_name`,
+/// `district_name`, `city_name`, in that order; blank or `None`: not given) that are not the
+/// table's. The place, when the codes make one.
+fn place_issues(
+    issues: &mut Vec<FieldIssue>,
+    department: u16,
+    district: Option<u16>,
+    city: u32,
+    names: [Option<&str>; 3],
+) -> Option<Place> {
+    const TABLE: &str = "SET's geographic table";
+    let mut push = |field: &str, code: &'static str, message: String| {
+        issues.push(FieldIssue {
+            field: field.to_owned(),
+            code,
+            message,
+        });
+    };
+    let place = match geography::resolve(department, district, city) {
+        Ok(place) => place,
+        Err(PlaceError::UnknownCity(_)) => {
+            push(
+                "city_code",
+                "unknown_city_code",
+                format!("city_code {city} is not a city of {TABLE}"),
+            );
+            return None;
+        }
+        Err(PlaceError::UnknownDistrict(code)) => {
+            push(
+                "district_code",
+                "unknown_district_code",
+                format!("district_code {code} is not a district of {TABLE}"),
+            );
+            return None;
+        }
+        Err(PlaceError::UnknownDepartment(code)) => {
+            push(
+                "department_code",
+                "invalid_code",
+                format!("department_code {code} is not a department of {TABLE}"),
+            );
+            return None;
+        }
+        Err(e @ PlaceError::CityNotInDistrict { .. }) => {
+            push(
+                "district_code",
+                "city_district_mismatch",
+                format!("{e} ({TABLE})"),
+            );
+            return None;
+        }
+        Err(e @ PlaceError::CityNotInDepartment { .. }) => {
+            push(
+                "department_code",
+                "city_department_mismatch",
+                format!("{e} ({TABLE})"),
+            );
+            return None;
+        }
+    };
+    let [department_name, district_name, city_name] = names;
+    let checks = [
+        (
+            "department_name",
+            "department_name_mismatch",
+            department_name,
+            format!("department {}", place.department.code),
+            &place.department.name,
+        ),
+        (
+            "district_name",
+            "district_name_mismatch",
+            district_name,
+            format!("district {}", place.district.code),
+            &place.district.name,
+        ),
+        (
+            "city_name",
+            "city_name_mismatch",
+            city_name,
+            format!("city {}", place.city.code),
+            &place.city.name,
+        ),
+    ];
+    for (field, code, given, what, table) in checks {
+        if let Some(given) = given.filter(|g| !g.trim().is_empty())
+            && !geography::same_name(given, table)
+        {
+            push(
+                field,
+                code,
+                format!(
+                    "{field} {:?} is not the name of {what}: {TABLE} calls it {table:?} (omit {field} or send that name)",
+                    given.trim()
+                ),
+            );
+        }
+    }
+    Some(place)
+}
+
+impl Branch {
+    /// The issues of the branch's own place, when it names a city, a department or a city name:
+    /// the branch's codes, the company's where the branch gives none (as the issuer's address is
+    /// built). None when the branch uses the company's place.
+    fn place_issues(&self, company: &CompanyProfile) -> Vec<FieldIssue> {
+        let mut issues = Vec::new();
+        if self.city_code.is_some() || self.department_code.is_some() || self.city_name.is_some() {
+            place_issues(
+                &mut issues,
+                self.department_code.unwrap_or(company.department_code),
+                None,
+                self.city_code.unwrap_or(company.city_code),
+                [self.department_name.as_deref(), None, self.city_name.as_deref()],
+            );
+        }
+        issues
+    }
+
+    /// The branch with the names of its own city and department as SET's table writes them.
+    fn with_table_names(mut self, company: &CompanyProfile) -> Self {
+        let department = self.department_code.unwrap_or(company.department_code);
+        let city = self.city_code.unwrap_or(company.city_code);
+        if let Ok(place) = geography::resolve(department, None, city) {
+            if self.city_code.is_some() {
+                self.city_name = Some(place.city.name.clone());
+            }
+            if self.department_code.is_some() {
+                self.department_name = Some(place.department.name.clone());
+            }
+        }
+        self
+    }
 }
 
 /// A three-digit code of a branch (establecimiento) or issuance point (punto de expedición),
@@ -165,13 +336,14 @@ pub struct Branch {
     pub address: Option<String>,
     /// House number.
     pub house_number: Option<String>,
-    /// City code.
+    /// City code, when the branch is in another city than the company (SET's geographic table).
     pub city_code: Option<u32>,
-    /// City name.
+    /// City name: filled from SET's table when `city_code` is given; a name given must be the
+    /// table's (case and accents aside).
     pub city_name: Option<String>,
-    /// Department code.
+    /// Department code, when the branch is in another department than the company: the city's.
     pub department_code: Option<u16>,
-    /// Department name.
+    /// Department name: filled and checked like the city's.
     pub department_name: Option<String>,
     /// Chosen when a document names no branch and the company has several.
     pub is_default: bool,
@@ -406,6 +578,7 @@ impl Aggregate for Company {
                     return Err(CompanyError::AlreadyRegistered);
                 }
                 check(&profile)?;
+                let profile = profile.with_table_names();
                 sink.write(
                     CompanyEvent::CompanyRegistered {
                         company_id,
@@ -436,12 +609,24 @@ impl Aggregate for Company {
                         "name must have 1 to 255 characters".into(),
                     ));
                 }
+                if let Some(company) = &self.profile {
+                    issues.extend(
+                        branch
+                            .place_issues(company)
+                            .into_iter()
+                            .map(|i| (i.field, i.code.to_owned(), i.message)),
+                    );
+                }
                 if !issues.is_empty() {
                     return Err(CompanyError::Invalid(issues));
                 }
                 if self.branches.values().any(|(code, _)| *code == branch.code) {
                     return Err(CompanyError::DuplicateCode(branch.code));
                 }
+                let branch = match &self.profile {
+                    Some(company) => branch.with_table_names(company),
+                    None => branch,
+                };
                 sink.write(CompanyEvent::BranchAdded { company_id, branch }, self)
                     .await;
             }
@@ -560,6 +745,7 @@ impl Aggregate for Company {
                     return Err(CompanyError::NotRegistered);
                 };
                 check(&profile)?;
+                let profile = profile.with_table_names();
                 if self.profile.as_ref() != Some(&profile) {
                     sink.write(CompanyEvent::CompanyProfileUpdated { company_id, profile }, self)
                         .await;
@@ -669,6 +855,125 @@ pub(crate) mod tests {
         bad.economic_activities[0].code = "12a".into();
         let fields: Vec<String> = bad.issues().into_iter().map(|i| i.field).collect();
         assert_eq!(fields, vec!["legal_name", "email", "economic_activities[0].code"]);
+    }
+
+    #[test]
+    fn a_profile_is_placed_in_sets_table_and_named_by_it() {
+        let issues_of = |change: fn(&mut CompanyProfile)| {
+            let mut p = profile();
+            change(&mut p);
+            p.issues()
+                .into_iter()
+                .map(|i| (i.field, i.code, i.message))
+                .collect::<Vec<_>>()
+        };
+        // Department 11 with city 6: Aguará is in Concepción.
+        let wrong_department = issues_of(|p| {
+            p.department_code = 11;
+            p.department_name = String::new();
+            p.city_code = 6;
+            p.city_name = String::new();
+        });
+        assert_eq!(wrong_department.len(), 1, "{wrong_department:?}");
+        let (field, code, message) = &wrong_department[0];
+        assert_eq!(
+            (field.as_str(), *code),
+            ("department_code", "city_department_mismatch")
+        );
+        assert!(message.contains("department 2 CONCEPCION"), "{message}");
+        // Luque's name for Aguará's code.
+        let wrong_name = issues_of(|p| {
+            p.department_code = 2;
+            p.department_name = "Concepción".into();
+            p.city_code = 6;
+            p.city_name = "LUQUE".into();
+        });
+        assert_eq!(wrong_name.len(), 1, "{wrong_name:?}");
+        let (field, code, message) = &wrong_name[0];
+        assert_eq!((field.as_str(), *code), ("city_name", "city_name_mismatch"));
+        assert!(message.contains("\"AGUARA\""), "{message}");
+        let unknown = issues_of(|p| p.city_code = 99_999);
+        assert_eq!(unknown[0].1, "unknown_city_code");
+        let district = issues_of(|p| p.district_code = Some(159));
+        assert_eq!(district[0].1, "city_district_mismatch");
+        assert!(
+            district[0].2.contains("district 1 ASUNCION (DISTRITO)"),
+            "{}",
+            district[0].2
+        );
+        let department_name = issues_of(|p| p.department_name = "CENTRAL".into());
+        assert_eq!(department_name[0].1, "department_name_mismatch");
+    }
+
+    #[test]
+    fn names_left_out_or_spelled_otherwise_are_recorded_as_the_table_writes_them() {
+        let mut luque = profile();
+        luque.department_code = 12;
+        luque.department_name = String::new();
+        luque.district_code = Some(159);
+        luque.city_code = 5946;
+        luque.city_name = "Luque".into();
+        assert!(luque.issues().is_empty(), "{:?}", luque.issues());
+        let mut named = luque.clone();
+        named.department_name = "CENTRAL".into();
+        named.district_name = Some("LUQUE".into());
+        named.city_name = "LUQUE".into();
+        TestFramework::<Company>::with(())
+            .given_no_previous_events()
+            .when(CompanyCommand::Register {
+                company_id: Uuid::from_u128(1),
+                ruc: Ruc::parse("80069563-1").expect("ruc"),
+                profile: luque.clone(),
+            })
+            .then_expect_events(vec![CompanyEvent::CompanyRegistered {
+                company_id: Uuid::from_u128(1),
+                ruc: Ruc::parse("80069563-1").expect("ruc"),
+                profile: named,
+            }]);
+        // Omitted names deserialize as blank, to be filled.
+        let mut json = serde_json::to_value(profile()).expect("json");
+        let object = json.as_object_mut().expect("object");
+        object.remove("department_name");
+        object.remove("city_name");
+        let parsed: CompanyProfile = serde_json::from_value(json).expect("names are optional");
+        assert_eq!(parsed.clone().with_table_names(), profile());
+    }
+
+    #[test]
+    fn a_branch_elsewhere_is_placed_and_named_too() {
+        let mut luque = branch(10, "002");
+        luque.city_code = Some(5946);
+        // The company is in the capital: without its own department the branch would be there.
+        TestFramework::<Company>::with(())
+            .given(vec![registered()])
+            .when(CompanyCommand::AddBranch(luque.clone()))
+            .then_expect_error(CompanyError::Invalid(vec![(
+                "department_code".into(),
+                "city_department_mismatch".into(),
+                "city 5946 (LUQUE) is in department 12 CENTRAL, not in department 1 (SET's geographic table)"
+                    .into(),
+            )]));
+        luque.department_code = Some(12);
+        let mut named = luque.clone();
+        named.city_name = Some("LUQUE".into());
+        named.department_name = Some("CENTRAL".into());
+        TestFramework::<Company>::with(())
+            .given(vec![registered()])
+            .when(CompanyCommand::AddBranch(luque))
+            .then_expect_events(vec![CompanyEvent::BranchAdded {
+                company_id: Uuid::from_u128(1),
+                branch: named,
+            }]);
+        let mut misnamed = branch(11, "003");
+        misnamed.city_name = Some("LUQUE".into());
+        TestFramework::<Company>::with(())
+            .given(vec![registered()])
+            .when(CompanyCommand::AddBranch(misnamed))
+            .then_expect_error(CompanyError::Invalid(vec![(
+                "city_name".into(),
+                "city_name_mismatch".into(),
+                "city_name \"LUQUE\" is not the name of city 1: SET's geographic table calls it \"ASUNCION (DISTRITO)\" (omit city_name or send that name)".into(),
+            )]));
     }
 
     fn branch(id: u128, code: &str) -> Branch {

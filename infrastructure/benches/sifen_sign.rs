@@ -15,7 +15,7 @@ use kuatia_domain::channel::SifenEnvironment;
 use kuatia_domain::company::{EconomicActivity, TaxpayerType};
 use kuatia_domain::document::canonical::{self, sample_invoice};
 use kuatia_domain::ruc::Ruc;
-use kuatia_domain::sifen::de::{self, DeInput, Issuer, NoCityNames};
+use kuatia_domain::sifen::de::{self, DeInput, Issuer};
 use kuatia_domain::sifen::qr::{self, Csc, QrData};
 use kuatia_infrastructure::selfsigned::SelfSigned;
 use kuatia_infrastructure::sifen::sign::{self, SigningKey};
@@ -76,7 +76,6 @@ fn main() -> anyhow::Result<()> {
             number: documents % 9_999_999 + 1,
             security_code: "123456789",
             signed_at,
-            cities: &NoCityNames,
         })?;
         let signed = sign::sign_de(&built.xml, &key)?;
         let url = qr::qr_url(

@@ -604,39 +604,6 @@ pub async fn locations(
     Ok(out)
 }
 
-/// The city names the tenant's configuration knows, by SIFEN city code: every company's
-/// `city_code` → `city_name`, then every branch's that gives both. The first name read for a code
-/// wins (companies by RUC, then branches by company and code), so the answer is the same on every
-/// read of the same configuration. The SIFEN pipeline names a buyer's or an autofactura seller's
-/// city from it, and intake refuses a sifen document whose city neither the document nor this
-/// names.
-pub async fn city_names(
-    store: &SharedStore,
-    tenant: TenantId,
-) -> Result<std::collections::BTreeMap<u32, String>, StoreError> {
-    // Only names a DE can carry (tDesCiudad: 1 to 30 characters, one line), so that a name
-    // intake counts on never fails the pipeline.
-    let writable = |name: &str| {
-        let name = name.trim();
-        ((1..=30).contains(&name.chars().count()) && !name.chars().any(char::is_control))
-            .then(|| name.to_owned())
-    };
-    let mut names = std::collections::BTreeMap::new();
-    for company in companies(store, tenant, None).await? {
-        if let Some(name) = writable(&company.profile.city_name) {
-            names.entry(company.profile.city_code).or_insert(name);
-        }
-    }
-    for row in branches(store, tenant, None).await? {
-        if let (Some(code), Some(name)) = (row.branch.city_code, row.branch.city_name.as_deref())
-            && let Some(name) = writable(name)
-        {
-            names.entry(code).or_insert(name);
-        }
-    }
-    Ok(names)
-}
-
 /// What intake needs of a company's configuration, read together.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CompanySnapshot {

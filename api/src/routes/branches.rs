@@ -38,13 +38,15 @@ pub struct CreateBranch {
     pub address: Option<String>,
     /// House number.
     pub house_number: Option<String>,
-    /// City code.
+    /// City code, when the branch is in another city than the company (SET's geographic table).
     pub city_code: Option<u32>,
-    /// City name.
+    /// City name: optional, filled from SET's table; one given must be the table's
+    /// (`city_name_mismatch` names it).
     pub city_name: Option<String>,
-    /// Department code.
+    /// Department code: the city's (`city_department_mismatch` names it); the company's when
+    /// omitted.
     pub department_code: Option<u16>,
-    /// Department name.
+    /// Department name: optional, filled from SET's table; one given must be the table's.
     pub department_name: Option<String>,
     /// Chosen when a document names no branch and the company has several.
     #[serde(default)]
@@ -141,7 +143,7 @@ pub async fn list_branches(
     request_body = CreateBranch,
     responses(
         (status = 201, description = "Added", body = BranchView),
-        (status = 400, description = "Invalid code or name, or no company given", body = ErrorBody),
+        (status = 400, description = "Invalid code or name, no company given, or a place not in SET's geographic table (unknown_city_code, city_department_mismatch, city_name_mismatch, department_name_mismatch in details.errors)", body = ErrorBody),
         (status = 403, description = "Role not allowed", body = ErrorBody),
         (status = 404, description = "No such company", body = ErrorBody),
         (status = 409, description = "The code is used in this company", body = ErrorBody)

@@ -36,7 +36,10 @@ pub struct CompanyView {
     pub ruc: String,
     /// legal_name, trade_name, taxpayer_type (`individual`|`legal_entity`), tax_regime_code,
     /// address, house_number, department_code, department_name, district_code, district_name,
-    /// city_code, city_name, phone, email, economic_activities [{code, description}].
+    /// city_code, city_name, phone, email, economic_activities [{code, description}]. The codes
+    /// are SET's geographic table's and must agree (city in district in department); the names
+    /// are the table's: optional on input (filled from the table), and a name given that is not
+    /// the table's is refused (400 validation_error, `city_name_mismatch` and the like, naming it).
     #[serde(flatten)]
     #[schema(value_type = Object)]
     pub profile: CompanyProfile,
@@ -151,10 +154,10 @@ pub async fn list_companies(
     tag = "configuration",
     security(("api_key" = []), ("session" = [])),
     params(("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")),
-    request_body(content = Object, description = "`ruc` (`80069563-1`) and every profile field of CompanyView"),
+    request_body(content = Object, description = "`ruc` (`80069563-1`) and every profile field of CompanyView; department_name, district_name and city_name may be omitted (filled from SET's geographic table)"),
     responses(
         (status = 201, description = "Registered", body = CompanyView),
-        (status = 400, description = "Invalid RUC (wrong check digit included) or profile; every problem in details.errors", body = ErrorBody),
+        (status = 400, description = "Invalid RUC (wrong check digit included) or profile (codes not in SET's geographic table or not agreeing: unknown_city_code, city_department_mismatch, city_district_mismatch; a name not the table's: city_name_mismatch, department_name_mismatch, district_name_mismatch); every problem in details.errors", body = ErrorBody),
         (status = 403, description = "Role not allowed, or a company-scoped key", body = ErrorBody),
         (status = 409, description = "The RUC is already registered in this tenant", body = ErrorBody)
     )
@@ -237,6 +240,20 @@ pub async fn update_company(
     else {
         return Err(ApiError::new(ErrorCode::InternalError, "internal error"));
     };
+    // A patch that moves the address drops the names (and the district) of the old place unless
+    // it gives them: they are filled from SET's geographic table, not kept for another code.
+    let moved = |code: &str| patch.contains_key(code);
+    let stale: &[(&str, bool)] = &[
+        ("city_name", moved("city_code")),
+        ("district_code", moved("city_code")),
+        ("district_name", moved("city_code") || moved("district_code")),
+        ("department_name", moved("department_code")),
+    ];
+    for (field, drop) in stale {
+        if *drop && !patch.contains_key(*field) {
+            merged.remove(*field);
+        }
+    }
     merged.extend(patch);
     let profile = profile_from(merged)?;
     configuration::change_company(

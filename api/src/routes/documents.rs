@@ -6,9 +6,8 @@
 //!    (`domain::document::routing`);
 //! 3. readiness of the routed channel (`domain::channel`), certificate included, and what the
 //!    document's type needs of it (a remisión on `sifen`: the channel's `remision_notice`);
-//! 4. business validation (`domain::document::validation`), and on `sifen` the rules that need
-//!    the tenant's configuration too (`validation::unnamed_cities`: a city SIFEN's document must
-//!    name and nobody can).
+//! 4. business validation (`domain::document::validation`; on `sifen`, places are checked against
+//!    SET's geographic table there, `domain::geography`).
 //!
 //! `POST /v1/documents/validate` answers all of them as `{valid, errors, warnings, routing}`.
 //! `POST /v1/documents` refuses stages 1–3 and the configuration-dependent rules of stage 4 with
@@ -89,16 +88,6 @@ pub enum Refusal {
         /// Whether the certificate check failed.
         certificate: bool,
     },
-    /// A rule that needs the tenant's configuration is not met (an address whose city nobody
-    /// can name, on `sifen`): the pipeline could never build the document.
-    Unbuildable {
-        /// Routing that was found.
-        routing: Routing,
-        /// Those issues first, then the document's business errors.
-        errors: Vec<Issue>,
-        /// The document's warnings.
-        warnings: Vec<Issue>,
-    },
     /// Something else (not found, permission, store).
     Api(ApiError),
 }
@@ -140,11 +129,6 @@ impl Refusal {
                 format!("the channel is not ready: {}", first_message(&issues)),
             )
             .with_details(json!({ "errors": issues_json(&issues) })),
-            Self::Unbuildable { errors, .. } => ApiError::validation(format!(
-                "the document cannot be issued on this channel: {}",
-                first_message(&errors)
-            ))
-            .with_details(json!({ "errors": issues_json(&errors) })),
             Self::Api(e) => e,
         }
     }
@@ -222,32 +206,97 @@ async fn used_up_range(
     }))
 }
 
-/// The addresses of a sifen document whose city neither the document, nor the issuer, nor the
-/// tenant's configuration names (`unknown_city_name`). The configuration is read only when the
-/// document names a city other than the issuer's without its name.
-async fn unnamed_cities(
+/// `associated_document` against the tenant's own documents (issue 25): a `document_id` names
+/// one SIFEN approved, whose CDC is filled in; a credit or debit note's CDC of the company's own
+/// RUC that kuatia never issued is a warning (issued elsewhere, or mistyped: SIFEN refuses a note
+/// whose invoice it does not hold). Business errors and warnings, added to validation's.
+async fn resolve_associated(
     state: &AppState,
     tenant: kuatia_domain::tenancy::TenantId,
-    routing: &Routing,
-    company: &CompanyRow,
-    document: &CanonicalDocument,
-) -> Result<Vec<Issue>, Refusal> {
-    use kuatia_domain::sifen::de::cities_to_look_up;
-    // Most documents name no city without its name: no read at all for them (0 is no city).
-    if cities_to_look_up(document, 0).is_empty() {
-        return Ok(Vec::new());
+    document: &mut CanonicalDocument,
+    ruc: &Ruc,
+) -> Result<(Vec<Issue>, Vec<Issue>), Refusal> {
+    use kuatia_domain::document::canonical::DocumentType;
+    use kuatia_domain::document::issues::codes;
+    let (mut errors, mut warnings) = (Vec::new(), Vec::new());
+    let note = matches!(
+        document.doc_type,
+        DocumentType::CreditNote | DocumentType::DebitNote
+    );
+    let credit_note = document.doc_type == DocumentType::CreditNote;
+    let total = document.totals.grand_total.get();
+    let Some(associated) = document.associated_document.as_mut() else {
+        return Ok((errors, warnings));
+    };
+    // The tenant's document referred to, when it is one.
+    let mut referred: Option<DocumentRow> = None;
+    if let Some(id) = associated.document_id {
+        let found = read_docs::document(&state.store, tenant, id).await?;
+        let approved = found
+            .as_ref()
+            .filter(|d| d.status == DocumentStatus::Accepted.as_str())
+            .and_then(|d| d.cdc.clone());
+        match (approved, found) {
+            (Some(cdc), _) if associated.cdc.as_deref().is_some_and(|c| c.trim() != cdc) => errors.push(Issue::new(
+                "associated_document.cdc",
+                codes::NOT_ALLOWED,
+                format!("document {id} has CDC {cdc}: give document_id or cdc, not two that disagree"),
+            )),
+            (Some(cdc), found) => {
+                associated.cdc = Some(cdc);
+                referred = found;
+            }
+            (None, found) => errors.push(Issue::new(
+                "associated_document.document_id",
+                codes::ASSOCIATED_DOCUMENT_NOT_FOUND,
+                match found {
+                    None => format!("no document {id} in this tenant"),
+                    Some(d) => format!(
+                        "document {id} is {}: only a document SIFEN approved (accepted) has a CDC to refer to",
+                        d.status
+                    ),
+                },
+            )),
+        }
+    } else if note
+        && let Some(cdc) = associated.cdc.as_deref().map(str::trim)
+        && cdc.len() == 44
+        && cdc.get(2..10).map(|r| r.trim_start_matches('0')) == Some(ruc.number().trim_start_matches('0'))
+    {
+        let filter = read_docs::Filter {
+            cdc: Some(cdc.to_owned()),
+            ..read_docs::Filter::default()
+        };
+        referred = read_docs::list(&state.store, tenant, &filter, 1)
+            .await?
+            .into_iter()
+            .next();
+        if referred.is_none() {
+            warnings.push(Issue::new(
+                "associated_document.cdc",
+                codes::ASSOCIATED_DOCUMENT_UNKNOWN,
+                format!(
+                    "kuatia issued no document with CDC {cdc}: if it was issued elsewhere this is fine, otherwise check it (SIFEN refuses a note whose invoice it does not hold)"
+                ),
+            ));
+        }
     }
-    // The issuer's city as the DE writes it (`Issuer::from_config`): the branch's, else the
-    // company's.
-    let branch_city = read::branch(&state.store, tenant, routing.branch_id)
-        .await?
-        .and_then(|b| b.branch.city_code);
-    let issuer_city = branch_city.unwrap_or(company.profile.city_code);
-    if cities_to_look_up(document, issuer_city).is_empty() {
-        return Ok(Vec::new());
+    // Rule 2417: a credit note adjusts at most the invoice's total.
+    if credit_note
+        && let Some(invoice) = &referred
+        && let Ok(invoice_total) = invoice.grand_total.parse()
+        && total > invoice_total
+    {
+        errors.push(Issue::new(
+            "totals.grand_total",
+            codes::CREDIT_NOTE_EXCEEDS_INVOICE,
+            format!(
+                "a credit note adjusts at most its invoice's total: {total} is more than {invoice_total}, the total of {} (rule 2417)",
+                invoice.number.as_deref().unwrap_or(invoice.external_id.as_str())
+            ),
+        ));
     }
-    let known = read::city_names(&state.store, tenant).await?;
-    Ok(validation::unnamed_cities(document, issuer_city, &known))
+    Ok((errors, warnings))
 }
 
 /// Runs stages 1–4 on a body.
@@ -255,7 +304,7 @@ pub async fn prepare(state: &AppState, caller: &Caller, body: &[u8]) -> Result<P
     let value: Value = serde_json::from_slice(body)
         .map_err(|_| Refusal::Structure(canonical::parse(body).err().unwrap_or_default()))?;
     let request_hash = idempotency::request_hash(&value);
-    let document = canonical::from_value(value).map_err(Refusal::Structure)?;
+    let mut document = canonical::from_value(value).map_err(Refusal::Structure)?;
 
     let company_id = caller.company_scope(document.company_id)?.ok_or_else(|| {
         Refusal::Routing(vec![Issue::new(
@@ -348,7 +397,9 @@ pub async fn prepare(state: &AppState, caller: &Caller, body: &[u8]) -> Result<P
         Some(buyer) => kuatia_infrastructure::lookup::registry_answer(state.store.as_ref(), &buyer).await,
         None => RegistryAnswer::NotLoaded,
     };
-    let validation = validation::validate(
+    let (reference_errors, reference_warnings) =
+        resolve_associated(state, caller.tenant, &mut document, &ruc).await?;
+    let mut validation = validation::validate(
         &document,
         &ValidationContext {
             channel: routing.channel,
@@ -359,17 +410,16 @@ pub async fn prepare(state: &AppState, caller: &Caller, body: &[u8]) -> Result<P
             buyer_registry,
         },
     );
-    if routing.channel == ChannelKind::Sifen {
-        let unnamed = unnamed_cities(state, caller.tenant, &routing, &company, &document).await?;
-        if !unnamed.is_empty() {
-            let mut errors = unnamed;
-            errors.extend(validation.errors);
-            return Err(Refusal::Unbuildable {
-                routing,
-                errors,
-                warnings: validation.warnings,
-            });
-        }
+    validation.errors.extend(reference_errors);
+    validation.warnings.extend(reference_warnings);
+    // What validation accepts, the builder builds (issue 25): a sifen document's DE is built here,
+    // unsigned, so that one the pipeline could not build is refused now, not stuck later.
+    if routing.channel == ChannelKind::Sifen
+        && validation.errors.is_empty()
+        && let Some(sifen) = channel.sifen.as_ref()
+        && let Err(issue) = crate::sifen_build::check_buildable(&document, &ruc, &company.profile, sifen, now)
+    {
+        validation.errors.push(issue);
     }
     Ok(Prepared {
         document,
@@ -475,16 +525,6 @@ pub async fn validate_document(
             valid: false,
             errors: issues_json(&issues),
             warnings: none(),
-            routing: Some(routing.into()),
-        },
-        Err(Refusal::Unbuildable {
-            routing,
-            errors,
-            warnings,
-        }) => ValidationResponse {
-            valid: false,
-            errors: issues_json(&errors),
-            warnings: issues_json(&warnings),
             routing: Some(routing.into()),
         },
         Err(Refusal::Api(e)) => return Err(e),
@@ -640,7 +680,7 @@ const ABANDONED_AFTER: chrono::Duration = chrono::Duration::seconds(30);
                  example = json!(canonical::sample_invoice())),
     responses(
         (status = 201, description = "Stored (status queued, or validation_failed with errors)", body = DocumentView),
-        (status = 400, description = "Not a CanonicalDocumentV1 (validation_error), no routing or a channel not ready for the document (configuration_error: e.g. a remisión on a sifen channel without remision_notice), certificate not ready (certificate_error), or (sifen) an address whose city cannot be named (validation_error, unknown_city_name); nothing stored", body = ErrorBody),
+        (status = 400, description = "Not a CanonicalDocumentV1 (validation_error), no routing or a channel not ready for the document (configuration_error: e.g. a remisión on a sifen channel without remision_notice), certificate not ready (certificate_error); nothing stored", body = ErrorBody),
         (status = 403, description = "Role not allowed", body = ErrorBody),
         (status = 409, description = "Idempotency-Key used with another body, or still in progress", body = ErrorBody),
         (status = 413, description = "Body too large", body = ErrorBody),

@@ -213,16 +213,18 @@ pub struct Party {
     /// Extension: house number.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub house_number: Option<String>,
-    /// Extension: SIFEN city code.
+    /// Extension: city code of SET's geographic table (`vendor/sifen/geography`; Asunción 1,
+    /// Luque 5946); on sifen, unknown is `unknown_city_code`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub city_code: Option<u32>,
-    /// Extension: the name of `city_code` as SET's geographic table writes it (1–30 characters;
-    /// `dDesCiuRec`, `dDesCiuVen`). Given, it wins; omitted, the name is the issuer's city's or
-    /// one a company or branch of the tenant gives that code, and a sifen document whose city
-    /// none of these names is refused at intake (`unknown_city_name`).
+    /// Extension, optional: the name of `city_code` in SET's geographic table (1–30 characters;
+    /// case, accents and extra blanks do not count). The SIFEN document always carries the
+    /// table's exact name (`dDesCiuRec`, `dDesCiuVen`); on sifen another name is
+    /// `city_name_mismatch`, whose message names the table's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub city_name: Option<String>,
-    /// Extension: SIFEN department code.
+    /// Extension: department code, the city's in SET's geographic table (Central 12); on sifen
+    /// another is `city_department_mismatch`, whose message names the city's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub department_code: Option<u16>,
     /// Extension: ISO 3166 alpha-3 country (default PRY; required for `foreign`).
@@ -472,6 +474,10 @@ pub struct Delivery {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct AssociatedDocument {
+    /// Extension: one of the tenant's own documents, by its id; intake fills `cdc` from it
+    /// (the document must be one SIFEN approved).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub document_id: Option<Uuid>,
     /// CDC of an electronic document (44 digits).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cdc: Option<String>,
@@ -551,7 +557,9 @@ pub struct CanonicalDocument {
     /// Extension: motive code (iMotEmi for notes, iMotEmiNR for remisión).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<u8>,
-    /// Extension: transport data of a remisión (free-form until the SIFEN channel maps it).
+    /// Extension: transport data of a remisión: `kind`, `mode`, `freight_payer`, `responsible`,
+    /// `distance_km`, `invoice_date` (the future invoice's date, rule 2605), `start_date`,
+    /// `end_date`, `vehicle`, `carrier` (docs/sifen-channel.md, "The transport of a remisión").
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub transport: Option<Map<String, Value>>,

@@ -57,6 +57,9 @@ pub mod codes {
     pub const INVALID_CODE: &str = "invalid_code";
     /// A field the document's type or another field's value makes necessary is missing.
     pub const CONDITIONALLY_REQUIRED: &str = "conditionally_required";
+    /// A value SIFEN's format or rules refuse, found when intake builds the DE the pipeline
+    /// will send (the message names the field and the rule).
+    pub const INVALID_FOR_SIFEN: &str = "invalid_for_sifen";
     /// A field the document's type or another field's value rules out is present.
     pub const NOT_ALLOWED: &str = "not_allowed";
     /// A RUC that is not of the form `NNNNNNNN-D`.
@@ -73,6 +76,12 @@ pub mod codes {
     pub const REMISION_BUYER_NOT_ISSUER: &str = "remision_buyer_not_issuer";
     /// A foreign buyer in Paraguay, or a domestic one abroad.
     pub const BUYER_COUNTRY_MISMATCH: &str = "buyer_country_mismatch";
+    /// (sifen) A city code that is not in SET's geographic table.
+    pub const UNKNOWN_CITY_CODE: &str = "unknown_city_code";
+    /// (sifen) A department that is not the city's (the message names the right one).
+    pub const CITY_DEPARTMENT_MISMATCH: &str = "city_department_mismatch";
+    /// (sifen) A city name that is not the table's name for the code (the message names it).
+    pub const CITY_NAME_MISMATCH: &str = "city_name_mismatch";
     /// An unnamed buyer on a document of 60 000 000 PYG or more.
     pub const ANONYMOUS_TOTAL_LIMIT: &str = "anonymous_total_limit";
     /// Issued before 2018-11-22, or more than 720 hours ago on `sifen`.
@@ -99,12 +108,15 @@ pub mod codes {
     pub const DUE_DATE_BEFORE_ISSUE_DATE: &str = "due_date_before_issue_date";
     /// A credit or debit note whose CDC is not an invoice's.
     pub const ASSOCIATED_DOCUMENT_NOT_INVOICE: &str = "associated_document_not_invoice";
-
-    // Refused at intake (`validation::unnamed_cities`): 400 `validation_error`, nothing stored.
-
-    /// A sifen document's address in a city whose name neither the document nor the tenant's
-    /// configuration gives.
-    pub const UNKNOWN_CITY_NAME: &str = "unknown_city_name";
+    /// A credit or debit note's associated CDC was issued by another taxpayer.
+    pub const ASSOCIATED_DOCUMENT_OTHER_ISSUER: &str = "associated_document_other_issuer";
+    /// `associated_document.document_id` names no document of the tenant, or one without a CDC
+    /// SIFEN approved.
+    pub const ASSOCIATED_DOCUMENT_NOT_FOUND: &str = "associated_document_not_found";
+    /// A credit note whose total is more than the invoice it adjusts (rule 2417).
+    pub const CREDIT_NOTE_EXCEEDS_INVOICE: &str = "credit_note_exceeds_invoice";
+    /// Warning: the associated CDC is the company's own but kuatia issued no document with it.
+    pub const ASSOCIATED_DOCUMENT_UNKNOWN: &str = "associated_document_unknown";
 
     // Warnings: they never block.
 
@@ -174,6 +186,11 @@ pub const CATALOGUE: &[(&str, bool, &str)] = &[
         "a field the document type or another field makes necessary is missing (the message says why)",
     ),
     (
+        codes::INVALID_FOR_SIFEN,
+        true,
+        "a value SIFEN's format or rules refuse, found when intake builds the DE the pipeline will send (the message names the field and the rule): a transport without vehicle, a carrier without driver, a remisión for a sale without transport.invoice_date …",
+    ),
+    (
         codes::NOT_ALLOWED,
         true,
         "a field the document type or another field rules out is present (the message says why)",
@@ -212,6 +229,21 @@ pub const CATALOGUE: &[(&str, bool, &str)] = &[
         codes::BUYER_COUNTRY_MISMATCH,
         true,
         "a foreign buyer with country PRY, or a domestic buyer with another country (rule 1320)",
+    ),
+    (
+        codes::UNKNOWN_CITY_CODE,
+        true,
+        "(sifen) buyer.city_code / seller.city_code: a city that is not in SET's geographic table (vendor/sifen/geography)",
+    ),
+    (
+        codes::CITY_DEPARTMENT_MISMATCH,
+        true,
+        "(sifen) buyer.department_code / seller.department_code: not the department of the city in SET's geographic table; the message names the right one (rules 1328, 2206, 2553)",
+    ),
+    (
+        codes::CITY_NAME_MISMATCH,
+        true,
+        "(sifen) buyer.city_name / seller.city_name: not the name SET's geographic table gives the city (case, accents and extra blanks aside); the message names it. city_name may be omitted: the table's name is written",
     ),
     (
         codes::ANONYMOUS_TOTAL_LIMIT,
@@ -271,9 +303,19 @@ pub const CATALOGUE: &[(&str, bool, &str)] = &[
         "a credit or debit note whose associated CDC is not an invoice's (rule 2414)",
     ),
     (
-        codes::UNKNOWN_CITY_NAME,
+        codes::ASSOCIATED_DOCUMENT_OTHER_ISSUER,
         true,
-        "(sifen) buyer.city_name / seller.city_name: an address whose city_code is neither the issuer's city nor one a company or branch of the tenant names, without city_name; SIFEN's document writes the city's name, so give it. Refused at intake: 400 validation_error, nothing stored",
+        "a credit or debit note whose associated CDC was issued by another taxpayer (the CDC carries its issuer's RUC)",
+    ),
+    (
+        codes::ASSOCIATED_DOCUMENT_NOT_FOUND,
+        true,
+        "associated_document.document_id names no document of the tenant, or one SIFEN has not approved (it has no CDC to refer to)",
+    ),
+    (
+        codes::CREDIT_NOTE_EXCEEDS_INVOICE,
+        true,
+        "a credit note whose total is more than the total of the invoice it adjusts, one of the tenant's (rule 2417)",
     ),
     (
         codes::BUYER_RUC_NOT_FOUND,
@@ -284,6 +326,11 @@ pub const CATALOGUE: &[(&str, bool, &str)] = &[
         codes::BUYER_RUC_NOT_ACTIVE,
         false,
         "the taxpayer registry lists the buyer's RUC in a state other than ACTIVO",
+    ),
+    (
+        codes::ASSOCIATED_DOCUMENT_UNKNOWN,
+        false,
+        "the associated CDC is the company's own but kuatia issued no document with it (issued elsewhere? SIFEN refuses a note whose invoice it does not hold)",
     ),
     (
         codes::CERTIFICATE_EXPIRING_SOON,
@@ -329,13 +376,6 @@ pub const CONFIGURATION_CODES: &[(&str, &str)] = &[
     ),
 ];
 
-/// Whether `code` is refused at intake although the body is a CanonicalDocumentV1: a rule that
-/// needs the tenant's configuration (`POST /v1/documents` answers 400 `validation_error`, nothing
-/// stored; the validate endpoint lists it among the errors).
-pub fn is_refused_at_intake(code: &str) -> bool {
-    code == codes::UNKNOWN_CITY_NAME
-}
-
 /// Whether `code` is structural (the body is not a CanonicalDocumentV1).
 pub fn is_structural(code: &str) -> bool {
     [
@@ -361,7 +401,6 @@ mod tests {
     fn kind(code: &str, blocking: bool) -> &'static str {
         match (is_structural(code), blocking) {
             (true, _) => "structural",
-            (false, true) if is_refused_at_intake(code) => "intake",
             (false, true) => "error",
             (false, false) => "warning",
         }
@@ -414,8 +453,6 @@ mod tests {
             );
             assert!(!meaning.is_empty());
             assert!(*blocking || !is_structural(code), "{code}");
-            assert!(*blocking || !is_refused_at_intake(code), "{code}");
-            assert!(!(is_structural(code) && is_refused_at_intake(code)), "{code}");
         }
         let structural = CATALOGUE.iter().filter(|(c, _, _)| is_structural(c)).count();
         assert_eq!(structural, 8, "the structural codes are the parser's");

@@ -51,13 +51,16 @@
 //!   sent); a non-taxpayer consumer needs document type and number; innominado only for b2c.
 //!   An address, when given or needed, comes with a house number and, in Paraguay, department and
 //!   city codes (rules 1318, 1330, 1324, 1327). Named buyers need a name (dNomRec, 4–255).
-//! - **City names.** SIFEN writes a city's name beside its code (`dDesCiuRec`, `dDesCiuVen`) and
-//!   the sources carry no table of them. A party may give `city_name` (1–30 characters, one
-//!   line); otherwise the name is the issuer's city's or one the tenant's configuration gives the
-//!   code. Whether the configuration knows it is not the document's business alone, so it is not
-//!   in [`validate`]: [`unnamed_cities`] checks it at intake on the `sifen` channel, which
-//!   refuses such a document (400, nothing stored) rather than accept one the pipeline cannot
-//!   build.
+//! - **Places.** On the `sifen` channel, every address the DE writes (a domestic buyer's, which is
+//!   also a remisión's delivery place, and an autofactura seller's) is checked against SET's
+//!   geographic table ([`crate::geography`]) as SIFEN checks it (rules 1328, 1329, 2206, 2208,
+//!   2553–2559): the city exists (`unknown_city_code`), the department is the city's
+//!   (`city_department_mismatch`, naming the right one), and a `city_name` given is the table's
+//!   name for the code (`city_name_mismatch`, naming it; case, accents and extra blanks do not
+//!   count). `city_name` is optional: the DE always writes the table's name, and the district
+//!   derived from the city. An autoimpresor printable shows none of these codes or names, so
+//!   other channels keep only the range checks (`invalid_code`). A code out of range or a name
+//!   malformed is that issue alone, not also a mismatch.
 //! - **Associated document.** Either a `cdc` (44 characters, modulo-11 check digit) or all five
 //!   printed fields, never both; notes may only refer to invoices (CDC starting with `01`, rule
 //!   2414). Constancia fields are for autofactura only (rule 2434).
@@ -81,9 +84,10 @@ use super::canonical::{
 use super::issues::{Issue, codes};
 use crate::channel::{ChannelKind, SifenEnvironment};
 use crate::check_digit::modulo11;
+use crate::geography::{self, PlaceError};
 use crate::local_time;
 use crate::ruc::{Ruc, RucError};
-use crate::sifen::de::{CityNames, cities_to_look_up, is_sifen_email};
+use crate::sifen::de::is_sifen_email;
 
 /// What validation needs besides the document; built per request, it lives as long as the call.
 #[derive(Debug, Clone)]
@@ -143,7 +147,7 @@ pub fn validate(doc: &CanonicalDocument, ctx: &ValidationContext<'_>) -> Validat
     buyer_rules(doc, ctx, grand_total, &mut errors);
     errors.append(&mut lines);
     payment_rules(doc, grand_total, &mut errors);
-    associated_document_rules(doc, &mut errors);
+    associated_document_rules(doc, ctx.company_ruc, &mut errors);
     type_field_rules(doc, ctx, &mut errors);
     if ctx.channel == ChannelKind::Sifen {
         control_character_rules(doc, &mut errors);
@@ -458,7 +462,7 @@ fn issue_datetime_rules(doc: &CanonicalDocument, ctx: &ValidationContext<'_>, ou
 fn seller_rules(doc: &CanonicalDocument, ctx: &ValidationContext<'_>, out: &mut Vec<Issue>) {
     let seller = &doc.seller;
     if doc.doc_type == DocumentType::Autofactura {
-        vendor_rules(seller, out);
+        vendor_rules(seller, ctx, out);
         return;
     }
     if let Some(text) = &seller.ruc
@@ -490,7 +494,7 @@ fn seller_rules(doc: &CanonicalDocument, ctx: &ValidationContext<'_>, out: &mut 
 }
 
 /// The seller of an autofactura: a non-taxpayer or foreigner (gCamAE).
-fn vendor_rules(seller: &Party, out: &mut Vec<Issue>) {
+fn vendor_rules(seller: &Party, ctx: &ValidationContext<'_>, out: &mut Vec<Issue>) {
     const WHY: &str = "an autofactura describes the person the company buys from (gCamAE)";
     not_allowed(
         out,
@@ -524,6 +528,9 @@ fn vendor_rules(seller: &Party, out: &mut Vec<Issue>) {
         text_length(out, "seller.legal_name", name, 4, 60);
     }
     address_rules(out, "seller", seller, Some(WHY), true);
+    if ctx.channel == ChannelKind::Sifen {
+        place_rules(out, "seller", seller);
+    }
 }
 
 fn document_number_rules(out: &mut Vec<Issue>, field: &str, number: Option<&str>) {
@@ -602,28 +609,62 @@ fn address_rules(out: &mut Vec<Issue>, prefix: &str, party: &Party, needed: Opti
     }
 }
 
-/// The addresses of a `sifen` document whose city nobody can name: neither the party's
-/// `city_name`, nor the issuer's city (`issuer_city`), nor `known` (the names the tenant's
-/// configuration gives city codes). One [`codes::UNKNOWN_CITY_NAME`] issue at `buyer.city_name`
-/// or `seller.city_name` for each; intake refuses the document with them (400, nothing stored),
-/// since the pipeline could not write its `dDesCiuRec` / `dDesCiuVen`. A code outside SIFEN's
-/// range is [`validate`]'s `invalid_code` already and is not repeated here.
-pub fn unnamed_cities(doc: &CanonicalDocument, issuer_city: u32, known: &dyn CityNames) -> Vec<Issue> {
-    cities_to_look_up(doc, issuer_city)
-        .into_iter()
-        .filter(|(_, code)| CITIES.contains(code) && known.city_name(*code).is_none())
-        .map(|(prefix, code)| {
-            Issue::new(
-                format!("{prefix}.city_name"),
-                codes::UNKNOWN_CITY_NAME,
-                format!(
-                    "{prefix}.city_code {code} is neither the issuer's city nor one a company or branch of \
-                     this tenant names, so SIFEN's document cannot name it: give {prefix}.city_name as \
-                     SET's geographic table writes it (1 to {CITY_NAME_MAX} characters)"
-                ),
-            )
-        })
-        .collect()
+/// The place of `prefix`'s address in SET's geographic table, as the DE writes it (`sifen`
+/// only; see the module doc): a city that exists, in the department given, under the name given.
+/// Codes out of range and malformed names are [`address_rules`]' issues and are not repeated.
+fn place_rules(out: &mut Vec<Issue>, prefix: &str, party: &Party) {
+    let field = |name: &str| format!("{prefix}.{name}");
+    let (Some(department), Some(city)) = (party.department_code, party.city_code) else {
+        return;
+    };
+    if party.address.is_none() || !DEPARTMENTS.contains(&department) || !CITIES.contains(&city) {
+        return;
+    }
+    match geography::resolve(department, None, city) {
+        Ok(place) => {
+            let well_formed = |name: &&String| {
+                let length = name.trim().chars().count();
+                (1..=CITY_NAME_MAX).contains(&length)
+                    && name.chars().count() <= CITY_NAME_MAX
+                    && !name.chars().any(char::is_control)
+            };
+            if let Some(given) = party.city_name.as_ref().filter(well_formed)
+                && !geography::same_name(given, &place.city.name)
+            {
+                push(
+                    out,
+                    field("city_name"),
+                    codes::CITY_NAME_MISMATCH,
+                    format!(
+                        "{prefix}.city_name {:?} is not the name of city {city}: SET's geographic table \
+                         calls it {:?} (omit city_name or send that name)",
+                        given.trim(),
+                        place.city.name
+                    ),
+                );
+            }
+        }
+        Err(PlaceError::CityNotInDepartment {
+            city,
+            department: right,
+            ..
+        }) => push(
+            out,
+            field("department_code"),
+            codes::CITY_DEPARTMENT_MISMATCH,
+            format!(
+                "{prefix}.department_code {department} is not the department of city {} ({}): SET's \
+                 geographic table puts it in department {} {}",
+                city.code, city.name, right.code, right.name
+            ),
+        ),
+        Err(_) => push(
+            out,
+            field("city_code"),
+            codes::UNKNOWN_CITY_CODE,
+            format!("{prefix}.city_code {city} is not a city of SET's geographic table"),
+        ),
+    }
 }
 
 fn buyer_rules(
@@ -679,6 +720,9 @@ fn buyer_rules(
         None
     };
     address_rules(out, "buyer", buyer, needed, !foreign);
+    if ctx.channel == ChannelKind::Sifen && !foreign {
+        place_rules(out, "buyer", buyer);
+    }
     if anonymous {
         anonymous_limit(doc, grand_total, out);
     }
@@ -1310,7 +1354,7 @@ fn method_rules(terms: &PaymentTerms, out: &mut Vec<Issue>) {
 // ---------------------------------------------------------------------------------------------
 // The associated document (BRIEF §3.3 iTipDocAso, §8 rows 41–42).
 
-fn associated_document_rules(doc: &CanonicalDocument, out: &mut Vec<Issue>) {
+fn associated_document_rules(doc: &CanonicalDocument, issuer: &Ruc, out: &mut Vec<Issue>) {
     let profile = profile(doc.doc_type);
     match (&doc.associated_document, profile.associated_document) {
         (None, Need::Required) => {
@@ -1329,7 +1373,7 @@ fn associated_document_rules(doc: &CanonicalDocument, out: &mut Vec<Issue>) {
             &format!("a {} refers to no document", doc.doc_type.as_str()),
         ),
         (Some(a), _) if profile.constancia => constancia_rules(a, out),
-        (Some(a), _) => reference_rules(a, doc.doc_type, out),
+        (Some(a), _) => reference_rules(a, doc.doc_type, issuer, out),
     }
 }
 
@@ -1364,7 +1408,7 @@ fn constancia_fields(a: &AssociatedDocument) -> [(&'static str, bool); 3] {
 }
 
 /// An electronic (CDC) or printed document.
-fn reference_rules(a: &AssociatedDocument, doc_type: DocumentType, out: &mut Vec<Issue>) {
+fn reference_rules(a: &AssociatedDocument, doc_type: DocumentType, issuer: &Ruc, out: &mut Vec<Issue>) {
     for (name, present) in constancia_fields(a) {
         not_allowed(
             out,
@@ -1372,6 +1416,11 @@ fn reference_rules(a: &AssociatedDocument, doc_type: DocumentType, out: &mut Vec
             present,
             "a constancia is an autofactura's associated document (rule 2434)",
         );
+    }
+    // A reference by document_id is resolved at intake, which fills the CDC or reports
+    // associated_document_not_found.
+    if a.cdc.is_none() && a.document_id.is_some() {
+        return;
     }
     let printed = printed_fields(a);
     if let Some(cdc) = &a.cdc {
@@ -1384,16 +1433,39 @@ fn reference_rules(a: &AssociatedDocument, doc_type: DocumentType, out: &mut Vec
             );
         }
         let note = matches!(doc_type, DocumentType::CreditNote | DocumentType::DebitNote);
-        if cdc_rules(cdc, out) && note && !cdc.starts_with("01") {
-            push(
-                out,
-                "associated_document.cdc",
-                codes::ASSOCIATED_DOCUMENT_NOT_INVOICE,
-                format!(
-                    "a credit or debit note adjusts an invoice, whose CDC starts with 01, not {} (rule 2414)",
-                    cdc.get(..2).unwrap_or_default()
-                ),
+        if cdc_rules(cdc, out) && note {
+            if !cdc.starts_with("01") {
+                push(
+                    out,
+                    "associated_document.cdc",
+                    codes::ASSOCIATED_DOCUMENT_NOT_INVOICE,
+                    format!(
+                        "a credit or debit note adjusts an invoice, whose CDC starts with 01, not {} (rule 2414)",
+                        cdc.get(..2).unwrap_or_default()
+                    ),
+                );
+            }
+            // The CDC carries its issuer's RUC (positions 3–11): a note adjusts the company's own
+            // invoice, never another taxpayer's.
+            let cdc_issuer = (
+                cdc.get(2..10).unwrap_or_default().trim_start_matches('0'),
+                cdc.get(10..11).unwrap_or_default(),
             );
+            let own = (
+                issuer.number().trim_start_matches('0'),
+                issuer.check_digit().to_string(),
+            );
+            if cdc_issuer != (own.0, own.1.as_str()) {
+                push(
+                    out,
+                    "associated_document.cdc",
+                    codes::ASSOCIATED_DOCUMENT_OTHER_ISSUER,
+                    format!(
+                        "a credit or debit note adjusts one of the company's own invoices: this CDC was issued by RUC {}-{}, not {}-{}",
+                        cdc_issuer.0, cdc_issuer.1, own.0, own.1
+                    ),
+                );
+            }
         }
         return;
     }
@@ -1739,7 +1811,7 @@ mod tests {
     fn vendor() -> Value {
         json!({"legal_name": "Juan Benítez", "document_type": "ci", "document_number": "1234567",
                "address": "Compañía Potrero", "house_number": "0", "department_code": 11,
-               "city_code": 182})
+               "city_code": 3383})
     }
 
     fn autofactura() -> Value {
@@ -2141,7 +2213,25 @@ mod tests {
                 d["reason"] = json!(1);
                 d["associated_document"] = json!({"cdc": REMISION_CDC});
             }),
-            &[("associated_document.cdc", "associated_document_not_invoice")],
+            &[
+                ("associated_document.cdc", "associated_document_not_invoice"),
+                ("associated_document.cdc", "associated_document_other_issuer"),
+            ],
+        );
+        // An invoice of another taxpayer (SET's example FE, RUC 80013884-8): the CDC carries it.
+        let v = check(edit(|d| {
+            d["type"] = json!("credit_note");
+            d["reason"] = json!(1);
+            d["associated_document"] = json!({"cdc": "01800138848001001123456412018121817819792239"});
+        }));
+        assert_eq!(
+            pairs(&v.errors),
+            vec![("associated_document.cdc", "associated_document_other_issuer")]
+        );
+        assert!(
+            message_of(&v, "associated_document.cdc").contains("RUC 80013884-8, not 80069563-1"),
+            "{:?}",
+            v.errors
         );
         expect(
             edit(|d| {
@@ -2712,7 +2802,7 @@ mod tests {
                 d["buyer"]["address"] = json!("Ruta 2");
                 d["buyer"]["house_number"] = json!("0");
                 d["buyer"]["department_code"] = json!(11);
-                d["buyer"]["city_code"] = json!(182);
+                d["buyer"]["city_code"] = json!(3383);
                 d["buyer"]["city_name"] = json!(name);
             })
         };
@@ -2731,58 +2821,102 @@ mod tests {
         expect(seller, &[("seller.city_name", "invalid_length")]);
     }
 
-    fn unnamed(doc: Value, issuer_city: u32, known: &[(u32, &str)]) -> Vec<(String, String)> {
-        let doc = canonical::from_value(doc).expect("structurally valid");
-        let known: std::collections::BTreeMap<u32, String> =
-            known.iter().map(|(c, n)| (*c, (*n).to_owned())).collect();
-        unnamed_cities(&doc, issuer_city, &known)
-            .into_iter()
-            .map(|i| (i.field, i.code))
-            .collect()
+    /// A sample invoice whose buyer lives at department `department`, city `city`.
+    fn buyer_at(department: u16, city: u32, name: Option<&str>) -> Value {
+        edit(|d| {
+            d["buyer"]["address"] = json!("Ruta 2");
+            d["buyer"]["house_number"] = json!("0");
+            d["buyer"]["department_code"] = json!(department);
+            d["buyer"]["city_code"] = json!(city);
+            if let Some(name) = name {
+                d["buyer"]["city_name"] = json!(name);
+            }
+        })
     }
 
     #[test]
-    fn a_city_nobody_names_is_refused_at_buyer_or_seller_city_name() {
-        let buyer_in = |code: u32, name: Option<&str>| {
-            edit(|d| {
-                d["buyer"]["address"] = json!("Ruta 2");
-                d["buyer"]["house_number"] = json!("0");
-                d["buyer"]["department_code"] = json!(11);
-                d["buyer"]["city_code"] = json!(code);
-                if let Some(name) = name {
-                    d["buyer"]["city_name"] = json!(name);
-                }
-            })
-        };
-        let refused = vec![("buyer.city_name".to_owned(), "unknown_city_name".to_owned())];
-        // Nobody names 182: refused, with a message that says what to give.
-        assert_eq!(unnamed(buyer_in(182, None), 1, &[]), refused);
-        let doc = canonical::from_value(buyer_in(182, None)).expect("valid");
-        let issue = &unnamed_cities(&doc, 1, &crate::sifen::de::NoCityNames)[0];
-        assert!(
-            issue.message.contains("182") && issue.message.contains("give buyer.city_name"),
-            "{issue:?}"
+    fn a_buyer_in_luque_is_valid_with_or_without_the_tables_name() {
+        valid(buyer_at(12, 5946, None));
+        valid(buyer_at(12, 5946, Some("Luque")));
+        valid(buyer_at(1, 1, Some("Asunción (Distrito)")));
+    }
+
+    #[test]
+    fn a_department_that_is_not_the_citys_is_refused_naming_the_right_one() {
+        // Department 11 (Alto Paraná) with city 6: Aguará is in Concepción.
+        let doc = buyer_at(11, 6, None);
+        expect(
+            doc.clone(),
+            &[("buyer.department_code", "city_department_mismatch")],
         );
-        // The document, the issuer or the tenant's configuration names it.
-        assert!(unnamed(buyer_in(182, Some("CIUDAD DEL ESTE")), 1, &[]).is_empty());
-        assert!(unnamed(buyer_in(182, None), 182, &[]).is_empty());
-        assert!(unnamed(buyer_in(182, None), 1, &[(182, "CIUDAD DEL ESTE")]).is_empty());
-        // An invalid code is validate's invalid_code, not repeated here.
-        assert!(unnamed(buyer_in(100_000, None), 1, &[]).is_empty());
-        // An autofactura's seller, a remisión's buyer.
-        assert_eq!(
-            unnamed(autofactura(), 1, &[]),
-            vec![("seller.city_name".to_owned(), "unknown_city_name".to_owned())]
+        let message = message_of(&check(doc), "buyer.department_code");
+        assert!(message.contains("department 2 CONCEPCION"), "{message}");
+        // 19 is in the XSD's list but no city of SET's table is there.
+        expect(
+            buyer_at(19, 1, None),
+            &[("buyer.department_code", "city_department_mismatch")],
         );
-        assert!(unnamed(autofactura(), 1, &[(182, "CIUDAD DEL ESTE")]).is_empty());
+    }
+
+    #[test]
+    fn a_city_name_that_is_not_the_tables_is_refused_naming_the_right_one() {
+        let doc = buyer_at(2, 6, Some("LUQUE"));
+        expect(doc.clone(), &[("buyer.city_name", "city_name_mismatch")]);
+        let message = message_of(&check(doc), "buyer.city_name");
+        assert!(message.contains("\"AGUARA\""), "{message}");
+        // Both wrong: each field its issue.
+        expect(
+            buyer_at(11, 6, Some("LUQUE")),
+            &[("buyer.department_code", "city_department_mismatch")],
+        );
+    }
+
+    #[test]
+    fn a_city_code_outside_the_table_is_unknown() {
+        expect(
+            buyer_at(1, 99_999, None),
+            &[("buyer.city_code", "unknown_city_code")],
+        );
+        // Out of SIFEN's range: invalid_code alone.
+        expect(buyer_at(1, 100_000, None), &[("buyer.city_code", "invalid_code")]);
+    }
+
+    #[test]
+    fn the_autofactura_seller_and_the_remision_delivery_are_placed_too() {
+        let mut seller = autofactura();
+        seller["seller"]["department_code"] = json!(12);
+        expect(
+            seller.clone(),
+            &[("seller.department_code", "city_department_mismatch")],
+        );
+        seller["seller"]["department_code"] = json!(11);
+        seller["seller"]["city_name"] = json!("CIUDAD PTE. FRANCO");
+        expect(seller, &[("seller.city_name", "city_name_mismatch")]);
         let mut far = remision();
-        far["buyer"]["city_code"] = json!(182);
-        assert_eq!(unnamed(far, 1, &[]), refused);
-        // A business rule of its own: validate knows nothing of the configuration.
-        valid(buyer_in(182, None));
-        assert_eq!(codes::UNKNOWN_CITY_NAME, "unknown_city_name");
-        assert!(super::super::issues::is_refused_at_intake(
-            codes::UNKNOWN_CITY_NAME
-        ));
+        far["buyer"]["department_code"] = json!(1);
+        far["buyer"]["city_code"] = json!(5946);
+        let message = message_of(&check(far.clone()), "buyer.department_code");
+        assert!(message.contains("department 12 CENTRAL"), "{message}");
+        expect(far, &[("buyer.department_code", "city_department_mismatch")]);
+    }
+
+    #[test]
+    fn places_are_not_checked_off_sifen_where_no_printable_shows_them() {
+        let autoimpresor = |doc: Value| {
+            let v = check_with(doc, |ctx| {
+                ctx.channel = ChannelKind::Autoimpresor;
+                ctx.environment = None;
+                ctx.certificate_expires_in_days = None;
+            });
+            v.errors
+                .into_iter()
+                .map(|i| (i.field, i.code))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(autoimpresor(buyer_at(11, 6, Some("LUQUE"))), vec![]);
+        assert_eq!(
+            autoimpresor(buyer_at(21, 6, None)),
+            vec![("buyer.department_code".to_owned(), "invalid_code".to_owned())]
+        );
     }
 }

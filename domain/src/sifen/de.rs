@@ -3,8 +3,9 @@
 //! signs, with its CDC and the values the QR needs (`shared/sifen/BRIEF.md` §3, DECISIONS §4).
 //!
 //! Pure: the sequence number, the security code (drawn by the caller from a CSPRNG) and the
-//! signing time come in as arguments, and city names come from a [`CityNames`] lookup. Start at
-//! [`build_rde`]; the tables of code → description at the end of the file are the XSD's literals.
+//! signing time come in as arguments; places are named from SET's geographic table
+//! ([`crate::geography`]). Start at [`build_rde`]; the tables of code → description at the end of
+//! the file are the XSD's literals.
 //!
 //! # The serialisation is canonical by construction
 //!
@@ -21,11 +22,14 @@
 //!
 //! - **Amounts are recomputed** from quantity and unit price with SIFEN's formulas (BRIEF §3.6),
 //!   not copied from the canonical totals: `dTotOpeItem = half_up(price × quantity)` in whole
-//!   guaraníes, `dLiqIVAItem = half_up(total × rate / (100 + rate))` (DECISIONS §4's tax amount),
-//!   `dBasGravIVA = total − IVA` (equal to `half_up(total × 100 / (100 + rate))`: the two
-//!   fractions add up to 1 and neither can be exactly one half for rates 5 and 10). Validation
-//!   already refused canonical values more than 1 Gs away; the XML carries the exact ones, since
-//!   SIFEN recomputes them (rules 1853–1913) and its tolerance is unknown. `dRedon` is 0 (allowed,
+//!   guaraníes; the item's IVA as the Manual defines it (E735, E736), to the 8 decimals the fields
+//!   allow: `dBasGravIVA = total × 100 / (100 + rate)` and `dLiqIVAItem = dBasGravIVA × rate / 100`,
+//!   each rounded half away from zero to 8 decimals, as XMLGEN writes them. The totals of
+//!   `gTotSub` (dIVA5, dIVA10, dTotIVA, the bases) are the exact sums of the items' figures
+//!   (F015–F020), so every figure SIFEN recomputes (rules 1909–1913, 2366–2377) agrees to within
+//!   10⁻⁸ whatever its tolerance. The canonical document keeps whole guaraníes (DECISIONS §4's
+//!   tax amount, validated within 1 Gs of `half_up(total × rate / (100 + rate))`); the KuDE prints
+//!   the figures rounded to the guaraní. `dRedon` is 0 (allowed,
 //!   "si no cuenta con redondeo completar con cero"), so `dTotGralOpe = dTotOpe`.
 //! - **Zero-valued discount and advance fields** of each line and of `gTotSub` are written, as the
 //!   verified XMLGEN vector does; `dTotalGs` and exchange rates are not (PYG, rules 1207–1210).
@@ -40,18 +44,20 @@
 //!   Art. 3 inc. 7 RG 41/2014 is not in the sources read, so none is invented and there is no
 //!   default. Intake refuses a remisión on a channel without one
 //!   ([`crate::channel::EmissionChannel::document_checks`]).
-//! - **Descriptions come from codes**, never from configuration, where the XSD lists them
-//!   (department names, units, countries, every `dDes*` literal). City and district names have no
-//!   table in the sources: the issuer's come from its configuration. Another city (a buyer's, an
-//!   autofactura seller's) is named, in this order, by the party's own `city_name` (a canonical
-//!   extension), by the issuer's city when the codes match, then by [`CityNames`] (the pipeline's
-//!   knows every city the tenant's companies and branches name). [`cities_to_look_up`] lists the
-//!   cities that need the lookup, so intake can refuse a document none of these can name
-//!   (`unknown_city_name`) instead of accepting one the pipeline cannot build.
+//! - **Descriptions come from codes**, never from configuration or the caller, where the XSD or
+//!   SET lists them (every `dDes*` literal, units, countries; departments, districts and cities
+//!   from SET's geographic table, [`crate::geography`]). Every place the DE writes (the issuer's
+//!   address, the receiver's, the remisión's departure and delivery, the autofactura seller's)
+//!   must agree with the table: the city exists, the department is the city's and so is the
+//!   district when one is given; a name given (the issuer's configured names, a party's
+//!   `city_name`) must be the table's name for the code, compared without case or accents, and
+//!   the DE writes the table's exact name. The district (`cDis*`, `dDesDis*`, optional in every
+//!   group) is always written, derived from the city: SIFEN checks it against the city (rules
+//!   1255–1259, 1328, 1329, 2206, 2208, 2553–2559) and it costs nothing. Rejected: taking names
+//!   from the tenant's configuration (a name typed once for a company went out on every buyer of
+//!   that code, right or wrong). Intake checks the same ([`crate::document::validation`]).
 //! - **Strictness**: anything the XSD would refuse is a typed [`DeError`] naming the field, never
 //!   a panic and never a silently dropped value.
-
-use std::collections::{BTreeMap, HashMap};
 
 use chrono::{Datelike, NaiveDate, NaiveDateTime, Utc};
 use rust_decimal::{Decimal, RoundingStrategy};
@@ -66,6 +72,7 @@ use crate::document::canonical::{
     OperationType, Party, PartyTaxpayerType, PaymentCondition, PaymentMethod,
 };
 use crate::document::validation::operation_type;
+use crate::geography::{self, Place, PlaceError};
 use crate::local_time;
 use crate::ruc::Ruc;
 
@@ -88,6 +95,7 @@ pub const TRANSPORT_KEYS: &[&str] = &[
     "freight_payer",
     "responsible",
     "distance_km",
+    "invoice_date",
     "start_date",
     "end_date",
     "vehicle",
@@ -112,15 +120,16 @@ pub struct Issuer {
     pub address: String,
     /// House number, digits (`dNumCas`; 0 without number).
     pub house_number: String,
-    /// Department code, 1–20 (`cDepEmi`; its name comes from the XSD's list).
+    /// Department code (`cDepEmi`), the city's department in SET's geographic table.
     pub department_code: u16,
-    /// District code (`cDisEmi`).
+    /// District code, the city's district when given (`cDisEmi` is written from the city anyway).
     pub district_code: Option<u16>,
-    /// District name (`dDesDisEmi`), with its code.
+    /// District name as configured: when given, it must be the table's name of the district.
     pub district_name: Option<String>,
     /// City code (`cCiuEmi`).
     pub city_code: u32,
-    /// City name (`dDesCiuEmi`), as SET's geographic table writes it.
+    /// City name as configured: when not empty, it must be the table's name of the city, which
+    /// is what `dDesCiuEmi` carries.
     pub city_name: String,
     /// Phone, 6–15 characters (`dTelEmi`).
     pub phone: String,
@@ -147,7 +156,8 @@ pub struct Issuer {
 impl Issuer {
     /// The issuer of documents of `point` at `branch` of the company, on the sifen channel.
     /// The branch's address, when it has one, replaces the company's (and the company's district,
-    /// which belongs to the company's address).
+    /// which belongs to the company's address); so does the branch's city, with its own name or
+    /// none (then the table's).
     pub fn from_config(
         ruc: &Ruc,
         company: &CompanyProfile,
@@ -155,7 +165,7 @@ impl Issuer {
         point: &IssuancePoint,
         sifen: &SifenSettings,
     ) -> Self {
-        let own_address = branch.address.is_some();
+        let own_address = branch.address.is_some() || branch.city_code.is_some();
         let pick = |own: &Option<String>, company: &String| own.clone().unwrap_or_else(|| company.clone());
         Self {
             ruc: ruc.clone(),
@@ -173,7 +183,10 @@ impl Issuer {
                 company.district_name.clone()
             },
             city_code: branch.city_code.unwrap_or(company.city_code),
-            city_name: pick(&branch.city_name, &company.city_name),
+            city_name: match branch.city_code {
+                Some(_) => branch.city_name.clone().unwrap_or_default(),
+                None => company.city_name.clone(),
+            },
             phone: company.phone.clone(),
             email: company.email.clone(),
             branch_name: Some(branch.name.clone()),
@@ -187,9 +200,17 @@ impl Issuer {
         }
     }
 
-    /// The issuer's city, a fallback for naming a buyer's city of the same code.
-    fn own_city(&self) -> Option<(u32, &str)> {
-        Some((self.city_code, self.city_name.as_str()))
+    /// The issuer's address in SET's geographic table (`cDepEmi` … `dDesCiuEmi`, and `gCamSal`).
+    fn place(&self) -> Result<Place, DeError> {
+        let city_name = Some(self.city_name.as_str()).filter(|n| !n.trim().is_empty());
+        place(
+            "issuer",
+            self.department_code,
+            self.district_code,
+            self.city_code,
+            city_name,
+            self.district_name.as_deref(),
+        )
     }
 
     fn taxpayer_code(&self) -> u8 {
@@ -197,35 +218,6 @@ impl Issuer {
             TaxpayerType::Individual => 1,
             TaxpayerType::LegalEntity => 2,
         }
-    }
-}
-
-/// Names of SIFEN city codes (SET's "código de referencia geográfica" table), for the buyer's and
-/// an autofactura seller's cities. The sources read carry no such table, so it comes from outside.
-pub trait CityNames {
-    /// The name of city `code`, as SET writes it (at most 30 characters).
-    fn city_name(&self, code: u32) -> Option<String>;
-}
-
-/// Knows no city: only the issuer's own city is then named.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NoCityNames;
-
-impl CityNames for NoCityNames {
-    fn city_name(&self, _code: u32) -> Option<String> {
-        None
-    }
-}
-
-impl CityNames for BTreeMap<u32, String> {
-    fn city_name(&self, code: u32) -> Option<String> {
-        self.get(&code).cloned()
-    }
-}
-
-impl<S: std::hash::BuildHasher> CityNames for HashMap<u32, String, S> {
-    fn city_name(&self, code: u32) -> Option<String> {
-        self.get(&code).cloned()
     }
 }
 
@@ -242,8 +234,6 @@ pub struct DeInput<'a> {
     pub security_code: &'a str,
     /// When it is signed, Paraguay's wall-clock time (`dFecFirma`).
     pub signed_at: NaiveDateTime,
-    /// City names beyond the issuer's own.
-    pub cities: &'a dyn CityNames,
 }
 
 impl std::fmt::Debug for DeInput<'_> {
@@ -350,6 +340,25 @@ pub enum DeError {
     /// The CDC's parts do not fit.
     #[error(transparent)]
     Cdc(#[from] CdcError),
+}
+
+impl DeError {
+    /// The intake issue that says the same (issue 25: what validation accepts, the builder
+    /// builds): intake builds the DE of every `sifen` document before it is numbered, and a
+    /// document it cannot build is refused with this issue rather than stuck in the pipeline.
+    pub fn issue(&self) -> crate::document::issues::Issue {
+        use crate::document::issues::{Issue, codes};
+        let (field, code) = match self {
+            Self::UnsupportedDocumentType(_) => ("type".to_owned(), codes::UNSUPPORTED_DOCUMENT_TYPE),
+            Self::UnsupportedCurrency(_) => ("currency".to_owned(), codes::UNSUPPORTED_CURRENCY),
+            Self::Missing { field, .. } => (field.clone(), codes::CONDITIONALLY_REQUIRED),
+            Self::Invalid { field, .. } => (field.clone(), codes::INVALID_FOR_SIFEN),
+            Self::UnknownCode { field, .. } => (field.clone(), codes::INVALID_CODE),
+            Self::OutOfRange { field } => (field.clone(), codes::AMOUNT_OUT_OF_RANGE),
+            Self::Cdc(_) => ("$".to_owned(), codes::INVALID_FOR_SIFEN),
+        };
+        Issue::new(field, code, self.to_string())
+    }
 }
 
 fn missing(field: impl Into<String>, why: impl Into<String>) -> DeError {
@@ -663,11 +672,11 @@ pub fn build_rde(input: &DeInput<'_>) -> Result<BuiltDe, DeError> {
         write_commercial(&mut xml, doc, kind)?;
     }
     write_issuer(&mut xml, issuer)?;
-    let receiver = write_receiver(&mut xml, doc, kind, issuer, input.cities)?;
+    let receiver = write_receiver(&mut xml, doc, kind, issuer)?;
     xml.close("gDatGralOpe");
 
     xml.open("gDtipDE");
-    write_type_fields(&mut xml, doc, kind, issuer, input.cities)?;
+    write_type_fields(&mut xml, doc, kind)?;
     if let Some(totals) = &totals
         && matches!(kind, Kind::Invoice | Kind::Autofactura)
     {
@@ -679,15 +688,7 @@ pub fn build_rde(input: &DeInput<'_>) -> Result<BuiltDe, DeError> {
         && matches!(kind, Kind::Invoice | Kind::Remision)
     {
         let transport = Transport::parse(transport)?;
-        write_transport(
-            &mut xml,
-            doc,
-            kind,
-            &transport,
-            issued.date(),
-            issuer,
-            input.cities,
-        )?;
+        write_transport(&mut xml, doc, kind, &transport, issued.date(), issuer)?;
     } else if kind == Kind::Remision {
         return Err(missing(
             "transport",
@@ -708,7 +709,7 @@ pub fn build_rde(input: &DeInput<'_>) -> Result<BuiltDe, DeError> {
         }
         None => ("0".to_owned(), "0".to_owned()),
     };
-    write_associated(&mut xml, doc, kind)?;
+    write_associated(&mut xml, doc, kind, issuer)?;
     xml.out.push_str("</DE></rDE>");
 
     Ok(BuiltDe {
@@ -835,6 +836,14 @@ fn write_commercial(xml: &mut Xml, doc: &CanonicalDocument, kind: Kind) -> Resul
             .checked_sub(1)
             .and_then(|i| TRANSACTION_TYPES.get(usize::from(i)))
             .ok_or_else(|| unknown("transaction_type", code, "transaction types (iTipTra)"))?;
+        // Rule 2413: a sale of fiscal credit carries the resolution's number (H013, dNumResCF),
+        // which the canonical document has no field for.
+        if code == 12 {
+            return Err(invalid(
+                "transaction_type",
+                "12 (Venta de crédito fiscal) needs the number of the fiscal credit resolution (dNumResCF, rule 2413), which kuatia cannot carry yet",
+            ));
+        }
         xml.num("iTipTra", code);
         xml.leaf("dDesTipTra", description);
     }
@@ -846,11 +855,66 @@ fn write_commercial(xml: &mut Xml, doc: &CanonicalDocument, kind: Kind) -> Resul
     Ok(())
 }
 
-fn department(field: &str, code: u16) -> Result<&'static str, DeError> {
-    code.checked_sub(1)
-        .and_then(|i| DEPARTMENTS.get(usize::from(i)))
-        .copied()
-        .ok_or_else(|| unknown(field, code, "departments"))
+/// The place of `prefix`'s address (`issuer`, `buyer`, `seller`) in SET's geographic table
+/// ([`geography::resolve`]): the codes exist and agree, and each name given (`city_name`,
+/// `district_name`) is the table's name for its code. The DE writes the table's names.
+fn place(
+    prefix: &str,
+    department: u16,
+    district: Option<u16>,
+    city: u32,
+    city_name: Option<&str>,
+    district_name: Option<&str>,
+) -> Result<Place, DeError> {
+    const TABLE: &str = "SET's geographic table";
+    let field = |name: &str| format!("{prefix}.{name}");
+    let place = geography::resolve(department, district, city).map_err(|e| match e {
+        PlaceError::UnknownCity(code) => unknown(field("city_code"), code, "cities (SET's geographic table)"),
+        PlaceError::UnknownDistrict(code) => {
+            unknown(field("district_code"), code, "districts (SET's geographic table)")
+        }
+        PlaceError::UnknownDepartment(code) => unknown(
+            field("department_code"),
+            code,
+            "departments (SET's geographic table)",
+        ),
+        e @ PlaceError::CityNotInDistrict { .. } => invalid(field("district_code"), format!("{e} ({TABLE})")),
+        e @ PlaceError::CityNotInDepartment { .. } => {
+            invalid(field("department_code"), format!("{e} ({TABLE})"))
+        }
+    })?;
+    let names = [
+        ("city_name", city_name, "city", place.city.code, &place.city.name),
+        (
+            "district_name",
+            district_name,
+            "district",
+            u32::from(place.district.code),
+            &place.district.name,
+        ),
+    ];
+    for (name, given, what, code, table) in names {
+        if let Some(given) = given
+            && !geography::same_name(given, table)
+        {
+            return Err(invalid(
+                field(name),
+                format!("{what} {code} is {table:?} in {TABLE}, not {:?}", given.trim()),
+            ));
+        }
+    }
+    Ok(place)
+}
+
+/// `cDep*`, `dDesDep*`, `cDis*`, `dDesDis*`, `cCiu*`, `dDesCiu*` of `place`, in the XSD's order;
+/// `suffix` names the group's fields (`Emi`, `Rec`, `Sal`, `Ent`, `Ven`, `Prov`).
+fn write_place(xml: &mut Xml, suffix: &str, place: &Place) {
+    xml.num(&format!("cDep{suffix}"), place.department.code);
+    xml.leaf(&format!("dDesDep{suffix}"), &place.department.name);
+    xml.num(&format!("cDis{suffix}"), place.district.code);
+    xml.leaf(&format!("dDesDis{suffix}"), &place.district.name);
+    xml.num(&format!("cCiu{suffix}"), place.city.code);
+    xml.leaf(&format!("dDesCiu{suffix}"), &place.city.name);
 }
 
 fn write_issuer(xml: &mut Xml, issuer: &Issuer) -> Result<(), DeError> {
@@ -878,36 +942,13 @@ fn write_issuer(xml: &mut Xml, issuer: &Issuer) -> Result<(), DeError> {
         "dNumCas",
         &house_number("issuer.house_number", &issuer.house_number)?,
     );
-    xml.num("cDepEmi", issuer.department_code);
-    xml.leaf(
-        "dDesDepEmi",
-        department("issuer.department_code", issuer.department_code)?,
-    );
-    match (issuer.district_code, issuer.district_name.as_deref()) {
-        (Some(code), Some(name)) => {
-            if !(1..=9999).contains(&code) {
-                return Err(invalid("issuer.district_code", "must be 1 to 9999"));
-            }
-            xml.num("cDisEmi", code);
-            xml.leaf("dDesDisEmi", text("issuer.district_name", name, 1, 30)?);
-        }
-        (None, None) => {}
-        (Some(_), None) => {
-            return Err(missing(
-                "issuer.district_name",
-                "a district code comes with its name",
-            ));
-        }
-        (None, Some(_)) => {
-            return Err(missing(
-                "issuer.district_code",
-                "a district name comes with its code",
-            ));
-        }
+    if issuer.district_name.is_some() && issuer.district_code.is_none() {
+        return Err(missing(
+            "issuer.district_code",
+            "a district name comes with its code",
+        ));
     }
-    city_code("issuer.city_code", issuer.city_code)?;
-    xml.num("cCiuEmi", issuer.city_code);
-    xml.leaf("dDesCiuEmi", text("issuer.city_name", &issuer.city_name, 1, 30)?);
+    write_place(xml, "Emi", &issuer.place()?);
     xml.leaf("dTelEmi", text("issuer.phone", &issuer.phone, 6, 15)?);
     xml.leaf("dEmailE", email("issuer.email", &issuer.email)?);
     xml.leaf_opt(
@@ -944,79 +985,15 @@ fn write_issuer(xml: &mut Xml, issuer: &Issuer) -> Result<(), DeError> {
     Ok(())
 }
 
-fn city_code(field: &str, code: u32) -> Result<(), DeError> {
-    if (1..=99_999).contains(&code) {
-        Ok(())
-    } else {
-        Err(invalid(field, "must be 1 to 99999"))
-    }
-}
-
-/// The name of `party`'s city `code` (`prefix` is `buyer` or `seller`): the party's own
-/// `city_name`, else `own` (the issuer's city) when the codes match, else the lookup's. The
-/// issuer's name comes before the lookup's so that one code is named one way in one document.
-fn city_name(
-    prefix: &str,
-    party: &Party,
-    code: u32,
-    own: Option<(u32, &str)>,
-    cities: &dyn CityNames,
-) -> Result<String, DeError> {
-    city_code(&format!("{prefix}.city_code"), code)?;
-    let field = format!("{prefix}.city_name");
-    let name = match &party.city_name {
-        Some(given) => given.clone(),
-        None => own
-            .filter(|(c, _)| *c == code)
-            .map(|(_, n)| n.to_owned())
-            .or_else(|| cities.city_name(code))
-            .ok_or_else(|| unknown(&field, code, "known city names"))?,
-    };
-    Ok(text(&field, &name, 1, 30)?.to_owned())
-}
-
-/// The cities the DE of `doc` names through a [`CityNames`] lookup: `(party, city code)` for each
-/// address the DE writes (a domestic buyer's, an autofactura seller's) whose party gives a
-/// city code but no `city_name`, and whose city is not the issuer's (`issuer_city`). Empty: the
-/// document needs no lookup. Intake refuses the cities nobody can name; the pipeline reads the
-/// tenant's names only when this is not empty.
-pub fn cities_to_look_up(doc: &CanonicalDocument, issuer_city: u32) -> Vec<(&'static str, u32)> {
-    let party = match doc.doc_type {
-        DocumentType::Receipt => None,
-        // The receiver is the issuer itself; the seller's address is written (gCamAE).
-        DocumentType::Autofactura => Some(("seller", &doc.seller)),
-        // A foreign buyer's address has no city (rules 1324-1327): not written.
-        _ => doc
-            .buyer
-            .as_ref()
-            .filter(|b| operation_type(b) != OperationType::Foreign)
-            .map(|b| ("buyer", b)),
-    };
-    party
-        .filter(|(_, p)| p.address.is_some() && p.city_name.is_none())
-        .and_then(|(prefix, p)| p.city_code.map(|code| (prefix, code)))
-        .filter(|(_, code)| *code != issuer_city)
-        .into_iter()
-        .collect()
-}
-
-/// A domestic address: street, number, department and city (with their names).
+/// A domestic address: street, number and its place in SET's geographic table.
 struct Address {
     street: String,
     number: String,
-    department: u16,
-    department_name: &'static str,
-    city: u32,
-    city_name: String,
+    place: Place,
 }
 
 /// The address of `party` at `prefix` (`buyer`, `seller`), if it has one.
-fn party_address(
-    prefix: &str,
-    party: &Party,
-    own: Option<(u32, &str)>,
-    cities: &dyn CityNames,
-) -> Result<Option<Address>, DeError> {
+fn party_address(prefix: &str, party: &Party) -> Result<Option<Address>, DeError> {
     let Some(street) = &party.address else {
         return Ok(None);
     };
@@ -1034,13 +1011,11 @@ fn party_address(
         .department_code
         .ok_or_else(|| missing(field("department_code"), why))?;
     let city = party.city_code.ok_or_else(|| missing(field("city_code"), why))?;
+    let place = place(prefix, code, None, city, party.city_name.as_deref(), None)?;
     Ok(Some(Address {
         street,
         number,
-        department: code,
-        department_name: department(&field("department_code"), code)?,
-        city,
-        city_name: city_name(prefix, party, city, own, cities)?,
+        place,
     }))
 }
 
@@ -1077,7 +1052,6 @@ fn write_receiver(
     doc: &CanonicalDocument,
     kind: Kind,
     issuer: &Issuer,
-    cities: &dyn CityNames,
 ) -> Result<Receiver, DeError> {
     xml.open("gDatRec");
     let receiver = if kind == Kind::Autofactura {
@@ -1108,20 +1082,13 @@ fn write_receiver(
         } else {
             OperationType::Anonymous
         };
-        write_buyer(xml, kind, buyer, op, issuer, cities)?
+        write_buyer(xml, kind, buyer, op)?
     };
     xml.close("gDatRec");
     Ok(receiver)
 }
 
-fn write_buyer(
-    xml: &mut Xml,
-    kind: Kind,
-    buyer: &Party,
-    op: OperationType,
-    issuer: &Issuer,
-    cities: &dyn CityNames,
-) -> Result<Receiver, DeError> {
+fn write_buyer(xml: &mut Xml, kind: Kind, buyer: &Party, op: OperationType) -> Result<Receiver, DeError> {
     let foreign = op == OperationType::Foreign;
     let innominado = op == OperationType::Anonymous
         || (buyer.ruc.is_none() && buyer.document_type == Some(IdDocumentType::Innominado));
@@ -1236,14 +1203,11 @@ fn write_buyer(
         xml.leaf("dDirRec", text("buyer.address", street, 1, 255)?);
         xml.leaf("dNumCasRec", &house_number("buyer.house_number", number)?);
     } else {
-        match party_address("buyer", buyer, issuer.own_city(), cities)? {
+        match party_address("buyer", buyer)? {
             Some(a) => {
                 xml.leaf("dDirRec", &a.street);
                 xml.leaf("dNumCasRec", &a.number);
-                xml.num("cDepRec", a.department);
-                xml.leaf("dDesDepRec", a.department_name);
-                xml.num("cCiuRec", a.city);
-                xml.leaf("dDesCiuRec", &a.city_name);
+                write_place(xml, "Rec", &a.place);
             }
             None if kind == Kind::Remision => {
                 return Err(missing(
@@ -1261,13 +1225,7 @@ fn write_buyer(
 // ---------------------------------------------------------------------------------------------
 // Group E: the fields of each type, payment, lines, transport.
 
-fn write_type_fields(
-    xml: &mut Xml,
-    doc: &CanonicalDocument,
-    kind: Kind,
-    issuer: &Issuer,
-    cities: &dyn CityNames,
-) -> Result<(), DeError> {
+fn write_type_fields(xml: &mut Xml, doc: &CanonicalDocument, kind: Kind) -> Result<(), DeError> {
     match kind {
         Kind::Invoice => {
             let code = doc.presence.unwrap_or(1);
@@ -1287,7 +1245,7 @@ fn write_type_fields(
             xml.leaf("dDesIndPres", description);
             xml.close("gCamFE");
         }
-        Kind::Autofactura => write_seller(xml, &doc.seller, issuer, cities)?,
+        Kind::Autofactura => write_seller(xml, &doc.seller)?,
         Kind::CreditNote | Kind::DebitNote => {
             let code = doc
                 .reason
@@ -1338,12 +1296,38 @@ fn write_type_fields(
                         "remisión issuers (iRespEmiNR)",
                     )
                 })?;
+            // Rule 2605: goods moved for a sale (motive 1) whose invoice is not referenced (H001)
+            // carry the date the invoice will be issued (E506), on or after the remisión's.
+            let issued = crate::local_time::paraguay(doc.issue_datetime.with_timezone(&Utc)).date();
+            // Rule 2604: no later than the remisión's month.
+            let invoice_date = match transport.invoice_date {
+                Some(date)
+                    if date < issued || (date.year(), date.month()) != (issued.year(), issued.month()) =>
+                {
+                    return Err(invalid(
+                        "transport.invoice_date",
+                        format!(
+                            "the invoice's future date (dFecEm) is from the remisión's date, {issued}, to the end of its month (rule 2604)"
+                        ),
+                    ));
+                }
+                None if code == 1 && doc.associated_document.is_none() => {
+                    return Err(missing(
+                        "transport.invoice_date",
+                        "goods moved for a sale (reason 1) whose invoice is not referenced in associated_document state the date the invoice will be issued (dFecEm, rule 2605)",
+                    ));
+                }
+                date => date,
+            };
             xml.open("gCamNRE");
             xml.num("iMotEmiNR", code);
             xml.leaf("dDesMotEmiNR", description);
             xml.num("iRespEmiNR", responsible);
             xml.leaf("dDesRespEmiNR", responsible_name);
             xml.num("dKmR", distance);
+            if let Some(date) = invoice_date {
+                xml.leaf("dFecEm", &date.format("%Y-%m-%d").to_string());
+            }
             xml.close("gCamNRE");
         }
     }
@@ -1351,12 +1335,7 @@ fn write_type_fields(
 }
 
 /// `gCamAE`: the non-taxpayer or foreigner an autofactura buys from.
-fn write_seller(
-    xml: &mut Xml,
-    seller: &Party,
-    issuer: &Issuer,
-    cities: &dyn CityNames,
-) -> Result<(), DeError> {
+fn write_seller(xml: &mut Xml, seller: &Party) -> Result<(), DeError> {
     let why = "an autofactura describes the person the company buys from (gCamAE)";
     let foreign = seller.country.as_deref().is_some_and(|c| c != "PRY");
     let (id_code, id_name) = match seller.document_type {
@@ -1388,8 +1367,7 @@ fn write_seller(
         60,
     )?;
     // Only the seller's address is known: it is also the place of the transaction.
-    let address = party_address("seller", seller, issuer.own_city(), cities)?
-        .ok_or_else(|| missing("seller.address", why))?;
+    let address = party_address("seller", seller)?.ok_or_else(|| missing("seller.address", why))?;
     xml.open("gCamAE");
     if foreign {
         xml.leaf("iNatVen", "2");
@@ -1404,15 +1382,9 @@ fn write_seller(
     xml.leaf("dNomVen", name);
     xml.leaf("dDirVen", &address.street);
     xml.leaf("dNumCasVen", &address.number);
-    xml.num("cDepVen", address.department);
-    xml.leaf("dDesDepVen", address.department_name);
-    xml.num("cCiuVen", address.city);
-    xml.leaf("dDesCiuVen", &address.city_name);
+    write_place(xml, "Ven", &address.place);
     xml.leaf("dDirProv", &address.street);
-    xml.num("cDepProv", address.department);
-    xml.leaf("dDesDepProv", address.department_name);
-    xml.num("cCiuProv", address.city);
-    xml.leaf("dDesCiuProv", &address.city_name);
+    write_place(xml, "Prov", &address.place);
     xml.close("gCamAE");
     Ok(())
 }
@@ -1470,22 +1442,30 @@ fn line(i: usize, item: &Item, kind: Kind) -> Result<Line, DeError> {
     } else {
         (1, rate)
     };
-    let iva = if rate == 0 {
-        Decimal::ZERO
-    } else {
+    // The Manual's own arithmetic (E735, E736), to 8 decimals as the fields allow: the base is
+    // the total over 1.05 or 1.1, the IVA the base times the rate. Both are then far inside any
+    // tolerance SIFEN applies when it recomputes them (rules 1909–1913), which whole guaraníes
+    // were not: base × rate/100 could miss the whole-guaraní IVA by 0.55 Gs.
+    let (base, iva) = if affectation == 1 {
         let r = Decimal::from(rate);
-        total
-            .checked_mul(r)
+        let eight = |d: Decimal| d.round_dp_with_strategy(8, RoundingStrategy::MidpointAwayFromZero);
+        let base = total
+            .checked_mul(Decimal::ONE_HUNDRED)
             .and_then(|n| n.checked_div(Decimal::ONE_HUNDRED + r))
-            .map(half_up)
+            .map(eight)
             .ok_or_else(|| DeError::OutOfRange {
                 field: field("tax_amount"),
-            })?
-    };
-    let base = if affectation == 1 {
-        total - iva
+            })?;
+        let iva = base
+            .checked_mul(r)
+            .and_then(|n| n.checked_div(Decimal::ONE_HUNDRED))
+            .map(eight)
+            .ok_or_else(|| DeError::OutOfRange {
+                field: field("tax_amount"),
+            })?;
+        (base, iva)
     } else {
-        Decimal::ZERO
+        (Decimal::ZERO, Decimal::ZERO)
     };
     Ok(Line {
         price: price_text,
@@ -1790,7 +1770,12 @@ fn write_totals(xml: &mut Xml, kind: Kind, t: &Totals) {
 }
 
 /// `gCamDEAsoc`.
-fn write_associated(xml: &mut Xml, doc: &CanonicalDocument, kind: Kind) -> Result<(), DeError> {
+fn write_associated(
+    xml: &mut Xml,
+    doc: &CanonicalDocument,
+    kind: Kind,
+    issuer: &Issuer,
+) -> Result<(), DeError> {
     let Some(a) = &doc.associated_document else {
         return match kind {
             Kind::CreditNote | Kind::DebitNote => Err(missing(
@@ -1824,6 +1809,15 @@ fn write_associated(xml: &mut Xml, doc: &CanonicalDocument, kind: Kind) -> Resul
             get("timbrado", &a.timbrado, why)?,
             8,
         )?;
+        // Rule 2440: a printed document was not numbered under an electronic timbrado.
+        if timbrado.trim_start_matches('0') == issuer.timbrado.trim_start_matches('0') {
+            return Err(invalid(
+                "associated_document.timbrado",
+                format!(
+                    "{timbrado} is the company's electronic timbrado: a printed document has a printed timbrado (rule 2440); refer to an electronic document by its cdc or document_id"
+                ),
+            ));
+        }
         let establishment = digits(
             "associated_document.establishment",
             get("establishment", &a.establishment, why)?,
@@ -1914,6 +1908,8 @@ struct Transport {
     responsible: u8,
     /// `distance_km`: dKmR, 1–99999 (remisión).
     distance_km: Option<u32>,
+    /// `invoice_date`: dFecEm, the date the invoice of a sale will be issued (remisión).
+    invoice_date: Option<NaiveDate>,
     /// `start_date` (dIniTras), default the issue date on a remisión.
     start: Option<NaiveDate>,
     /// `end_date` (dFinTras), default the start.
@@ -2037,6 +2033,9 @@ impl Transport {
             responsible: small("responsible", "transport.responsible")?,
             distance_km: get("distance_km")
                 .map(|v| code_of("transport.distance_km", v, 1..=99_999).map(|d| d as u32))
+                .transpose()?,
+            invoice_date: get("invoice_date")
+                .map(|v| date_of("transport.invoice_date", v))
                 .transpose()?,
             start: get("start_date")
                 .map(|v| date_of("transport.start_date", v))
@@ -2171,7 +2170,6 @@ fn write_transport(
     t: &Transport,
     issued: NaiveDate,
     issuer: &Issuer,
-    cities: &dyn CityNames,
 ) -> Result<(), DeError> {
     let remision = kind == Kind::Remision;
     let start = match (t.start, remision) {
@@ -2195,7 +2193,7 @@ fn write_transport(
         .buyer
         .as_ref()
         .filter(|b| operation_type(b) != OperationType::Foreign)
-        .map(|b| party_address("buyer", b, issuer.own_city(), cities))
+        .map(|b| party_address("buyer", b))
         .transpose()?
         .flatten();
     if remision {
@@ -2255,22 +2253,13 @@ fn write_transport(
         "dNumCasSal",
         &house_number("issuer.house_number", &issuer.house_number)?,
     );
-    xml.num("cDepSal", issuer.department_code);
-    xml.leaf(
-        "dDesDepSal",
-        department("issuer.department_code", issuer.department_code)?,
-    );
-    xml.num("cCiuSal", issuer.city_code);
-    xml.leaf("dDesCiuSal", text("issuer.city_name", &issuer.city_name, 1, 30)?);
+    write_place(xml, "Sal", &issuer.place()?);
     xml.close("gCamSal");
     if let Some(a) = &delivery {
         xml.open("gCamEnt");
         xml.leaf("dDirLocEnt", &a.street);
         xml.leaf("dNumCasEnt", &a.number);
-        xml.num("cDepEnt", a.department);
-        xml.leaf("dDesDepEnt", a.department_name);
-        xml.num("cCiuEnt", a.city);
-        xml.leaf("dDesCiuEnt", &a.city_name);
+        write_place(xml, "Ent", &a.place);
         xml.close("gCamEnt");
     }
     if let Some(v) = &t.vehicle {
@@ -2367,30 +2356,6 @@ const REMISION_RESPONSIBLE: [&str; 5] = [
     "Empresa transportista",
     "Despachante de Aduanas",
     "Agente de transporte o intermediario",
-];
-
-/// dDesDep* for departments 1–20 (`Departamentos_v141.xsd`).
-const DEPARTMENTS: [&str; 20] = [
-    "CAPITAL",
-    "CONCEPCION",
-    "SAN PEDRO",
-    "CORDILLERA",
-    "GUAIRA",
-    "CAAGUAZU",
-    "CAAZAPA",
-    "ITAPUA",
-    "MISIONES",
-    "PARAGUARI",
-    "ALTO PARANA",
-    "CENTRAL",
-    "NEEMBUCU",
-    "AMAMBAY",
-    "PTE. HAYES",
-    "BOQUERON",
-    "ALTO PARAGUAY",
-    "CANINDEYU",
-    "CHACO",
-    "NUEVA ASUNCION",
 ];
 
 /// cUniMed → dDesUniMed, sorted by code (`Unidades_Medida_v141.xsd`).
@@ -2548,7 +2513,6 @@ mod tests {
             number,
             security_code: code,
             signed_at: at(signed),
-            cities: &NoCityNames,
         })
     }
 
@@ -2630,12 +2594,22 @@ mod tests {
             "payment_terms": {"condition": "cash", "method": "cash"}
         }));
         let built = build_with(&document, &issuer(), 1, "123456789", "2026-11-22T03:07:59").expect("built");
-        // XMLGEN keeps 8 decimals in per-line IVA and 4 in the payment, and writes standalone.
+        // The lines' IVA is XMLGEN's, to 8 decimals; XMLGEN rounds the totals of gTotSub to the
+        // guaraní where we write the exact sums of the lines (F015–F020), writes 4 decimals in
+        // the payment, and writes standalone.
         let expected = vector("fe-xmlgen-unsigned.xml")
             .trim_end()
             .replace(r#" standalone="no""#, "")
-            .replace("52380.95238095", "52381")
-            .replace("2619.04761905", "2619")
+            .replace("<dIVA5>2619</dIVA5>", "<dIVA5>2619.04761905</dIVA5>")
+            .replace("<dTotIVA>12619</dTotIVA>", "<dTotIVA>12619.04761905</dTotIVA>")
+            .replace(
+                "<dBaseGrav5>52381</dBaseGrav5>",
+                "<dBaseGrav5>52380.95238095</dBaseGrav5>",
+            )
+            .replace(
+                "<dTBasGraIVA>152381</dTBasGraIVA>",
+                "<dTBasGraIVA>152380.95238095</dTBasGraIVA>",
+            )
             .replace("165000.0000", "165000");
         assert_eq!(built.xml, expected);
         assert_eq!(built.cdc.as_str(), "01800695631001001000000122025011511234567899");
@@ -2643,7 +2617,7 @@ mod tests {
         assert_eq!(built.receiver, Receiver::Ruc("80013884".into()));
         assert_eq!(
             (built.total.as_str(), built.total_iva.as_str()),
-            ("165000", "12619")
+            ("165000", "12619.04761905")
         );
         assert_eq!(built.item_count, 2);
         assert_canonical_shape(&built.xml);
@@ -2753,7 +2727,8 @@ mod tests {
                 );
                 assert!(b.xml.contains(
                     "<dDirRec>Palma</dDirRec><dNumCasRec>12</dNumCasRec><cDepRec>1</cDepRec>\
-                     <dDesDepRec>CAPITAL</dDesDepRec><cCiuRec>1</cCiuRec>\
+                     <dDesDepRec>CAPITAL</dDesDepRec><cDisRec>1</cDisRec>\
+                     <dDesDisRec>ASUNCION (DISTRITO)</dDesDisRec><cCiuRec>1</cCiuRec>\
                      <dDesCiuRec>ASUNCION (DISTRITO)</dDesCiuRec>"
                 ));
             }
@@ -2765,34 +2740,11 @@ mod tests {
         }
         let elsewhere = with_buyer(json!({"legal_name": "Carlos Ruiz", "document_type": "ci",
             "document_number": "1", "address": "Ruta 2", "house_number": "0",
-            "department_code": 11, "city_code": 182}));
-        assert_eq!(
-            elsewhere,
-            Err(DeError::UnknownCode {
-                field: "buyer.city_name".into(),
-                code: "182".into(),
-                list: "known city names"
-            })
-        );
-        let mut cities = BTreeMap::new();
-        cities.insert(182u32, "CIUDAD DEL ESTE".to_owned());
-        let mut value = sample_invoice();
-        value["buyer"] = json!({"legal_name": "Carlos Ruiz", "document_type": "ci",
-            "document_number": "1", "address": "Ruta 2", "house_number": "0",
-            "department_code": 11, "city_code": 182});
-        let document = doc(value);
-        let issuer = issuer();
-        let named = build_rde(&DeInput {
-            document: &document,
-            issuer: &issuer,
-            number: 1,
-            security_code: "123456789",
-            signed_at: at("2026-03-02T10:20:00"),
-            cities: &cities,
-        })
-        .expect("named city");
-        assert!(named.xml.contains(
-            "<cDepRec>11</cDepRec><dDesDepRec>ALTO PARANA</dDesDepRec><cCiuRec>182</cCiuRec>\
+            "department_code": 11, "city_code": 3383}))
+        .expect("Ciudad del Este");
+        assert!(elsewhere.xml.contains(
+            "<cDepRec>11</cDepRec><dDesDepRec>ALTO PARANA</dDesDepRec><cDisRec>145</cDisRec>\
+             <dDesDisRec>CIUDAD DEL ESTE</dDesDisRec><cCiuRec>3383</cCiuRec>\
              <dDesCiuRec>CIUDAD DEL ESTE</dDesCiuRec>"
         ));
         assert!(matches!(
@@ -2895,13 +2847,42 @@ mod tests {
         value["buyer"]["department_code"] = json!(1);
         value["buyer"]["city_code"] = json!(1);
         value["transport"] = json!({
-            "kind": "own", "distance_km": 12,
+            "kind": "own", "distance_km": 12, "invoice_date": "2026-03-05",
             "vehicle": {"type": "Camión", "brand": "Scania", "plate": "ABC123"},
             "carrier": {"name": "Transportes SA", "ruc": "80013884-8", "address": "Ruta 1",
                         "driver_document": "1234567", "driver_name": "Pedro Gómez",
                         "driver_address": "Luque"}
         });
         value
+    }
+
+    /// Rule 2440: a printed document referred to is not numbered under the company's electronic
+    /// timbrado.
+    #[test]
+    fn a_printed_reference_cannot_carry_the_electronic_timbrado() {
+        let printed = |timbrado: &str| {
+            let mut value = sample_invoice();
+            value["type"] = json!("credit_note");
+            value["reason"] = json!(1);
+            value["associated_document"] = json!({"timbrado": timbrado, "establishment": "001",
+                "point": "001", "number": "0000123", "issue_date": "2026-02-01"});
+            build(&doc(value))
+        };
+        assert!(printed("55554444").is_ok());
+        // Rule 2413, nearby: a sale of fiscal credit needs a resolution's number.
+        let mut fiscal_credit = sample_invoice();
+        fiscal_credit["transaction_type"] = json!(12);
+        assert!(matches!(
+            build(&doc(fiscal_credit)),
+            Err(DeError::Invalid { field, .. }) if field == "transaction_type"
+        ));
+        match printed("12558946") {
+            Err(DeError::Invalid { field, reason }) => {
+                assert_eq!(field, "associated_document.timbrado");
+                assert!(reason.contains("rule 2440"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
@@ -2936,7 +2917,7 @@ mod tests {
         assert!(!xml.contains("gCamIVA") && !xml.contains("gTotSub"));
         assert!(xml.contains(
             "<gCamNRE><iMotEmiNR>1</iMotEmiNR><dDesMotEmiNR>Traslado por ventas</dDesMotEmiNR>\
-             <iRespEmiNR>1</iRespEmiNR><dDesRespEmiNR>Emisor de la factura</dDesRespEmiNR><dKmR>12</dKmR></gCamNRE>"
+             <iRespEmiNR>1</iRespEmiNR><dDesRespEmiNR>Emisor de la factura</dDesRespEmiNR><dKmR>12</dKmR><dFecEm>2026-03-05</dFecEm></gCamNRE>"
         ));
         assert!(xml.contains(
             "<gTransp><iTipTrans>1</iTipTrans><dDesTipTrans>Propio</dDesTipTrans><iModTrans>1</iModTrans>\
@@ -3032,15 +3013,15 @@ mod tests {
             "tax_rate": 10, "tax_amount": 8406, "total_amount": 92470}]);
         value["totals"] = json!({"subtotal": 84064, "tax_total": 8406, "grand_total": 92470});
         let built = build(&doc(value)).expect("built");
-        // 12.345 × 7490.5 = 92470.2225 → 92470; IVA 92470 / 11 = 8406.36 → 8406.
+        // 12.345 × 7490.5 = 92470.2225 → 92470; base 92470 / 1.1, IVA a tenth of it (E735, E736).
         assert!(built.xml.contains(
             "<dCantProSer>12.345</dCantProSer><gValorItem><dPUniProSer>7490.5</dPUniProSer>\
              <dTotBruOpeItem>92470</dTotBruOpeItem>"
         ));
         assert!(
-            built
-                .xml
-                .contains("<dBasGravIVA>84064</dBasGravIVA><dLiqIVAItem>8406</dLiqIVAItem>")
+            built.xml.contains(
+                "<dBasGravIVA>84063.63636364</dBasGravIVA><dLiqIVAItem>8406.36363636</dLiqIVAItem>"
+            )
         );
     }
 
@@ -3087,131 +3068,153 @@ mod tests {
         assert!(matches!(build(&doc(unit)), Err(DeError::UnknownCode { .. })));
     }
 
-    fn build_with_cities(document: &CanonicalDocument, cities: &dyn CityNames) -> Result<BuiltDe, DeError> {
-        build_rde(&DeInput {
-            document,
-            issuer: &issuer(),
-            number: 1,
-            security_code: "123456789",
-            signed_at: at("2026-03-02T10:20:00"),
-            cities,
-        })
-    }
-
-    fn buyer_in(city_code: u32, city_name: Option<&str>) -> Value {
+    fn buyer_in(department_code: u16, city_code: u32, city_name: Option<&str>) -> Value {
         let mut value = sample_invoice();
         value["buyer"] = json!({"legal_name": "Carlos Ruiz", "document_type": "ci",
             "document_number": "1", "address": "Ruta 2", "house_number": "0",
-            "department_code": 11, "city_code": city_code});
+            "department_code": department_code, "city_code": city_code});
         if let Some(name) = city_name {
             value["buyer"]["city_name"] = json!(name);
         }
         value
     }
 
+    /// The reason of an [`DeError::Invalid`] at `field`, or a panic.
+    fn invalid_at(result: Result<BuiltDe, DeError>, at: &str) -> String {
+        match result {
+            Err(DeError::Invalid { field, reason }) if field == at => reason,
+            other => panic!("expected an invalid {at}, got {other:?}"),
+        }
+    }
+
     #[test]
-    fn a_party_names_its_city_and_its_name_wins() {
-        let mut cities = BTreeMap::new();
-        cities.insert(182u32, "C. DEL ESTE".to_owned());
-        cities.insert(1u32, "ASUNCION".to_owned());
-        // Given: it wins over the lookup.
-        let given = build_with_cities(&doc(buyer_in(182, Some("CIUDAD DEL ESTE"))), &cities).expect("given");
+    fn a_buyer_in_luque_carries_its_district_and_the_tables_names() {
+        let built = build(&doc(buyer_in(12, 5946, None))).expect("Luque");
+        assert!(
+            built.xml.contains(
+                "<cDepRec>12</cDepRec><dDesDepRec>CENTRAL</dDesDepRec><cDisRec>159</cDisRec>\
+                 <dDesDisRec>LUQUE</dDesDisRec><cCiuRec>5946</cCiuRec><dDesCiuRec>LUQUE</dDesCiuRec>\
+                 </gDatRec>"
+            ),
+            "{}",
+            built.xml
+        );
+        // A name given is compared without case or accents; the table's is written.
+        let given = build(&doc(buyer_in(1, 1, Some(" Asunción (distrito) ")))).expect("Asunción");
         assert!(
             given
                 .xml
-                .contains("<cCiuRec>182</cCiuRec><dDesCiuRec>CIUDAD DEL ESTE</dDesCiuRec>"),
-            "{}",
-            given.xml
-        );
-        // Not given: the lookup names it; and nobody knows it without one.
-        let looked_up = build_with_cities(&doc(buyer_in(182, None)), &cities).expect("looked up");
-        assert!(looked_up.xml.contains("<dDesCiuRec>C. DEL ESTE</dDesCiuRec>"));
-        assert!(matches!(
-            build_with_cities(&doc(buyer_in(182, None)), &NoCityNames),
-            Err(DeError::UnknownCode { field, .. }) if field == "buyer.city_name"
-        ));
-        assert!(
-            build_with_cities(&doc(buyer_in(182, Some("CIUDAD DEL ESTE"))), &NoCityNames).is_ok(),
-            "a given name needs no lookup"
-        );
-        // The issuer's city keeps the issuer's name, whatever the lookup says of its code.
-        let own = build_with_cities(&doc(buyer_in(1, None)), &cities).expect("own city");
-        assert!(
-            own.xml
                 .contains("<cCiuRec>1</cCiuRec><dDesCiuRec>ASUNCION (DISTRITO)</dDesCiuRec>")
         );
-        // A given name is checked as the XSD would (tDesCiudad: 1-30 characters, one line).
-        for bad in [
-            "CIUDAD DEL ESTE, ALTO PARANA, PARAGUAY",
-            "   ",
-            "CIUDAD\nDEL ESTE",
-        ] {
-            assert!(
-                matches!(
-                    build_with_cities(&doc(buyer_in(182, Some(bad))), &NoCityNames),
-                    Err(DeError::Invalid { field, .. }) if field == "buyer.city_name"
-                ),
-                "{bad:?}"
-            );
-        }
-        // A remisión delivers to the named city (gCamEnt) too.
-        let mut value = remision();
-        value["buyer"]["city_code"] = json!(182);
-        value["buyer"]["department_code"] = json!(11);
-        value["buyer"]["city_name"] = json!("CIUDAD DEL ESTE");
-        let built = build(&doc(value)).expect("remisión elsewhere");
-        assert!(
-            built
-                .xml
-                .contains("<cCiuEnt>182</cCiuEnt><dDesCiuEnt>CIUDAD DEL ESTE</dDesCiuEnt>")
-        );
     }
 
     #[test]
-    fn an_autofactura_seller_elsewhere_is_named_by_its_city_name() {
+    fn a_city_name_that_is_not_the_tables_is_refused_naming_the_right_one() {
+        let reason = invalid_at(build(&doc(buyer_in(2, 6, Some("LUQUE")))), "buyer.city_name");
+        assert!(reason.contains("\"AGUARA\""), "{reason}");
+        for bad in ["CIUDAD DEL ESTE, ALTO PARANA", "   ", "AGUARA (MUNICIPIO)"] {
+            let reason = invalid_at(build(&doc(buyer_in(2, 6, Some(bad)))), "buyer.city_name");
+            assert!(reason.contains("AGUARA"), "{bad:?}: {reason}");
+        }
+    }
+
+    #[test]
+    fn a_department_that_is_not_the_citys_is_refused_naming_it() {
+        // Department 11 (Alto Paraná), city 6: Aguará is in Concepción.
+        let reason = invalid_at(build(&doc(buyer_in(11, 6, None))), "buyer.department_code");
+        assert!(reason.contains("department 2 CONCEPCION"), "{reason}");
+        assert!(matches!(
+            build(&doc(buyer_in(11, 99_999, None))),
+            Err(DeError::UnknownCode { field, .. }) if field == "buyer.city_code"
+        ));
+        let reason = invalid_at(build(&doc(buyer_in(19, 1, None))), "buyer.department_code");
+        assert!(reason.contains("department 1 CAPITAL"), "{reason}");
+    }
+
+    #[test]
+    fn a_remision_departs_from_the_issuer_and_delivers_to_the_buyer_with_districts() {
+        let mut value = remision();
+        value["buyer"]["department_code"] = json!(11);
+        value["buyer"]["city_code"] = json!(3383);
+        let built = build(&doc(value.clone())).expect("Ciudad del Este");
+        assert!(built.xml.contains(
+            "<cDepSal>1</cDepSal><dDesDepSal>CAPITAL</dDesDepSal><cDisSal>1</cDisSal>\
+             <dDesDisSal>ASUNCION (DISTRITO)</dDesDisSal><cCiuSal>1</cCiuSal>\
+             <dDesCiuSal>ASUNCION (DISTRITO)</dDesCiuSal></gCamSal>"
+        ));
+        assert!(built.xml.contains(
+            "<cDepEnt>11</cDepEnt><dDesDepEnt>ALTO PARANA</dDesDepEnt><cDisEnt>145</cDisEnt>\
+             <dDesDisEnt>CIUDAD DEL ESTE</dDesDisEnt><cCiuEnt>3383</cCiuEnt>\
+             <dDesCiuEnt>CIUDAD DEL ESTE</dDesCiuEnt></gCamEnt>"
+        ));
+        value["buyer"]["department_code"] = json!(12);
+        let reason = invalid_at(build(&doc(value)), "buyer.department_code");
+        assert!(reason.contains("ALTO PARANA"), "{reason}");
+    }
+
+    #[test]
+    fn an_autofactura_seller_is_placed_by_the_table() {
         let mut value = autofactura();
         value["seller"]["department_code"] = json!(11);
-        value["seller"]["city_code"] = json!(182);
-        assert!(matches!(
-            build(&doc(value.clone())),
-            Err(DeError::UnknownCode { field, .. }) if field == "seller.city_name"
-        ));
-        value["seller"]["city_name"] = json!("CIUDAD DEL ESTE");
-        let built = build(&doc(value)).expect("named");
+        value["seller"]["city_code"] = json!(3383);
+        let built = build(&doc(value.clone())).expect("Ciudad del Este");
+        let place = |suffix: &str| {
+            format!(
+                "<cDep{suffix}>11</cDep{suffix}><dDesDep{suffix}>ALTO PARANA</dDesDep{suffix}>\
+                 <cDis{suffix}>145</cDis{suffix}><dDesDis{suffix}>CIUDAD DEL ESTE</dDesDis{suffix}>\
+                 <cCiu{suffix}>3383</cCiu{suffix}><dDesCiu{suffix}>CIUDAD DEL ESTE</dDesCiu{suffix}>"
+            )
+        };
+        assert!(built.xml.contains(&place("Ven")), "{}", built.xml);
         assert!(
             built
                 .xml
-                .contains("<cCiuVen>182</cCiuVen><dDesCiuVen>CIUDAD DEL ESTE</dDesCiuVen>")
+                .contains(&format!("<dDirProv>Compañía Potrero</dDirProv>{}", place("Prov")))
         );
-        assert!(
-            built
-                .xml
-                .contains("<cCiuProv>182</cCiuProv><dDesCiuProv>CIUDAD DEL ESTE</dDesCiuProv>")
-        );
+        value["seller"]["city_name"] = json!("C. DEL ESTE");
+        let reason = invalid_at(build(&doc(value)), "seller.city_name");
+        assert!(reason.contains("\"CIUDAD DEL ESTE\""), "{reason}");
     }
 
     #[test]
-    fn only_unnamed_cities_other_than_the_issuers_are_looked_up() {
-        let of = |value: Value| cities_to_look_up(&doc(value), 1);
-        assert_eq!(of(buyer_in(182, None)), vec![("buyer", 182)]);
-        assert!(of(buyer_in(182, Some("CIUDAD DEL ESTE"))).is_empty(), "named");
-        assert!(of(buyer_in(1, None)).is_empty(), "the issuer's city");
-        assert!(of(sample_invoice()).is_empty(), "no address");
-        let mut foreign = sample_invoice();
-        foreign["buyer"] = json!({"legal_name": "ACME Inc.", "operation_type": "foreign",
-            "country": "USA", "address": "5th Avenue", "house_number": "100", "city_code": 182});
-        assert!(of(foreign).is_empty(), "a foreign address has no city in the DE");
-        let mut value = autofactura();
-        value["seller"]["city_code"] = json!(182);
-        assert_eq!(of(value.clone()), vec![("seller", 182)]);
-        // An autofactura's buyer is the issuer: its address is not written.
-        value["seller"]["city_code"] = json!(1);
-        value["buyer"] = json!({"ruc": "80069563-1", "address": "Calle 1", "house_number": "0",
-            "department_code": 11, "city_code": 182});
-        assert!(of(value).is_empty());
-        let mut value = remision();
-        value["buyer"]["city_code"] = json!(182);
-        assert_eq!(of(value), vec![("buyer", 182)]);
+    fn the_issuers_address_is_checked_and_named_by_the_table() {
+        let document = doc(sample_invoice());
+        let without_district = Issuer {
+            district_code: None,
+            district_name: None,
+            city_name: String::new(),
+            ..issuer()
+        };
+        let built = build_with(
+            &document,
+            &without_district,
+            1,
+            "123456789",
+            "2026-03-02T10:20:00",
+        )
+        .expect("built");
+        assert!(built.xml.contains(
+            "<cDepEmi>1</cDepEmi><dDesDepEmi>CAPITAL</dDesDepEmi><cDisEmi>1</cDisEmi>\
+             <dDesDisEmi>ASUNCION (DISTRITO)</dDesDisEmi><cCiuEmi>1</cCiuEmi>\
+             <dDesCiuEmi>ASUNCION (DISTRITO)</dDesCiuEmi>"
+        ));
+        let luque = Issuer {
+            city_name: "LUQUE".into(),
+            ..without_district.clone()
+        };
+        let build_as = |issuer: &Issuer| build_with(&document, issuer, 1, "123456789", "2026-03-02T10:20:00");
+        assert!(invalid_at(build_as(&luque), "issuer.city_name").contains("ASUNCION (DISTRITO)"));
+        let aguara = Issuer {
+            department_code: 11,
+            city_code: 6,
+            ..without_district.clone()
+        };
+        assert!(invalid_at(build_as(&aguara), "issuer.department_code").contains("CONCEPCION"));
+        let other_district = Issuer {
+            district_code: Some(159),
+            ..without_district
+        };
+        assert!(invalid_at(build_as(&other_district), "issuer.district_code").contains("district 1 "));
     }
 
     #[test]
@@ -3239,7 +3242,7 @@ mod tests {
             name: "Sucursal Luque".into(),
             address: Some("Ruta 2".into()),
             house_number: Some("5".into()),
-            city_code: Some(2),
+            city_code: Some(5946),
             city_name: Some("LUQUE".into()),
             department_code: Some(12),
             department_name: None,
@@ -3268,9 +3271,10 @@ mod tests {
             Some("Traslado conforme a la RG 41/2014"),
             "the channel's notice reaches dInfoFisc"
         );
-        // Delivered in the branch's own city (Luque), which the issuer names.
+        // Delivered in the branch's own city (Luque).
         let mut delivered = remision();
-        delivered["buyer"]["city_code"] = json!(2);
+        delivered["buyer"]["department_code"] = json!(12);
+        delivered["buyer"]["city_code"] = json!(5946);
         let remision = build_with(&doc(delivered), &issuer, 1, "123456789", "2026-03-02T10:20:00")
             .expect("a remisión of a channel with its notice");
         assert!(
@@ -3295,7 +3299,7 @@ mod tests {
         );
         assert_eq!(
             (issuer.address.as_str(), issuer.city_code, issuer.department_code),
-            ("Ruta 2", 2, 12)
+            ("Ruta 2", 5946, 12)
         );
         assert_eq!(
             issuer.district_code, None,
@@ -3311,7 +3315,7 @@ mod tests {
         .expect("built");
         assert!(built.xml.contains(
             "<dDirEmi>Ruta 2</dDirEmi><dNumCas>5</dNumCas><cDepEmi>12</cDepEmi><dDesDepEmi>CENTRAL</dDesDepEmi>\
-             <cCiuEmi>2</cCiuEmi><dDesCiuEmi>LUQUE</dDesCiuEmi>"
+             <cDisEmi>159</cDisEmi><dDesDisEmi>LUQUE</dDesDisEmi><cCiuEmi>5946</cCiuEmi><dDesCiuEmi>LUQUE</dDesCiuEmi>"
         ));
         assert!(built.xml.contains("<dDenSuc>Sucursal Luque</dDenSuc>"));
         assert_eq!(&built.cdc.as_str()[11..24], "0020030000007");
@@ -3339,20 +3343,33 @@ mod tests {
             value["totals"] = json!({"subtotal": grand - tax_total, "tax_total": tax_total, "grand_total": grand});
             let built = build(&doc(value)).expect("built");
             prop_assert_eq!(&built.total, &grand.to_string());
-            prop_assert_eq!(&built.total_iva, &tax_total.to_string());
-            let bases: Vec<i64> = built.xml.match_indices("<dBasGravIVA>")
-                .map(|(i, _)| { let s = &built.xml[i + 13..]; s[..s.find('<').expect("end")].parse().expect("integer") })
-                .collect();
-            let ivas: Vec<i64> = built.xml.match_indices("<dLiqIVAItem>")
-                .map(|(i, _)| { let s = &built.xml[i + 13..]; s[..s.find('<').expect("end")].parse().expect("integer") })
-                .collect();
+            let all = |tag: &str| -> Vec<Decimal> {
+                let open = format!("<{tag}>");
+                built.xml.match_indices(&open)
+                    .map(|(i, _)| { let s = &built.xml[i + open.len()..]; s[..s.find('<').expect("end")].parse().expect("decimal") })
+                    .collect()
+            };
+            let (bases, ivas) = (all("dBasGravIVA"), all("dLiqIVAItem"));
+            let eight = Decimal::new(1, 8);
             for (i, (q, p, r)) in lines.iter().enumerate() {
                 if *r == 0 {
-                    prop_assert_eq!((bases[i], ivas[i]), (0, 0));
+                    prop_assert_eq!((bases[i], ivas[i]), (Decimal::ZERO, Decimal::ZERO));
                 } else {
-                    prop_assert_eq!(bases[i] + ivas[i], q * p);
+                    // E735 and E736 as the Manual writes them, to 8 decimals.
+                    let rate = Decimal::from(*r);
+                    let exact_base = Decimal::from(q * p) * Decimal::ONE_HUNDRED / (Decimal::ONE_HUNDRED + rate);
+                    prop_assert!((bases[i] - exact_base).abs() <= eight / Decimal::TWO, "{} vs {}", bases[i], exact_base);
+                    prop_assert!((ivas[i] - bases[i] * rate / Decimal::ONE_HUNDRED).abs() <= eight / Decimal::TWO);
+                    prop_assert!(bases[i].scale() <= 8 && ivas[i].scale() <= 8);
                 }
             }
+            // The totals are the exact sums of the items' figures (F015–F020) ...
+            let total_iva: Decimal = built.total_iva.parse().expect("decimal");
+            prop_assert_eq!(total_iva, ivas.iter().sum::<Decimal>());
+            prop_assert_eq!(all("dTotIVA")[0], total_iva);
+            prop_assert_eq!(all("dTBasGraIVA")[0], bases.iter().sum::<Decimal>());
+            // ... and the canonical whole-guaraní tax total stays within half a guaraní a line.
+            prop_assert!((total_iva - Decimal::from(tax_total)).abs() <= Decimal::new(5, 1) * Decimal::from(lines.len() as i64));
             assert_canonical_shape(&built.xml);
         }
     }

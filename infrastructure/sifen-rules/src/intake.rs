@@ -17,8 +17,12 @@ pub const INTAKE: &[(&str, &str)] = &[
     ("2100", "conditionally_required"),
     ("2400", "conditionally_required"),
     ("2402", "invalid_check_digit"),
+    ("2413", "invalid_for_sifen"),
     ("2403", "associated_document_other_issuer"),
     ("2414", "associated_document_not_invoice"),
+    ("2417", "credit_note_exceeds_invoice"),
+    ("2440", "invalid_for_sifen"),
+    ("2604", "invalid_for_sifen"),
     ("2605", "conditionally_required"),
     ("2606", "remision_buyer_not_issuer"),
 ];

@@ -124,8 +124,10 @@ pub struct ItemRow {
 /// The totals block.
 #[derive(Debug, Clone, Serialize)]
 pub struct Totals {
-    /// Subtotals by class (exentas, 5 %, 10 %), when the type has them.
+    /// Subtotals by class (exentas `dSubExe`, 5 %, 10 %), when the type has them.
     pub by_class: Option<[String; 3]>,
+    /// Subtotal of exonerated sales (`dSubExo`), when not zero.
+    pub exonerated: Option<String>,
     /// `dTotDesc`, when not zero.
     pub discount: Option<String>,
     /// `dTotGralOpe`, with the currency.
@@ -568,15 +570,17 @@ pub fn read(signed_xml: &[u8]) -> Result<KudeData, PrintError> {
     let totals = de.child("gTotSub").map(|t| {
         let get = |name: &str| text(t, name).map(|v| amount(v, decimals));
         let zero = || amount("0", decimals);
-        let has_classes = t.child("dSub10").is_some() || t.child("dSub5").is_some();
-        let exempt = match (
-            text(t, "dSubExe").and_then(|v| v.parse::<rust_decimal::Decimal>().ok()),
-            text(t, "dSubExo").and_then(|v| v.parse::<rust_decimal::Decimal>().ok()),
-        ) {
-            (None, None) => zero(),
-            (a, b) => format::amount_of(a.unwrap_or_default() + b.unwrap_or_default(), decimals),
-        };
+        let has_classes = ["dSub10", "dSub5", "dSubExe", "dSubExo"]
+            .iter()
+            .any(|name| t.child(name).is_some());
+        // MT §13.4.3: "Exentas" is F002 (dSubExe) alone; exonerated sales (F003, dSubExo) are
+        // not exempt ones and have their own line when there are any.
+        let exempt = get("dSubExe").unwrap_or_else(zero);
+        let exonerated = text(t, "dSubExo")
+            .filter(|v| v.parse::<rust_decimal::Decimal>().is_ok_and(|d| !d.is_zero()))
+            .map(|v| amount(v, decimals));
         Totals {
+            exonerated,
             by_class: has_classes.then(|| {
                 [
                     exempt,
@@ -665,6 +669,39 @@ mod tests {
         assert_eq!(t.iva, Some(["2.619".into(), "10.000".into(), "12.619".into()]));
         assert!(k.qr.starts_with("https://ekuatia.set.gov.py/consultas-test/qr?nVersion=150&Id="));
         assert!(k.receiver.iter().any(|p| p.value == "80013884-8"));
+    }
+
+    /// MT §13.4.3: "Subtotal exentas" is dSubExe alone; an exonerated-only invoice shows 0 there
+    /// and its exonerated sales on their own line.
+    #[test]
+    fn exonerated_sales_are_not_printed_as_exempt() {
+        let exonerated_only = FE.replace(
+            "<dSubExe>0</dSubExe><dSubExo>0</dSubExo><dSub5>55000</dSub5><dSub10>110000</dSub10>",
+            "<dSubExe>0</dSubExe><dSubExo>3600000</dSubExo><dSub5>0</dSub5><dSub10>0</dSub10>",
+        );
+        assert_ne!(exonerated_only, FE);
+        let t = read(exonerated_only.as_bytes())
+            .expect("read")
+            .totals
+            .expect("totals");
+        assert_eq!(t.by_class, Some(["0".into(), "0".into(), "0".into()]));
+        assert_eq!(t.exonerated.as_deref(), Some("3.600.000"));
+        let both = FE.replace(
+            "<dSubExe>0</dSubExe><dSubExo>0</dSubExo>",
+            "<dSubExe>1500</dSubExe><dSubExo>2000</dSubExo>",
+        );
+        let t = read(both.as_bytes()).expect("read").totals.expect("totals");
+        assert_eq!(t.by_class.expect("classes")[0], "1.500");
+        assert_eq!(t.exonerated.as_deref(), Some("2.000"));
+        // None exonerated: no such line.
+        assert_eq!(
+            read(FE.as_bytes())
+                .expect("read")
+                .totals
+                .expect("totals")
+                .exonerated,
+            None
+        );
     }
 
     #[test]

@@ -49,6 +49,8 @@ pub struct DeFacts {
     pub point: String,
     /// `dNumDoc`.
     pub number: String,
+    /// `dSerieNum`, when written.
+    pub series: Option<String>,
     /// `dNomEmi`.
     pub issuer_name: Option<String>,
     /// The Signature's `DigestValue`, when signed.
@@ -337,6 +339,7 @@ pub fn check_de(rde_text: &str, config: &SimConfig, now: DateTime<Utc>) -> Resul
         establishment: establishment.to_owned(),
         point: point.to_owned(),
         number: number.to_owned(),
+        series: path(de, &["gTimb", "dSerieNum"]).map(|t| t.text.trim().to_owned()),
         issuer_name: path(de, &["gDatGralOpe", "gEmis", "dNomEmi"]).map(|t| t.text.trim().to_owned()),
         digest_value,
         late,

@@ -4,8 +4,10 @@
 //! as SIFEN would. Faults can be injected to exercise retries and reconciliation.
 //!
 //! Start reading at [`Simulator`]; [`serve`] runs one on a listener, [`start`] spawns one for
-//! tests ([`start_tls`] over HTTPS). The checks are in `checks.rs`, the schema validation in
-//! `xsd.rs`, the memory and the rules of lots and events in `state.rs`, the answers' XML in
+//! tests ([`start_tls`] over HTTPS). The checks are in `checks.rs` (schema, CDC, signature, QR,
+//! dates) and, for every other rule of the Manual's §12.4, in the crate `kuatia-sifen-rules`
+//! (written from the Manual alone; `state.rs` gives it what SIFEN holds: the DEs approved here,
+//! the taxpayers and timbrados configured), the schema validation in `xsd.rs`, the memory and the rules of lots and events in `state.rs`, the answers' XML in
 //! `respond.rs`, the fault syntax in `faults.rs`, HTTPS and client certificates in `tls.rs`.
 //!
 //! Transport: plain HTTP by default; HTTPS (TLS 1.2, like SIFEN) with a [`SimTls`]: a server
@@ -33,7 +35,9 @@
 //! What it does not do yet: chains and revocation of the signing certificate (self-signed
 //! certificates are accepted; the signer's RUC is checked), revocation and the validity dates
 //! of TLS client certificates outside `--client-ca` (codes 0002–0006), the 1000 KB message
-//! limits (0200, 0270), registry checks (timbrado, RUC state, activities, 0183).
+//! limits (0200, 0270), the registry data SIFEN holds and it does not (a timbrado's authorised
+//! establishments, a RUC's activities and authorisations, 0183; docs/sifen-rules.md says which
+//! rules of §12.4 that leaves out).
 
 mod checks;
 mod dsig;
@@ -111,6 +115,45 @@ pub struct SimTaxpayer {
     pub name: String,
 }
 
+/// A timbrado SIFEN has on file (the rules on the timbrado's dates and numbers read it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SimTimbrado {
+    /// The issuer (`80069563`; a `-DV` suffix is ignored).
+    pub ruc: String,
+    /// `dNumTim`.
+    pub number: String,
+    /// `dFeIniT`.
+    pub start: chrono::NaiveDate,
+    /// The last day it is valid, when it has one.
+    #[serde(default)]
+    pub end: Option<chrono::NaiveDate>,
+}
+
+impl FromStr for SimTimbrado {
+    type Err = String;
+
+    /// `RUC:NUMBER:START[:END]` (the CLI's `--timbrado`), dates as `2024-01-31`.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let bad = || format!("expected RUC:NUMBER:START[:END] (dates as 2024-01-31), not {text:?}");
+        let parts: Vec<&str> = text.trim().split(':').collect();
+        let date = |d: &str| chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d").map_err(|_| bad());
+        let (ruc, number, start, end) = match parts.as_slice() {
+            [ruc, number, start] => (*ruc, *number, date(start)?, None),
+            [ruc, number, start, end] => (*ruc, *number, date(start)?, Some(date(end)?)),
+            _ => return Err(bad()),
+        };
+        if ruc.is_empty() || number.len() != 8 || !number.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad());
+        }
+        Ok(Self {
+            ruc: ruc.to_owned(),
+            number: number.to_owned(),
+            start,
+            end,
+        })
+    }
+}
+
 /// The generic test CSCs SIFEN's test environment accepts (BRIEF §5).
 pub fn generic_test_cscs() -> Vec<CscEntry> {
     vec![
@@ -151,6 +194,15 @@ pub struct SimConfig {
     pub cscs: Vec<CscEntry>,
     /// Taxpayers siConsRUC answers for, besides the issuers seen.
     pub taxpayers: Vec<SimTaxpayer>,
+    /// The taxpayers listed (with the issuers seen) are every taxpayer there is: the rules on
+    /// inexistent RUCs (1250, 1306, 1603, 2303) apply. Off by default: SIFEN's registry is not
+    /// the simulator's, and a RUC it does not hold is then not judged.
+    pub whole_registry: bool,
+    /// Timbrados on file; the rules on a timbrado are applied only to those listed.
+    pub timbrados: Vec<SimTimbrado>,
+    /// Apply the rules of MT §12.4 (`kuatia-sifen-rules`) to every DE; off only for tests of
+    /// the transport that send hand-made minimal DEs.
+    pub check_rules: bool,
     /// Refuse DEs and events without a Signature. Off by default so that unsigned DEs from
     /// early development pass; SIFEN itself requires it.
     pub require_signature: bool,
@@ -185,6 +237,9 @@ impl Default for SimConfig {
             seed: None,
             cscs: generic_test_cscs(),
             taxpayers: Vec::new(),
+            whole_registry: false,
+            timbrados: Vec::new(),
+            check_rules: true,
             require_signature: false,
             verify_signature: true,
             check_qr: true,
@@ -988,6 +1043,8 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let config = SimConfig {
             state_file: Some(dir.join("state.json")),
+            // A minimal DE: the memory is what this test is about, not the rules of §12.4.
+            check_rules: false,
             ..SimConfig::default()
         };
         let (cdc, rde) = checks::tests::rde(1, 1, Utc::now());

@@ -169,6 +169,9 @@ pub struct State {
     pub inutilized: Vec<Inutilized>,
     /// Taxpayers seen as issuers (RUC → name).
     pub taxpayers: BTreeMap<String, String>,
+    /// The numbering of every approved DE (`RUC|type|timbrado|establishment|point|number|series`),
+    /// for rule 1002.
+    pub numbers: BTreeSet<String>,
     /// Last `dProtAut` given.
     pub last_protocol: u64,
     /// Last lot number given.
@@ -197,6 +200,80 @@ fn paraguay_time(text: &str) -> Option<DateTime<Utc>> {
         .and_local_timezone(kuatia_domain::local_time::offset())
         .single()
         .map(|t| t.with_timezone(&Utc))
+}
+
+fn number_of(f: &DeFacts) -> kuatia_sifen_rules::NumberKey {
+    kuatia_sifen_rules::NumberKey {
+        doc_type: f.doc_type.clone(),
+        timbrado: f.timbrado.clone(),
+        establishment: f.establishment.clone(),
+        point: f.point.clone(),
+        number: f.number.clone(),
+        series: f.series.clone(),
+    }
+}
+
+fn number_key(ruc: &str, k: &kuatia_sifen_rules::NumberKey) -> String {
+    format!(
+        "{ruc}|{}|{}|{}|{}|{}|{}",
+        k.doc_type.trim_start_matches('0'),
+        k.timbrado,
+        k.establishment,
+        k.point,
+        k.number,
+        k.series.as_deref().unwrap_or_default()
+    )
+}
+
+/// What SIFEN holds, as the rule engine reads it: the DEs approved here, the taxpayers
+/// configured and seen, the timbrados configured.
+struct SimRegistry<'a> {
+    state: &'a State,
+    config: &'a SimConfig,
+}
+
+impl kuatia_sifen_rules::Registry for SimRegistry<'_> {
+    fn approved(&self, cdc: &str) -> Option<kuatia_sifen_rules::Approved> {
+        let de = self.state.documents.get(cdc).filter(|d| d.is_approved())?;
+        Some(kuatia_sifen_rules::Approved {
+            rde: de.rde.clone(),
+            cancelled: de.cancelled,
+        })
+    }
+
+    fn approved_with_number(&self, ruc: &str, key: &kuatia_sifen_rules::NumberKey) -> bool {
+        self.state.numbers.contains(&number_key(ruc, key))
+    }
+
+    fn taxpayer(&self, ruc: &str) -> Option<kuatia_sifen_rules::Taxpayer> {
+        let configured = self
+            .config
+            .taxpayers
+            .iter()
+            .find(|t| t.ruc.split('-').next() == Some(ruc))
+            .map(|t| t.name.clone());
+        configured
+            .or_else(|| self.state.taxpayers.get(ruc).cloned())
+            .map(|name| kuatia_sifen_rules::Taxpayer {
+                name,
+                state: "ACT".to_owned(),
+            })
+    }
+
+    fn knows_every_taxpayer(&self) -> bool {
+        self.config.whole_registry
+    }
+
+    fn timbrado(&self, ruc: &str, number: &str) -> Option<kuatia_sifen_rules::Timbrado> {
+        self.config
+            .timbrados
+            .iter()
+            .find(|t| t.ruc.split('-').next() == Some(ruc) && t.number == number)
+            .map(|t| kuatia_sifen_rules::Timbrado {
+                start: t.start,
+                end: t.end,
+            })
+    }
 }
 
 impl State {
@@ -297,6 +374,32 @@ impl State {
             self.record_rejection(&facts.cdc, &why);
             return rejected(&facts.cdc, why);
         }
+        // The rules of MT §12.4, from the Manual's table (infrastructure/sifen-rules).
+        if config.check_rules {
+            let registry = SimRegistry { state: self, config };
+            let rule_facts = kuatia_sifen_rules::Facts {
+                now: kuatia_domain::local_time::paraguay(now),
+                production: false,
+                registry: &registry,
+            };
+            let verdict = kuatia_sifen_rules::evaluate(rde, &rule_facts);
+            if let Ok(kuatia_sifen_rules::Verdict {
+                rejection: Some(finding),
+                ..
+            }) = verdict
+            {
+                tracing::info!(
+                    cdc = %facts.cdc,
+                    code = %finding.code,
+                    detail = %finding.detail,
+                    "the SIFEN simulator rejected a DE by a rule of MT §12.4"
+                );
+                self.counters.rejected += 1;
+                let why = Code::new(&finding.code, finding.message);
+                self.record_rejection(&facts.cdc, &why);
+                return rejected(&facts.cdc, why);
+            }
+        }
         let protocol = self.next_protocol();
         let mut results = vec![code("0260", "Autorización del DE satisfactoria")];
         let status = if facts.late {
@@ -320,6 +423,7 @@ impl State {
             );
         }
         *self.approvals.entry(facts.cdc.clone()).or_default() += 1;
+        self.numbers.insert(number_key(&facts.ruc, &number_of(&facts)));
         if let Some(name) = &facts.issuer_name {
             self.taxpayers.insert(facts.ruc.clone(), name.clone());
         }
@@ -800,11 +904,58 @@ mod tests {
     use crate::sifen_sim::checks::tests::rde;
     use crate::sifen_soap::messages;
 
+    /// The memory's rules on minimal DEs: the rules of §12.4 are off (they have their tests,
+    /// and `the_rules_of_the_manual_judge_every_de` below).
     fn config() -> SimConfig {
         SimConfig {
             lot_processing_ms: 1_000,
+            check_rules: false,
             ..SimConfig::default()
         }
+    }
+
+    /// With the rules of §12.4 on (the default): a DE as XMLGEN writes it passes; a minimal one
+    /// is rejected with the first rule it breaks, in the Manual's order, and its message; a DE
+    /// numbered like one approved (same type, timbrado, establishment, point, number) under
+    /// another CDC is 1002.
+    #[test]
+    fn the_rules_of_the_manual_judge_every_de() {
+        let now = Utc::now();
+        let rules = SimConfig {
+            check_dates: false,
+            verify_signature: false,
+            check_qr: false,
+            ..SimConfig::default()
+        };
+        let mut s = State::default();
+        let fe = include_str!("fixtures/fe-signed-selfsigned-qr.xml");
+        let approved = s.process_de(fe, &rules, now);
+        assert_eq!(approved.results[0].code, "0260", "{approved:?}");
+
+        let (_, minimal) = rde(1, 1, now);
+        let rejected = s.process_de(&minimal, &rules, now);
+        assert_eq!(rejected.status, "Rechazado");
+        let row = kuatia_sifen_rules::table()
+            .iter()
+            .find(|r| r.code == rejected.results[0].code)
+            .expect("a rule of the table");
+        assert_eq!(rejected.results[0].message, row.message);
+        assert_eq!(s.counters.rejected, 1);
+
+        // The same numbering under another security code, hence another CDC.
+        let old_cdc = "01800695631001001000000122025011511234567899";
+        let base = format!("{}987654321", &old_cdc[..34]);
+        let new_cdc = format!("{base}{}", modulo11(&base));
+        let renumbered = fe
+            .replace(old_cdc, &new_cdc)
+            .replace("<dDVId>9</dDVId>", &format!("<dDVId>{}</dDVId>", &new_cdc[43..]))
+            .replace("<dCodSeg>123456789</dCodSeg>", "<dCodSeg>987654321</dCodSeg>");
+        let twin = s.process_de(&renumbered, &rules, now);
+        assert_eq!(
+            (twin.results[0].code.as_str(), twin.cdc.as_str()),
+            ("1002", new_cdc.as_str()),
+            "{twin:?}"
+        );
     }
 
     fn lot_b64(rdes: &[&str]) -> String {

@@ -117,7 +117,15 @@ fn dependencies_point_one_way() {
     );
     assert_eq!(
         layers("kuatia-infrastructure"),
-        set(&["kuatia-application", "kuatia-domain"])
+        set(&["kuatia-application", "kuatia-domain", "kuatia-sifen-rules"])
+    );
+    // The simulator's rule engine is written from SIFEN's Manual alone: it reaches no code of
+    // kuatia, so that a mistake in the DE builder cannot hide in its own checker (issue 25).
+    assert!(
+        reachable(&edges, "kuatia-sifen-rules", &[])
+            .iter()
+            .all(|name| name == "kuatia-sifen-rules" || !name.starts_with("kuatia-")),
+        "kuatia-sifen-rules reaches a kuatia crate"
     );
     assert!(
         !edges["kuatia-projections"].iter().any(|d| d == "sqlx"),

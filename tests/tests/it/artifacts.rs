@@ -241,6 +241,35 @@ async fn a_presigned_url_downloads_the_exact_stored_bytes_and_a_changed_one_is_4
     f.app.stop().await;
 }
 
+/// DECISIONS §8: the normalized payload is one of the artifact kinds: the canonical document
+/// as kuatia keeps it, defaults applied, recorded once when the document is prepared.
+#[tokio::test]
+async fn the_normalized_payload_is_the_canonical_document_as_kept_with_its_defaults() {
+    let f = Fx::new("art-norm", |_| {}).await;
+    let doc = f.accepted_invoice().await;
+    let listed = f.artifacts(&doc).await;
+    let payloads: Vec<&Value> = listed
+        .iter()
+        .filter(|a| a["type"] == "normalized_payload")
+        .collect();
+    assert_eq!(payloads.len(), 1, "{listed:?}");
+    let response = f.get(payloads[0]["download_url"].as_str().expect("url")).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "application/json");
+    let bytes = response.bytes().await.expect("bytes");
+    assert_eq!(sha256_hex(&bytes), payloads[0]["sha256"].as_str().expect("sha"));
+    let payload: Value = serde_json::from_slice(&bytes).expect("JSON");
+    assert_eq!(payload["external_id"], "ART-1");
+    assert_eq!(payload["company_id"], json!(f.r.company));
+    // What the integrator left out is there with its default: PYG, a sale (DECISIONS §11).
+    assert_eq!(payload["currency"], "PYG", "{payload}");
+    assert_eq!(
+        payload["items"].as_array().map(Vec::len),
+        sample_invoice()["items"].as_array().map(Vec::len)
+    );
+    f.app.stop().await;
+}
+
 #[tokio::test]
 async fn an_expired_url_is_403_and_the_same_url_unexpired_downloads() {
     let f = Fx::new("art-exp", |_| {}).await;

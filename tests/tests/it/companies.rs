@@ -96,6 +96,87 @@ async fn every_problem_of_a_company_record_is_listed_at_once_and_typos_are_refus
 }
 
 #[tokio::test]
+async fn a_company_is_placed_by_sets_geographic_table_and_named_by_it() {
+    let app = TestApp::spawn().await;
+    let (tenant, key) = app.tenant("acme").await;
+    let post = |body: &Value| {
+        app.as_key(Method::POST, "/v1/companies", &key, &tenant)
+            .json(body)
+    };
+    // Department 11 with city 6 named Luque: city 6 is Aguará, in Concepción (2).
+    let mut wrong = TestApp::company_body("80069563-1");
+    wrong["department_code"] = json!(11);
+    wrong["department_name"] = json!("ALTO PARANA");
+    wrong["city_code"] = json!(6);
+    wrong["city_name"] = json!("LUQUE");
+    let (status, err) = send(post(&wrong)).await;
+    assert_eq!(
+        (status, err["code"].as_str()),
+        (400, Some("validation_error")),
+        "{err}"
+    );
+    assert_eq!(err["details"]["errors"][0]["field"], "department_code", "{err}");
+    assert_eq!(
+        err["details"]["errors"][0]["code"], "city_department_mismatch",
+        "{err}"
+    );
+    assert!(
+        err["details"]["errors"][0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("CONCEPCION")),
+        "{err}"
+    );
+    wrong["department_code"] = json!(2);
+    wrong.as_object_mut().expect("object").remove("department_name");
+    let (status, err) = send(post(&wrong)).await;
+    assert_eq!(status, 400, "{err}");
+    assert_eq!(err["details"]["errors"][0]["field"], "city_name", "{err}");
+    assert_eq!(err["details"]["errors"][0]["code"], "city_name_mismatch", "{err}");
+    assert!(
+        err["details"]["errors"][0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("\"AGUARA\"")),
+        "{err}"
+    );
+
+    // Luque without names, spelled otherwise: recorded as the table writes it.
+    let mut luque = TestApp::company_body("80069563-1");
+    luque["department_code"] = json!(12);
+    luque.as_object_mut().expect("object").remove("department_name");
+    luque["district_code"] = json!(159);
+    luque["city_code"] = json!(5946);
+    luque["city_name"] = json!("Luque");
+    let (status, created) = send(post(&luque)).await;
+    assert_eq!(status, 201, "{created}");
+    assert_eq!(
+        (
+            created["department_name"].as_str(),
+            created["district_name"].as_str(),
+            created["city_name"].as_str()
+        ),
+        (Some("CENTRAL"), Some("LUQUE"), Some("LUQUE"))
+    );
+
+    // Moving the company by its codes alone names the new place (the old names do not stay).
+    let id = created["id"].as_str().expect("id").to_owned();
+    let (status, moved) = send(
+        app.as_key(Method::PATCH, &format!("/v1/companies/{id}"), &key, &tenant)
+            .json(&json!({"department_code": 1, "city_code": 1})),
+    )
+    .await;
+    assert_eq!(status, 200, "{moved}");
+    assert_eq!(
+        (
+            moved["department_name"].as_str(),
+            moved["district_code"].as_u64(),
+            moved["city_name"].as_str()
+        ),
+        (Some("CAPITAL"), None, Some("ASUNCION (DISTRITO)"))
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
 async fn patch_changes_any_field_but_the_ruc_and_roles_are_enforced() {
     let app = TestApp::spawn().await;
     let (tenant, owner) = app.tenant("acme").await;

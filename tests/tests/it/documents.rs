@@ -1226,7 +1226,12 @@ async fn a_valid_document_of_each_type_is_validated_and_received() {
     let mut remision = f.invoice("T-remision", 1);
     remision["type"] = json!("remision");
     remision["reason"] = json!(1);
-    remision["transport"] = json!({"kind": "own", "vehicle": "ABC 123"});
+    remision["transport"] = json!({
+        "kind": "own", "distance_km": 12, "invoice_date": &hours_ago(1)[..10],
+        "vehicle": {"type": "Camión", "brand": "Scania", "plate": "ABC123"},
+        "carrier": {"name": "Transportes SA", "ruc": "80013884-8", "address": "Ruta 1",
+                    "driver_document": "1234567", "driver_name": "Pedro Gómez", "driver_address": "Luque"}
+    });
     remision["buyer"]["address"] = json!("Av. Mariscal López");
     remision["buyer"]["house_number"] = json!("1234");
     remision["buyer"]["department_code"] = json!(1);
@@ -1235,7 +1240,7 @@ async fn a_valid_document_of_each_type_is_validated_and_received() {
     autofactura["type"] = json!("autofactura");
     autofactura["seller"] = json!({"legal_name": "Juan Benítez", "document_type": "ci",
         "document_number": "1234567", "address": "Compañía Potrero", "house_number": "0",
-        "department_code": 11, "city_code": 182, "city_name": "CIUDAD DEL ESTE"});
+        "department_code": 11, "city_code": 3383, "city_name": "CIUDAD DEL ESTE"});
     autofactura.as_object_mut().expect("object").remove("buyer");
     autofactura["items"] = json!([{"description": "Mandioca (kg)", "quantity": 100, "unit_price": 3000,
         "tax_rate": 0, "tax_amount": 0, "total_amount": 300000, "unit": 83}]);
@@ -1246,11 +1251,12 @@ async fn a_valid_document_of_each_type_is_validated_and_received() {
     let mut receipt = f.invoice("T-receipt", 1);
     receipt["type"] = json!("receipt");
     receipt["channel"] = json!("autoimpresor");
-    // The autoimpresor printable writes no city name: a city nobody names is no obstacle there.
+    // The autoimpresor printable shows no department or city: codes SET's table would not
+    // agree on (city 6 is Aguará, in Concepción) are no obstacle there.
     receipt["buyer"]["address"] = json!("Avda. San Blas");
     receipt["buyer"]["house_number"] = json!("120");
     receipt["buyer"]["department_code"] = json!(11);
-    receipt["buyer"]["city_code"] = json!(182);
+    receipt["buyer"]["city_code"] = json!(6);
 
     let cases = [
         ("invoice", invoice, "sifen"),
@@ -1283,14 +1289,17 @@ async fn a_valid_document_of_each_type_is_validated_and_received() {
         assert_eq!(posted.body["company_id"], f.r.company.as_str());
         assert_eq!(posted.body["errors"], json!([]));
     }
-    // A receipt on the sifen channel is a business error.
+    // A receipt on the sifen channel is a business error, and there its buyer's place is checked.
     let mut on_sifen = receipt;
     on_sifen["channel"] = json!("sifen");
     let (_, v) = f.validate(&on_sifen).await;
     assert_eq!(v["valid"], false, "{v}");
     assert_eq!(
         pairs(&v["errors"]),
-        vec![pair("type", "unsupported_document_type")]
+        vec![
+            pair("type", "unsupported_document_type"),
+            pair("buyer.department_code", "city_department_mismatch")
+        ]
     );
 
     assert_eq!(f.ids("?channel=autoimpresor").await.len(), 1);
@@ -1299,16 +1308,21 @@ async fn a_valid_document_of_each_type_is_validated_and_received() {
 }
 
 #[tokio::test]
-async fn a_sifen_document_the_pipeline_could_not_build_is_refused_at_intake_with_nothing_stored() {
+async fn a_remision_needs_its_notice_and_sifen_places_must_agree_with_sets_table() {
     let f = Fx::new().await;
     let mut remision = f.invoice("NRE-1", 1);
     remision["type"] = json!("remision");
     remision["reason"] = json!(1);
-    remision["transport"] = json!({"kind": "own", "vehicle": "ABC 123"});
+    remision["transport"] = json!({
+        "kind": "own", "distance_km": 12, "invoice_date": &hours_ago(1)[..10],
+        "vehicle": {"type": "Camión", "brand": "Scania", "plate": "ABC123"},
+        "carrier": {"name": "Transportes SA", "ruc": "80013884-8", "address": "Ruta 1",
+                    "driver_document": "1234567", "driver_name": "Pedro Gómez", "driver_address": "Luque"}
+    });
     remision["buyer"]["address"] = json!("Av. Mariscal López");
     remision["buyer"]["house_number"] = json!("1234");
     remision["buyer"]["department_code"] = json!(11);
-    remision["buyer"]["city_code"] = json!(182);
+    remision["buyer"]["city_code"] = json!(6);
 
     // Both at once: the channel has no remisión notice (configuration, checked first) ...
     let (status, v) = f.validate(&remision).await;
@@ -1332,8 +1346,8 @@ async fn a_sifen_document_the_pipeline_could_not_build_is_refused_at_intake_with
         )]
     );
 
-    // ... and, once it has one, the delivery city nobody names; the document's own business
-    // errors are listed after it, its warnings kept.
+    // ... and, once it has one, a delivery place SET's table disagrees with: city 6 is Aguará,
+    // in Concepción (2), not in Alto Paraná (11). A business error: stored validation_failed.
     let sifen = f.sifen_channel().await;
     let (status, patched) = send(
         f.req(Method::PATCH, &format!("/v1/emission-channels/{}", id(&sifen)))
@@ -1345,66 +1359,52 @@ async fn a_sifen_document_the_pipeline_could_not_build_is_refused_at_intake_with
         patched["sifen"]["remision_notice"],
         "Texto legal de prueba (RG 41/2014)"
     );
-    let mut also_wrong = remision.clone();
-    also_wrong["items"][0]["quantity"] = json!(0);
-    let (_, v) = f.validate(&also_wrong).await;
+    let (_, v) = f.validate(&remision).await;
     assert_eq!(v["valid"], false, "{v}");
     assert_eq!(
         pairs(&v["errors"]),
-        vec![
-            pair("buyer.city_name", "unknown_city_name"),
-            pair("items[0].quantity", "must_be_positive")
-        ]
-    );
-    assert!(v["routing"]["branch_id"].is_string(), "{v}");
-    let posted = f.post("nre-2", &also_wrong).await;
-    error_code(posted.status, &posted.body, 400, "validation_error");
-    assert_eq!(
-        pairs(&posted.body["details"]["errors"]),
-        vec![
-            pair("buyer.city_name", "unknown_city_name"),
-            pair("items[0].quantity", "must_be_positive")
-        ]
+        vec![pair("buyer.department_code", "city_department_mismatch")]
     );
     assert!(
-        issue_at(&posted.body["details"]["errors"], "buyer.city_name")["message"]
+        issue_at(&v["errors"], "buyer.department_code")["message"]
             .as_str()
-            .is_some_and(|m| m.contains("give buyer.city_name")),
-        "{}",
-        posted.body
+            .is_some_and(|m| m.contains("department 2 CONCEPCION")),
+        "{v}"
     );
-    assert_eq!(f.ids("").await, Vec::<String>::new(), "nothing stored");
+    f.create(&remision, "validation_failed").await;
 
-    // A name that cannot be written is the document's business error, stored as such.
-    let mut too_long = remision.clone();
-    too_long["external_id"] = json!("NRE-LONG");
-    too_long["buyer"]["city_name"] = json!("CIUDAD DEL ESTE, ALTO PARANA, PARAGUAY");
-    let posted = f.post("nre-long", &too_long).await;
+    // Luque's name for Aguará's code: the message names the table's.
+    let mut misnamed = f.invoice("FE-MISNAMED", 1);
+    misnamed["buyer"]["address"] = json!("Ruta 2");
+    misnamed["buyer"]["house_number"] = json!("0");
+    misnamed["buyer"]["department_code"] = json!(2);
+    misnamed["buyer"]["city_code"] = json!(6);
+    misnamed["buyer"]["city_name"] = json!("LUQUE");
+    let posted = f.post("fe-misnamed", &misnamed).await;
     assert_eq!(posted.status, 201, "{}", posted.body);
     assert_eq!(posted.body["status"], "validation_failed");
     assert_eq!(
         pairs(&posted.body["errors"]),
-        vec![pair("buyer.city_name", "invalid_length")]
+        vec![pair("buyer.city_name", "city_name_mismatch")]
+    );
+    assert!(
+        issue_at(&posted.body["errors"], "buyer.city_name")["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("\"AGUARA\"")),
+        "{}",
+        posted.body
     );
 
-    // Named by the document, or by a branch of the tenant: received.
-    let mut named = remision.clone();
-    named["external_id"] = json!("NRE-NAMED");
-    named["buyer"]["city_name"] = json!("CIUDAD DEL ESTE");
-    f.create(&named, "queued").await;
-    let (status, branch) = send(f.req(Method::POST, "/v1/branches").json(&json!({
-        "company_id": f.r.company, "code": "002", "name": "Sucursal Este",
-        "address": "Ruta 7", "house_number": "1", "department_code": 11,
-        "city_code": 182, "city_name": "CIUDAD DEL ESTE"
-    })))
-    .await;
-    assert_eq!(status, 201, "{branch}");
-    let mut by_branch = remision.clone();
-    by_branch["external_id"] = json!("NRE-BRANCH");
-    by_branch["branch_id"] = json!(f.r.branch);
-    by_branch["issuance_point_id"] = json!(f.r.point);
-    f.create(&by_branch, "queued").await;
-    assert_eq!(f.ids("").await.len(), 3);
+    // Luque where it is, with or without its name: received.
+    let mut luque = misnamed.clone();
+    luque["external_id"] = json!("FE-LUQUE");
+    luque["buyer"]["department_code"] = json!(12);
+    luque["buyer"]["city_code"] = json!(5946);
+    f.create(&luque, "queued").await;
+    luque["external_id"] = json!("FE-LUQUE-UNNAMED");
+    luque["buyer"].as_object_mut().expect("buyer").remove("city_name");
+    f.create(&luque, "queued").await;
+    assert_eq!(f.ids("").await.len(), 4);
     f.stop().await;
 }
 

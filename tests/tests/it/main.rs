@@ -24,6 +24,7 @@ mod sandbox;
 mod sifen_answers;
 mod sifen_lots;
 mod sifen_pipeline;
+mod sifen_rules;
 mod sifen_soap;
 mod sifen_xml;
 mod store;

@@ -166,7 +166,18 @@ fn qr(pdf: &Path) -> String {
             arg(&png),
         ],
     );
-    let decoded = tool("zbarimg", &["--raw", "-q", arg(&png.with_extension("png"))]);
+    // QR codes only: other symbologies find phantom barcodes in the printed text (an I2/5 in
+    // the CDC's digits once read "444253" beside the QR).
+    let decoded = tool(
+        "zbarimg",
+        &[
+            "--raw",
+            "-q",
+            "-Sdisable",
+            "-Sqrcode.enable",
+            arg(&png.with_extension("png")),
+        ],
+    );
     decoded.trim_end_matches('\n').to_owned()
 }
 
@@ -272,7 +283,7 @@ async fn every_sifen_type_gets_a_kude_with_the_mandatory_fields_and_a_qr_that_de
     };
     let mut autofactura = f.invoice("P-autofactura");
     autofactura["type"] = json!("autofactura");
-    // The pipeline names only the issuer's own city (`NoCityNames`), so the seller lives there.
+    // The seller lives in Asunción (department 1, city 1 of SET's geographic table).
     autofactura["seller"] = json!({"legal_name": "Juan Benítez", "document_type": "ci",
         "document_number": "1234567", "address": "Compañía Potrero", "house_number": "0",
         "department_code": 1, "city_code": 1});
@@ -529,7 +540,7 @@ async fn the_autoimpresor_printable_shows_its_number_timbrado_validity_and_autho
 fn signed_de(document: Value, remision_notice: Option<&str>) -> (String, String) {
     use kuatia_domain::channel::SifenEnvironment;
     use kuatia_domain::company::{EconomicActivity, TaxpayerType};
-    use kuatia_domain::sifen::de::{self, DeInput, Issuer, NoCityNames};
+    use kuatia_domain::sifen::de::{self, DeInput, Issuer};
     use kuatia_domain::sifen::qr::{self, Csc, QrData};
     use kuatia_infrastructure::sifen::sign::{self, SigningKey};
     let issuer = Issuer {
@@ -566,7 +577,6 @@ fn signed_de(document: Value, remision_notice: Option<&str>) -> (String, String)
         number: 7,
         security_code: "123456789",
         signed_at: kuatia_domain::local_time::paraguay(chrono::Utc::now()),
-        cities: &NoCityNames,
     })
     .expect("built");
     let (pkey, cert) = kuatia_infrastructure::selfsigned::SelfSigned::for_ruc(
@@ -613,7 +623,7 @@ async fn a_remision_kude_shows_its_transport_and_fiscal_notice_and_no_totals() {
     remision["buyer"]["department_code"] = json!(1);
     remision["buyer"]["city_code"] = json!(1);
     remision["transport"] = json!({
-        "kind": "own", "distance_km": 12,
+        "kind": "own", "distance_km": 12, "invoice_date": &hours_ago(1)[..10],
         "vehicle": {"type": "Camión", "brand": "Scania", "plate": "ABC123"},
         "carrier": {"name": "Transportes SA", "ruc": "80013884-8", "address": "Ruta 1",
                     "driver_document": "1234567", "driver_name": "Pedro Gómez",
@@ -654,6 +664,52 @@ async fn a_remision_kude_shows_its_transport_and_fiscal_notice_and_no_totals() {
             "Scania",
         ],
     );
+}
+
+/// MT §13.4.3: the KuDE's "Subtotal exentas" is dSubExe alone. An invoice whose only line is
+/// exonerated (iAfecIVA 2) shows 0 exentas and its exonerated sales on their own line.
+#[tokio::test]
+async fn an_exonerated_only_invoice_prints_zero_exentas_and_its_exoneradas_on_their_own_line() {
+    let mut invoice = sample_invoice();
+    invoice["issue_datetime"] = json!(hours_ago(1));
+    invoice["items"] = json!([{
+        "description": "Maquinaria agrícola", "quantity": 1, "unit_price": 3600000,
+        "tax_rate": 0, "tax_amount": 0, "total_amount": 3600000, "exemption": "exonerated"
+    }]);
+    invoice["totals"] = json!({"subtotal": 3600000, "tax_total": 0, "grand_total": 3600000});
+    let (xml, _) = signed_de(invoice, None);
+    assert!(
+        xml.contains("<dSubExe>0</dSubExe><dSubExo>3600000</dSubExo>"),
+        "{xml}"
+    );
+    let printer = kuatia_infrastructure::printing::TypstPrinter::new();
+    let settings = kuatia_domain::print_settings::PrintSettings::defaults("DE GENERACION ELECTRONICA S.A.");
+    let pdf = printer
+        .render(
+            Printable::Kude {
+                signed_xml: xml.into_bytes(),
+                watermark: None,
+            },
+            &settings,
+        )
+        .await
+        .expect("render");
+    let dir = std::env::temp_dir().join(format!("kuatia-exonerated-{}", uuid::Uuid::now_v7()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join("exonerated.pdf");
+    std::fs::write(&path, &pdf).expect("write");
+    // Line by line, as laid out: each label beside its figure.
+    let layout = tool("pdftotext", &["-layout", arg(&path), "-"]);
+    let figure = |label: &str| -> String {
+        let line = layout
+            .lines()
+            .find(|l| l.contains(label))
+            .unwrap_or_else(|| panic!("no {label:?} in\n{layout}"));
+        line.split_whitespace().last().unwrap_or_default().to_owned()
+    };
+    assert_eq!(figure("Subtotal exentas"), "0", "{layout}");
+    assert_eq!(figure("Subtotal exoneradas"), "3.600.000", "{layout}");
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 /// `(version, sha256)` of every `kind` artifact in a timeline.

@@ -183,6 +183,7 @@ async fn an_invoice_is_numbered_signed_sent_and_accepted_and_its_xml_verifies() 
             "DocumentTransformStarted",
             "DocumentTransformed",
             "ArtifactRecorded",
+            "ArtifactRecorded",
             "DocumentSigned",
             "DocumentSubmitted",
             "ArtifactRecorded",
@@ -190,7 +191,13 @@ async fn an_invoice_is_numbered_signed_sent_and_accepted_and_its_xml_verifies() 
             "ArtifactRecorded",
         ]
     );
-    assert!(kude(&timeline[10]), "{:?}", timeline[10]);
+    // Transformed, then the normalized payload and the signed XML, in the same append.
+    let kinds: Vec<&str> = timeline[5..7]
+        .iter()
+        .filter_map(|e| e["data"]["ArtifactRecorded"]["kind"].as_str())
+        .collect();
+    assert_eq!(kinds, ["normalized_payload", "signed_xml"]);
+    assert!(kude(&timeline[11]), "{:?}", timeline[11]);
     // The service kept the document folded in its store's cache as its events went by
     // (`kuatia_application::aggregate_cache`): it holds what folding every event gives.
     {
@@ -209,13 +216,13 @@ async fn an_invoice_is_numbered_signed_sent_and_accepted_and_its_xml_verifies() 
             .aggregate_cache()
             .and_then(|c| c.get::<Document>(tenant, &stream));
         assert!(
-            cached == Some((11, folded)),
+            cached == Some((12, folded)),
             "the cached document differs from its events"
         );
     }
     // The first attempt is on record with the signature, in the same append (one transaction:
     // one time, consecutive positions), and the job sends it without an append of its own.
-    let (signed, submitted) = (&timeline[6], &timeline[7]);
+    let (signed, submitted) = (&timeline[7], &timeline[8]);
     assert_eq!(
         submitted["data"]["DocumentSubmitted"]["attempt"], 1,
         "{submitted}"
@@ -226,9 +233,9 @@ async fn an_invoice_is_numbered_signed_sent_and_accepted_and_its_xml_verifies() 
         signed["position"].as_i64().map(|p| p + 1),
         "{signed} {submitted}"
     );
-    let accepted = &timeline[9]["data"]["DocumentAccepted"];
+    let accepted = &timeline[10]["data"]["DocumentAccepted"];
     assert_eq!(accepted["code"], "0260", "{accepted}");
-    assert_eq!(timeline[9]["actor"], "system:sifen");
+    assert_eq!(timeline[10]["actor"], "system:sifen");
 
     // The stored bytes: the XSD accepts them, xmlsec1 verifies the signature, a tampered copy
     // fails, and the QR carries the CDC.
@@ -1048,7 +1055,7 @@ async fn a_remision_is_refused_at_intake_until_its_channel_has_the_notice_then_a
     .await;
     let mut remision = f.remision("NRE-1");
     remision["transport"] = json!({
-        "kind": "own", "distance_km": 12,
+        "kind": "own", "distance_km": 12, "invoice_date": &hours_ago(1)[..10],
         "vehicle": {"type": "Camión", "brand": "Scania", "plate": "ABC123"},
         "carrier": {"name": "Transportes SA", "ruc": "80013884-8", "address": "Ruta 1",
                     "driver_document": "1234567", "driver_name": "Pedro Gómez",
@@ -1123,7 +1130,7 @@ async fn a_remision_is_refused_at_intake_until_its_channel_has_the_notice_then_a
 }
 
 #[tokio::test]
-async fn buyers_and_sellers_in_other_cities_are_named_and_accepted_and_unknown_cities_refused() {
+async fn buyers_sellers_and_branches_are_placed_and_named_by_sets_geographic_table() {
     let f = Fx::new(
         SimConfig {
             require_signature: true,
@@ -1132,11 +1139,11 @@ async fn buyers_and_sellers_in_other_cities_are_named_and_accepted_and_unknown_c
         |_| {},
     )
     .await;
-    let buyer_in = |external_id: &str, city: u32, name: Option<&str>| {
+    let buyer_in = |external_id: &str, department: u16, city: u32, name: Option<&str>| {
         let mut doc = f.invoice(external_id);
         doc["buyer"]["address"] = json!("Avda. San Blas");
         doc["buyer"]["house_number"] = json!("120");
-        doc["buyer"]["department_code"] = json!(11);
+        doc["buyer"]["department_code"] = json!(department);
         doc["buyer"]["city_code"] = json!(city);
         if let Some(name) = name {
             doc["buyer"]["city_name"] = json!(name);
@@ -1144,74 +1151,98 @@ async fn buyers_and_sellers_in_other_cities_are_named_and_accepted_and_unknown_c
         doc
     };
 
-    // A city nobody names (not the issuer's, none of the tenant's): refused before storing.
-    let unknown = buyer_in("FE-CITY-0", 182, None);
-    let v = f.validate(&unknown).await;
+    // Department 11 with city 6 (Aguará, in Concepción), named Luque: what once went out. A
+    // business error at each field, stored validation_failed and never sent.
+    let wrong = buyer_in("FE-CITY-0", 11, 6, Some("LUQUE"));
+    let v = f.validate(&wrong).await;
     assert_eq!(v["valid"], false, "{v}");
     assert_eq!(
         issue_pairs(&v["errors"]),
-        one("buyer.city_name", "unknown_city_name"),
+        one("buyer.department_code", "city_department_mismatch"),
         "{v}"
     );
-    assert_eq!(v["routing"]["channel"], "sifen", "{v}");
-    let (status, body) = f.try_post(&unknown).await;
+    let (status, body) = f.try_post(&wrong).await;
     assert_eq!(
-        (status, body["code"].as_str()),
-        (400, Some("validation_error")),
+        (status, body["status"].as_str()),
+        (201, Some("validation_failed")),
+        "{body}"
+    );
+    let (status, body) = f.try_post(&buyer_in("FE-CITY-1", 2, 6, Some("LUQUE"))).await;
+    assert_eq!(
+        (status, body["status"].as_str()),
+        (201, Some("validation_failed")),
         "{body}"
     );
     assert_eq!(
-        issue_pairs(&body["details"]["errors"]),
-        one("buyer.city_name", "unknown_city_name")
+        issue_pairs(&body["errors"]),
+        one("buyer.city_name", "city_name_mismatch")
     );
-    assert!(
-        body["message"].as_str().unwrap_or_default().contains("182"),
-        "{body}"
-    );
-    assert_eq!(f.stored().await, 0, "nothing stored");
 
-    // Named by the document: accepted, the name in dDesCiuRec.
-    let named = f.post(&buyer_in("FE-CITY-1", 182, Some("CIUDAD DEL ESTE"))).await;
-    let xml = f.accepted_xml(&named).await;
+    // Luque, unnamed: SIFEN accepts the district and names SET's table writes.
+    let doc = f.post(&buyer_in("FE-CITY-2", 12, 5946, None)).await;
+    let xml = f.accepted_xml(&doc).await;
     assert!(
-        xml.contains("<cCiuRec>182</cCiuRec><dDesCiuRec>CIUDAD DEL ESTE</dDesCiuRec>"),
+        xml.contains(
+            "<cDepRec>12</cDepRec><dDesDepRec>CENTRAL</dDesDepRec><cDisRec>159</cDisRec>\
+             <dDesDisRec>LUQUE</dDesDisRec><cCiuRec>5946</cCiuRec><dDesCiuRec>LUQUE</dDesCiuRec>"
+        ),
         "{xml}"
     );
+    assert!(
+        xml.contains(
+            "<cDepEmi>1</cDepEmi><dDesDepEmi>CAPITAL</dDesDepEmi><cDisEmi>1</cDisEmi>\
+             <dDesDisEmi>ASUNCION (DISTRITO)</dDesDisEmi><cCiuEmi>1</cCiuEmi>"
+        ),
+        "the issuer's district, from its city: {xml}"
+    );
 
-    // Named by another branch of the tenant: accepted with that name. (Two branches now, so the
-    // documents name theirs.)
-    let (status, branch) = send(f.req(Method::POST, "/v1/branches").json(&json!({
-        "company_id": f.r.company, "code": "002", "name": "Sucursal Este",
-        "address": "Ruta 7", "house_number": "1", "department_code": 11,
-        "city_code": 171, "city_name": "CIUDAD PTE. FRANCO"
-    })))
-    .await;
-    assert_eq!(status, 201, "{branch}");
-    let at_home = |mut doc: Value| {
-        doc["branch_id"] = json!(f.r.branch);
-        doc["issuance_point_id"] = json!(f.r.point);
-        doc
+    // A branch is placed by the table too: a wrong name is refused naming the right one, an
+    // omitted one filled.
+    let branch = |name: Option<&str>| {
+        let mut body = json!({
+            "company_id": f.r.company, "code": "002", "name": "Sucursal Este",
+            "address": "Ruta 7", "house_number": "1", "department_code": 11, "city_code": 3383
+        });
+        if let Some(name) = name {
+            body["city_name"] = json!(name);
+        }
+        body
     };
-    let doc = f.post(&at_home(buyer_in("FE-CITY-2", 171, None))).await;
-    let xml = f.accepted_xml(&doc).await;
-    assert!(
-        xml.contains("<cCiuRec>171</cCiuRec><dDesCiuRec>CIUDAD PTE. FRANCO</dDesCiuRec>"),
-        "{xml}"
+    let (status, refused) = send(
+        f.req(Method::POST, "/v1/branches")
+            .json(&branch(Some("C. DEL ESTE"))),
+    )
+    .await;
+    assert_eq!(
+        (status, refused["code"].as_str()),
+        (400, Some("validation_error")),
+        "{refused}"
     );
-    // The issuer's own city needs no name either.
-    let doc = f.post(&at_home(buyer_in("FE-CITY-3", 1, None))).await;
-    let xml = f.accepted_xml(&doc).await;
+    assert_eq!(
+        issue_pairs(&refused["details"]["errors"]),
+        one("city_name", "city_name_mismatch")
+    );
     assert!(
-        xml.contains("<cCiuRec>1</cCiuRec><dDesCiuRec>ASUNCION (DISTRITO)</dDesCiuRec>"),
-        "{xml}"
+        refused["details"]["errors"][0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("\"CIUDAD DEL ESTE\"")),
+        "{refused}"
+    );
+    let (status, added) = send(f.req(Method::POST, "/v1/branches").json(&branch(None))).await;
+    assert_eq!(status, 201, "{added}");
+    assert_eq!(
+        (added["city_name"].as_str(), added["department_name"].as_str()),
+        (Some("CIUDAD DEL ESTE"), Some("ALTO PARANA"))
     );
 
-    // An autofactura bought from a seller in another city.
-    let mut autofactura = at_home(f.invoice("AFE-CITY-1"));
+    // An autofactura bought from a seller in Ciudad del Este (two branches now: name ours).
+    let mut autofactura = f.invoice("AFE-CITY-1");
+    autofactura["branch_id"] = json!(f.r.branch);
+    autofactura["issuance_point_id"] = json!(f.r.point);
     autofactura["type"] = json!("autofactura");
     autofactura["seller"] = json!({"legal_name": "Juan Benítez", "document_type": "ci",
         "document_number": "1234567", "address": "Compañía Potrero", "house_number": "0",
-        "department_code": 11, "city_code": 182});
+        "department_code": 11, "city_code": 3383});
     autofactura.as_object_mut().expect("object").remove("buyer");
     autofactura["items"] = json!([{"description": "Mandioca (kg)", "quantity": 100, "unit_price": 3000,
         "tax_rate": 0, "tax_amount": 0, "total_amount": 300000, "unit": 83}]);
@@ -1219,21 +1250,17 @@ async fn buyers_and_sellers_in_other_cities_are_named_and_accepted_and_unknown_c
     autofactura["payment_terms"] = json!({"condition": "cash", "method": "cash"});
     autofactura["associated_document"] = json!({"constancia_type": 1,
         "constancia_number": "12345678901", "constancia_control": "AB12-CD3"});
-    let (status, body) = f.try_post(&autofactura).await;
-    assert_eq!(status, 400, "{body}");
-    assert_eq!(
-        issue_pairs(&body["details"]["errors"]),
-        one("seller.city_name", "unknown_city_name")
-    );
-    autofactura["seller"]["city_name"] = json!("CIUDAD DEL ESTE");
     let doc = f.post(&autofactura).await;
     let xml = f.accepted_xml(&doc).await;
     assert!(xml.contains("<iTiDE>4</iTiDE>"), "an autofactura");
     assert!(
-        xml.contains("<cCiuVen>182</cCiuVen><dDesCiuVen>CIUDAD DEL ESTE</dDesCiuVen>"),
+        xml.contains(
+            "<cDisVen>145</cDisVen><dDesDisVen>CIUDAD DEL ESTE</dDesDisVen><cCiuVen>3383</cCiuVen>\
+             <dDesCiuVen>CIUDAD DEL ESTE</dDesCiuVen>"
+        ),
         "{xml}"
     );
-    assert_eq!(f.stored().await, 4, "only the accepted ones are stored");
+    assert_eq!(f.stored().await, 4);
     f.app.stop().await;
 }
 
@@ -1399,12 +1426,42 @@ async fn a_document_whose_de_cannot_be_built_ends_failed_terminal_with_the_reaso
 
     let mut remision = f.remision("NRE-STUCK");
     // Own transport without the vehicle the DE needs (E10/E8.2).
-    remision["transport"] = json!({"kind": "own", "distance_km": 12});
-    // Intake does not check the transport block against the DE yet (issue 25 item 2); when it does,
-    // this test needs another document the builder refuses.
+    remision["transport"] = json!({"kind": "own", "distance_km": 12, "invoice_date": &hours_ago(1)[..10]});
+    // Intake builds the DE, so it refuses this document itself (issue 25 item 2) ...
     let (status, body) = f.try_post(&remision).await;
     assert_eq!(status, 201, "{body}");
-    let doc = id(&body);
+    assert_eq!(body["status"], "validation_failed", "{body}");
+    assert_eq!(body["errors"][0]["field"], "transport.vehicle", "{body}");
+    // ... but one an earlier intake stored, before it built the DE, must not stay stuck either:
+    // stored here as that intake stored it (validated, queued for the pipeline).
+    remision["external_id"] = json!("NRE-STORED-EARLIER");
+    let routing = f.validate(&remision).await["routing"].clone();
+    let uuid = |v: &Value| v.as_str().expect("an id").parse::<uuid::Uuid>().expect("uuid");
+    let routing = kuatia_domain::document::routing::Routing {
+        company_id: uuid(&routing["company_id"]),
+        branch_id: uuid(&routing["branch_id"]),
+        issuance_point_id: uuid(&routing["issuance_point_id"]),
+        channel: kuatia_domain::channel::ChannelKind::Sifen,
+        channel_id: uuid(&channel["id"]),
+    };
+    let doc_id = uuid::Uuid::now_v7();
+    kuatia_application::documents::receive(
+        &f.app.service().database.store(),
+        kuatia_domain::tenancy::TenantId::from_uuid(f.r.tenant.parse().expect("tenant id")),
+        kuatia_application::documents::Intake {
+            document_id: doc_id,
+            routing,
+            document: kuatia_domain::document::canonical::from_value(remision).expect("a canonical document"),
+            errors: Vec::new(),
+            warnings: Vec::new(),
+        },
+        kuatia_application::event_store::EventMetadata::default(),
+        chrono::Utc::now(),
+    )
+    .await
+    .expect("stored")
+    .expect("new");
+    let doc = doc_id.to_string();
     let settled = f
         .settle(std::slice::from_ref(&doc), Duration::from_secs(60))
         .await;

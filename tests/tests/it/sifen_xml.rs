@@ -18,7 +18,7 @@ use kuatia_domain::document::validation::{RegistryAnswer, ValidationContext, val
 use kuatia_domain::local_time;
 use kuatia_domain::ruc::Ruc;
 use kuatia_domain::sifen::cdc::{Cdc, CdcParts};
-use kuatia_domain::sifen::de::{BuiltDe, CityNames, DeInput, Issuer, build_rde};
+use kuatia_domain::sifen::de::{BuiltDe, DeInput, Issuer, build_rde};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -47,7 +47,7 @@ fn schema() -> PathBuf {
 
 /// A syntactically valid `ds:Signature` and a `gCamFuFD` with a 100+ character `dCarQR`, as the
 /// schema requires after `DE`. Placeholders only: nothing here is a real signature.
-fn with_placeholders(built: &BuiltDe) -> String {
+pub(crate) fn with_placeholders(built: &BuiltDe) -> String {
     let cdc = built.cdc.as_str();
     let base64 = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
     let tail = format!(
@@ -119,19 +119,6 @@ fn xsd_check(built: &BuiltDe) -> Result<(), String> {
 
 const COMPANY_RUC: &str = "80069563-1";
 
-/// Cities the fixtures use, named as SET's geographic table does.
-struct Cities;
-
-impl CityNames for Cities {
-    fn city_name(&self, code: u32) -> Option<String> {
-        match code {
-            1 => Some("ASUNCION (DISTRITO)".into()),
-            182 => Some("CIUDAD DEL ESTE".into()),
-            _ => None,
-        }
-    }
-}
-
 fn issuer(environment: SifenEnvironment) -> Issuer {
     Issuer {
         ruc: Ruc::parse(COMPANY_RUC).expect("ruc"),
@@ -169,7 +156,7 @@ fn issuer(environment: SifenEnvironment) -> Issuer {
 }
 
 /// The canonical document of `value`, which must also pass validation on the sifen channel.
-fn valid_document(value: Value) -> CanonicalDocument {
+pub(crate) fn valid_document(value: Value) -> CanonicalDocument {
     let document = canonical::from_value(value.clone())
         .unwrap_or_else(|issues| panic!("structurally invalid: {issues:#?}\n{value:#}"));
     let ruc = Ruc::parse(COMPANY_RUC).expect("ruc");
@@ -191,7 +178,7 @@ fn valid_document(value: Value) -> CanonicalDocument {
     document
 }
 
-fn build(document: &CanonicalDocument, environment: SifenEnvironment, number: u64) -> BuiltDe {
+pub(crate) fn build(document: &CanonicalDocument, environment: SifenEnvironment, number: u64) -> BuiltDe {
     let issuer = issuer(environment);
     let signed = local_time::paraguay(document.issue_datetime.with_timezone(&Utc) + TimeDelta::minutes(1));
     build_rde(&DeInput {
@@ -200,7 +187,6 @@ fn build(document: &CanonicalDocument, environment: SifenEnvironment, number: u6
         number,
         security_code: "482913067",
         signed_at: signed,
-        cities: &Cities,
     })
     .unwrap_or_else(|e| panic!("the DE was not built: {e}"))
 }
@@ -252,7 +238,7 @@ fn priced(lines: Vec<(Value, i128, i128)>) -> (Value, Value, i128) {
     )
 }
 
-fn invoice_cdc() -> String {
+pub(crate) fn invoice_cdc() -> String {
     let ruc = Ruc::parse(COMPANY_RUC).expect("ruc");
     Cdc::build(&CdcParts {
         document_type: 1,
@@ -269,7 +255,7 @@ fn invoice_cdc() -> String {
     .to_string()
 }
 
-fn remision_cdc() -> String {
+pub(crate) fn remision_cdc() -> String {
     let ruc = Ruc::parse(COMPANY_RUC).expect("ruc");
     Cdc::build(&CdcParts {
         document_type: 7,
@@ -307,18 +293,18 @@ fn base(kind: &str) -> Value {
     })
 }
 
-fn invoice() -> Value {
+pub(crate) fn invoice() -> Value {
     base("invoice")
 }
 
-fn note(kind: &str) -> Value {
+pub(crate) fn note(kind: &str) -> Value {
     let mut value = base(kind);
     value["reason"] = json!(2);
     value["associated_document"] = json!({"cdc": invoice_cdc()});
     value
 }
 
-fn autofactura() -> Value {
+pub(crate) fn autofactura() -> Value {
     let (items, totals, _) = priced(vec![
         line("Mandioca (kg)", Dec(100, 0), Dec(3_000, 0), 0),
         line("Huevos (docena)", Dec(12, 0), Dec(14_000, 0), 0),
@@ -330,7 +316,7 @@ fn autofactura() -> Value {
         "currency": "PYG",
         "seller": {"legal_name": "Juan Benítez", "document_type": "ci", "document_number": "1234567",
                    "address": "Compañía Potrero", "house_number": "0", "department_code": 11,
-                   "city_code": 182},
+                   "city_code": 3383},
         "items": items,
         "totals": totals,
         "payment_terms": {"condition": "cash", "method": "cash"},
@@ -339,13 +325,13 @@ fn autofactura() -> Value {
     })
 }
 
-fn remision() -> Value {
+pub(crate) fn remision() -> Value {
     let mut value = base("remision");
     value["reason"] = json!(1);
     value["payment_terms"] = json!({"condition": "credit"});
     value["transport"] = json!({
         "kind": "third_party", "mode": "land", "freight_payer": 2, "distance_km": 330,
-        "start_date": "2026-03-03", "end_date": "2026-03-04",
+        "start_date": "2026-03-03", "end_date": "2026-03-04", "invoice_date": "2026-03-05",
         "vehicle": {"type": "Camión", "brand": "Scania", "plate": "ABC123"},
         "carrier": {"name": "Transportes del Este S.R.L.", "ruc": "80002201-7",
                     "address": "Ruta 7 km 5", "driver_document": "3456789",
@@ -546,7 +532,7 @@ fn installments(grand: i128, n: usize) -> Value {
     json!({"condition": "credit", "installments": list})
 }
 
-fn arb_document() -> impl Strategy<Value = Value> {
+pub(crate) fn arb_document() -> impl Strategy<Value = Value> {
     // Issued before 2026-03-01 in Paraguay, so that every due date below comes after it.
     let issue = (0i64..(60 * 24 * 59)).prop_map(|minutes| {
         let start: DateTime<Utc> = "2026-01-01T03:00:00Z".parse().expect("utc");
@@ -556,7 +542,7 @@ fn arb_document() -> impl Strategy<Value = Value> {
     let reference = prop_oneof![
         2 => Just(None),
         1 => Just(Some(json!({"cdc": remision_cdc()}))),
-        1 => Just(Some(json!({"timbrado": "12345678", "establishment": "003", "point": "001",
+        1 => Just(Some(json!({"timbrado": "55554444", "establishment": "003", "point": "001",
                               "number": "0000077", "issue_date": "2025-12-30"}))),
     ];
     let invoice = (
@@ -564,7 +550,8 @@ fn arb_document() -> impl Strategy<Value = Value> {
         (
             installments_count,
             prop::sample::select(vec![1u8, 2, 3, 4, 5, 6, 9]),
-            1u8..=13,
+            // 12, a sale of fiscal credit, needs a resolution's number kuatia cannot carry (2413).
+            prop::sample::select(vec![1u8, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13]),
             reference,
         ),
     )
@@ -594,7 +581,7 @@ fn arb_document() -> impl Strategy<Value = Value> {
             let (items, totals, grand) = priced(lines);
             let buyer = named_above_limit(buyer, grand);
             let associated = if printed {
-                json!({"timbrado": "12345678", "establishment": "001", "point": "001",
+                json!({"timbrado": "55554444", "establishment": "001", "point": "001",
                        "number": "0000123", "issue_date": "2025-05-30"})
             } else {
                 json!({"cdc": invoice_cdc()})
@@ -661,6 +648,11 @@ fn arb_document() -> impl Strategy<Value = Value> {
                 value["seller"] = json!({"ruc": COMPANY_RUC});
             }
             value["external_id"] = json!(format!("GEN-{n}"));
+            if let Some(date) = value.get_mut("transport").and_then(|t| t.get_mut("invoice_date")) {
+                // The future invoice's date: the remisión's own day (rules 2604, 2605).
+                let at: DateTime<Utc> = issued.parse().expect("rfc3339");
+                *date = json!(local_time::paraguay(at).date().to_string());
+            }
             value["issue_datetime"] = json!(issued);
             value["currency"] = json!("PYG");
             if value["buyer"].is_null() {
