@@ -42,9 +42,20 @@ pub async fn open_database(config: &Config) -> anyhow::Result<Database> {
 }
 
 /// The master key: `KUATIA_MASTER_KEY`, or in demo mode the generated `<data_dir>/master.key`;
-/// with the earlier keys of `KUATIA_MASTER_KEY_PREVIOUS` during a rotation.
+/// with the earlier keys of `KUATIA_MASTER_KEY_PREVIOUS` during a rotation. Only the service
+/// (`serve` in demo mode) creates a key; see [`existing_sealer`] for every other command.
 pub fn sealer(config: &Config) -> anyhow::Result<AesGcmSealer> {
-    let current = current_sealer(config)?;
+    with_previous(config, current_sealer(config, true)?)
+}
+
+/// [`sealer`] for the commands (`secrets rotate`, …): they use the master key there is and never
+/// create one (issue 26: a rotation run without `KUATIA_MASTER_KEY` wrote a new key, with which
+/// the next start ran).
+pub fn existing_sealer(config: &Config) -> anyhow::Result<AesGcmSealer> {
+    with_previous(config, current_sealer(config, false)?)
+}
+
+fn with_previous(config: &Config, current: AesGcmSealer) -> anyhow::Result<AesGcmSealer> {
     match &config.master_key_previous {
         Some(list) => current
             .with_previous(list.expose())
@@ -53,9 +64,16 @@ pub fn sealer(config: &Config) -> anyhow::Result<AesGcmSealer> {
     }
 }
 
-fn current_sealer(config: &Config) -> anyhow::Result<AesGcmSealer> {
+fn current_sealer(config: &Config, may_create: bool) -> anyhow::Result<AesGcmSealer> {
     match &config.master_key {
         Some(key) => Ok(AesGcmSealer::from_base64(key.expose())?),
+        None if config.demo_mode() && !may_create => AesGcmSealer::load(&config.data_dir)?.ok_or_else(|| {
+            anyhow::anyhow!(
+                "KUATIA_MASTER_KEY is not set and {} holds no demo master key: set KUATIA_MASTER_KEY \
+                 to the key that sealed this database's secrets (this command never creates one)",
+                config.data_dir.join("master.key").display()
+            )
+        }),
         None if config.demo_mode() => {
             let (sealer, created) = AesGcmSealer::load_or_create(&config.data_dir)?;
             if created {

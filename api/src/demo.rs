@@ -345,12 +345,13 @@ pub fn banner(demo: &Demo, base_url: &str, invoice: &Path) -> String {
     format!(
         "\n  kuatia demo mode: tenant {tenant}, company {company} (RUC {RUC})\n\
          \n  API key (owner; also in the data folder's demo-api-key):\n    {key}\n\
-         \n  Issue an invoice:\n\
-         \n    curl -s -X POST {base_url}/v1/documents \\\n\
+         \n  Issue an invoice (a new external_id each time; the same key retries it safely):\n\
+         \n    id=DEMO-$(date +%s)\n\
+         \x20   curl -s -X POST {base_url}/v1/documents \\\n\
          \x20     -H 'Authorization: Bearer {key}' \\\n\
          \x20     -H 'X-Tenant-Id: {tenant}' \\\n\
-         \x20     -H \"Idempotency-Key: $(date +%s%N)\" -H 'Content-Type: application/json' \\\n\
-         \x20     -d @{invoice}\n\
+         \x20     -H \"Idempotency-Key: $id\" -H 'Content-Type: application/json' \\\n\
+         \x20     -d \"$(sed \"s/ERP-0001/$id/\" {invoice})\"\n\
          \n  Is everything ready?  curl -s {base_url}/v1/emission-channels/readiness -H … (same two headers)\n\
          \n  API reference: {base_url}/docs\n",
         tenant = demo.tenant,

@@ -1903,6 +1903,27 @@ fn two_instances_on_one_postgres_survive_sigkills_with_documents_accepted_once_a
     assert!(sigterm_and_wait(&mut sim.0).success());
 }
 
+/// Issue 26: a command other than the service never creates a master key. `secrets rotate` in a
+/// data folder without one (demo mode: no DATABASE_URL) and without KUATIA_MASTER_KEY refuses,
+/// naming what to set, and leaves no master.key behind for the next start to run with.
+#[test]
+fn secrets_rotate_without_a_master_key_creates_none_and_says_which_to_set() {
+    let scratch = Scratch::new();
+    let output = scratch
+        .kuatia_with_defaults(&["secrets", "rotate"])
+        .env_remove("KUATIA_MASTER_KEY")
+        .env_remove("KUATIA_DEMO")
+        .output()
+        .expect("run kuatia");
+    assert!(!output.status.success(), "{output:?}");
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        err.contains("KUATIA_MASTER_KEY") && err.contains("never creates one"),
+        "{err}"
+    );
+    assert!(!scratch.dir.join("data/master.key").exists(), "a key was created");
+}
+
 #[test]
 fn secrets_rotate_reseals_under_the_new_key_and_names_the_rows_it_cannot_open() {
     use kuatia_application::vault::{Sealer, Vault};

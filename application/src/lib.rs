@@ -14,6 +14,7 @@ pub mod combine;
 pub mod configuration;
 pub mod documents;
 pub mod event_store;
+pub mod external_ids;
 pub mod hash;
 pub mod idempotency;
 pub mod identity;

@@ -142,10 +142,15 @@ pub struct Config {
     /// open secrets sealed under them, during a rotation (`kuatia secrets rotate` re-seals those
     /// under `KUATIA_MASTER_KEY`). Empty by default.
     pub master_key_previous: Option<Secret>,
-    /// `KUATIA_DEMO`: seed a demo tenant at first start. Default: on with the embedded default
-    /// database, off otherwise.
+    /// `KUATIA_DEMO`: seed a demo tenant at first start. Default: on when `DATABASE_URL` is not
+    /// set at all (the embedded default database), off otherwise — also when it is set to the
+    /// default's own text.
     #[serde(deserialize_with = "optional_flag")]
     pub demo: Option<bool>,
+    /// Whether `DATABASE_URL` (or `database_url` in the file) was given, whatever its text
+    /// (read by [`Config::from_figment`]; a configuration built in code gives its URL itself).
+    #[serde(skip)]
+    pub database_url_given: bool,
     /// `KUATIA_SIFEN_SIM_LISTEN`: where the built-in SIFEN simulator listens in demo mode (the
     /// demo `sifen` channel points there). Default `127.0.0.1:8082`.
     pub sifen_sim_listen: SocketAddr,
@@ -273,6 +278,7 @@ impl Default for Config {
             master_key: None,
             master_key_previous: None,
             demo: None,
+            database_url_given: false,
             sifen_sim_listen: SocketAddr::from(([127, 0, 0, 1], 8082)),
             sifen_connect_timeout_ms: 15_000,
             sifen_read_timeout_ms: 45_000,
@@ -436,10 +442,11 @@ impl Config {
     }
 
     /// Whether demo mode is on: `KUATIA_DEMO` if set, else whether the database is the embedded
-    /// default (DECISIONS §1).
+    /// default because `DATABASE_URL` was not given (DECISIONS §1): naming the default's path
+    /// explicitly is a real database, never seeded with a demo tenant.
     pub fn demo_mode(&self) -> bool {
         self.demo
-            .unwrap_or(self.database_url.expose() == DEFAULT_DATABASE_URL)
+            .unwrap_or(!self.database_url_given && self.database_url.expose() == DEFAULT_DATABASE_URL)
     }
 
     /// The allow-list of private destinations: the setting, or loopback in demo mode (a trial
@@ -491,6 +498,7 @@ impl Config {
     /// Extracts and checks a configuration.
     pub fn from_figment(figment: Figment) -> Result<Self, ConfigError> {
         let mut config: Config = figment.extract().map_err(|e| ConfigError(e.to_string()))?;
+        config.database_url_given = figment.find_value("database_url").is_ok();
         if config
             .metrics_bearer_token
             .as_ref()
@@ -611,6 +619,35 @@ mod tests {
             jail.set_env("KUATIA_DEMO", "0");
             assert!(
                 !Config::from_figment(Config::figment(None))
+                    .expect("valid")
+                    .demo_mode()
+            );
+            Ok(())
+        });
+    }
+
+    /// Issue 26: `DATABASE_URL` set to the default's own text is a real database (the README's
+    /// "no demo tenant" first hour), not demo mode; so is `database_url` in the file.
+    #[test]
+    fn naming_the_default_database_is_not_demo_mode() {
+        figment::Jail::expect_with(|jail| {
+            jail.set_env("DATABASE_URL", DEFAULT_DATABASE_URL);
+            let config = Config::from_figment(Config::figment(None)).expect("valid");
+            assert_eq!(config.database_url.expose(), DEFAULT_DATABASE_URL);
+            assert!(!config.demo_mode());
+            jail.clear_env();
+            jail.create_file(
+                "kuatia.toml",
+                &format!("database_url = \"{DEFAULT_DATABASE_URL}\""),
+            )?;
+            assert!(
+                !Config::from_figment(Config::figment(None))
+                    .expect("valid")
+                    .demo_mode()
+            );
+            jail.set_env("KUATIA_DEMO", "1");
+            assert!(
+                Config::from_figment(Config::figment(None))
                     .expect("valid")
                     .demo_mode()
             );

@@ -99,6 +99,20 @@ impl AesGcmSealer {
         self.previous.iter().map(|(id, _)| id.as_str()).collect()
     }
 
+    /// The key in `dir/master.key`, when the file is there (demo mode's, read by the commands
+    /// that must never create one).
+    pub fn load(dir: &Path) -> Result<Option<Self>, MasterKeyError> {
+        let path = dir.join("master.key");
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Ok(Some(Self::from_base64(&text)?)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(MasterKeyError::File {
+                path: path.display().to_string(),
+                source,
+            }),
+        }
+    }
+
     /// Demo mode: the key in `dir/master.key`, created (mode 0600) on first use. Returns the
     /// sealer and whether the key was created now.
     pub fn load_or_create(dir: &Path) -> Result<(Self, bool), MasterKeyError> {

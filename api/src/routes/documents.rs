@@ -21,6 +21,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
 use kuatia_application::documents::{self, DocumentsError, Intake};
+use kuatia_application::external_ids::{self, ExternalClaim, ExternalId};
 use kuatia_application::idempotency::{self, Claim};
 use kuatia_domain::access::Permission;
 use kuatia_domain::certificate::Check;
@@ -682,7 +683,7 @@ const ABANDONED_AFTER: chrono::Duration = chrono::Duration::seconds(30);
         (status = 201, description = "Stored (status queued, or validation_failed with errors)", body = DocumentView),
         (status = 400, description = "Not a CanonicalDocumentV1 (validation_error), no routing or a channel not ready for the document (configuration_error: e.g. a remisión on a sifen channel without remision_notice), certificate not ready (certificate_error); nothing stored", body = ErrorBody),
         (status = 403, description = "Role not allowed", body = ErrorBody),
-        (status = 409, description = "Idempotency-Key used with another body, or still in progress", body = ErrorBody),
+        (status = 409, description = "Idempotency-Key used with another body, or still in progress; or the external_id names a live document of the company and type already (`details.existing_document_id`; one that ended validation_failed, rejected, failed_terminal or invalidated does not block)", body = ErrorBody),
         (status = 413, description = "Body too large", body = ErrorBody),
         (status = 415, description = "Not JSON", body = ErrorBody)
     )
@@ -732,6 +733,35 @@ pub async fn create_document(
             }
         }
     };
+    // One live document per external_id of a company and type (issue 26): a second one would be
+    // a second fiscal document for the same sale.
+    let external = ExternalId {
+        company_id: prepared.routing.company_id,
+        doc_type: prepared.document.doc_type.as_str(),
+        external_id: &prepared.document.external_id,
+    };
+    if let ExternalClaim::Held {
+        document_id: existing,
+    } = external_ids::claim(&state.store, caller.tenant, &external, document_id, Utc::now()).await?
+    {
+        let _ = idempotency::release(&state.store, caller.tenant, &key, document_id).await;
+        return Err(ApiError::new(
+            ErrorCode::ConflictError,
+            format!(
+                "external_id {:?} already names {} {existing} of this company, which is not finished without effect: \
+                 a second one would be a second fiscal document. Ask for it (GET /v1/documents/{existing}), or send \
+                 another external_id; once it ends validation_failed, rejected, failed_terminal or invalidated the \
+                 external_id is free again",
+                external.external_id, external.doc_type
+            ),
+        )
+        .with_details(json!({"existing_document_id": existing})));
+    }
+    let external_owned = (
+        external.company_id,
+        external.doc_type.to_owned(),
+        external.external_id.to_owned(),
+    );
     // The answer is built from what was decided, not read back: the row intake leaves behind
     // (its status, version and time come from the append).
     let mut row = DocumentRow::after_intake(
@@ -761,6 +791,12 @@ pub async fn create_document(
             Ok(None) => intake_view(&state, &caller, document_id).await?,
             Err(e) => {
                 let _ = idempotency::release(&state.store, caller.tenant, &key, document_id).await;
+                let external = ExternalId {
+                    company_id: external_owned.0,
+                    doc_type: &external_owned.1,
+                    external_id: &external_owned.2,
+                };
+                let _ = external_ids::release(&state.store, caller.tenant, &external, document_id).await;
                 return Err(match e {
                     DocumentsError::Store(e) => e.into(),
                     other => ApiError::new(ErrorCode::ConflictError, other.to_string()),

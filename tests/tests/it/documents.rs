@@ -706,13 +706,17 @@ async fn the_same_key_and_body_replays_and_another_body_conflicts() {
     let conflict = f.post("idem-1", &other).await;
     error_code(conflict.status, &conflict.body, 409, "validation_error");
 
-    // Another key with the same body is another document.
+    // Another key with the same body would be a second fiscal document for the same sale: its
+    // external_id names the first, which is live (issue 26).
     let second = f.post("idem-2", &doc).await;
-    assert_eq!(second.status, 201, "{}", second.body);
-    assert_ne!(id(&second.body), id(&first.body));
+    error_code(second.status, &second.body, 409, "conflict_error");
+    assert_eq!(
+        second.body["details"]["existing_document_id"],
+        id(&first.body).as_str()
+    );
 
     let ids = f.ids("").await;
-    assert_eq!(ids, vec![id(&second.body), id(&first.body)]);
+    assert_eq!(ids, vec![id(&first.body)]);
 
     // Keys are per tenant: another tenant's "idem-1" is its own.
     let other = ready(&f.app, "other").await;
@@ -1539,4 +1543,85 @@ async fn the_read_model_written_at_intake_equals_a_rebuild_event_by_event() {
         "intake == rebuild"
     );
     f.app.stop().await;
+}
+
+/// Issue 26: the same `external_id` of a company and type under a new Idempotency-Key issued a
+/// second fiscal document. Now it is refused while the first is live, with its id; a document
+/// that ended without effect (here `validation_failed`) frees the `external_id` for the
+/// corrected resend; another type may use it; two racing requests make one document.
+#[tokio::test]
+async fn an_external_id_names_one_live_document_of_its_company_and_type() {
+    let f = Fx::new().await;
+    let invoice = f.invoice("ORDER-77", 1);
+    let first = f.post("order-77-a", &invoice).await;
+    assert_eq!(
+        (first.status, first.body["status"].as_str()),
+        (201, Some("queued")),
+        "{}",
+        first.body
+    );
+    let first_id = id(&first.body);
+
+    // A new key, the same external_id: 409 naming the live document, and nothing stored.
+    let again = f.post("order-77-b", &invoice).await;
+    error_code(again.status, &again.body, 409, "conflict_error");
+    assert_eq!(
+        again.body["details"]["existing_document_id"],
+        first_id.as_str(),
+        "{}",
+        again.body
+    );
+    assert!(
+        again.body["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("ORDER-77")),
+        "{}",
+        again.body
+    );
+    assert_eq!(f.ids("?external_id=ORDER-77").await, vec![first_id.clone()]);
+    // The same key and body still answers the first request again.
+    let replay = f.post("order-77-a", &invoice).await;
+    assert_eq!((replay.status, replay.replayed.as_deref()), (201, Some("true")));
+    assert_eq!(id(&replay.body), first_id);
+    // The refused key was given back: with a new external_id it creates a document.
+    let mut other = invoice.clone();
+    other["external_id"] = json!("ORDER-78");
+    assert_eq!(f.post("order-77-b", &other).await.status, 201);
+
+    // Another type of the same company may use the same external_id.
+    let mut note = f.invoice("ORDER-77", 1);
+    note["type"] = json!("credit_note");
+    note["associated_document"] = json!({"cdc": INVOICE_CDC});
+    assert_eq!(f.post("order-77-nc", &note).await.status, 201);
+
+    // A document that failed validation does not block its corrected resend.
+    let mut wrong = f.invoice("ORDER-90", 1);
+    wrong["items"][0]["quantity"] = json!(0);
+    let failed = f.post("order-90-a", &wrong).await;
+    assert_eq!(failed.body["status"], "validation_failed", "{}", failed.body);
+    let corrected = f.post("order-90-b", &f.invoice("ORDER-90", 1)).await;
+    assert_eq!(
+        (corrected.status, corrected.body["status"].as_str()),
+        (201, Some("queued")),
+        "{}",
+        corrected.body
+    );
+    // ... which is live now: the failed one's key answers what it answered, a third key is refused.
+    assert_eq!(f.post("order-90-c", &f.invoice("ORDER-90", 1)).await.status, 409);
+
+    // Racing requests with one external_id and different keys: one document.
+    let racing = f.invoice("ORDER-RACE", 1);
+    let (a, b, c, d, e, g) = tokio::join!(
+        f.post("race-0", &racing),
+        f.post("race-1", &racing),
+        f.post("race-2", &racing),
+        f.post("race-3", &racing),
+        f.post("race-4", &racing),
+        f.post("race-5", &racing),
+    );
+    let statuses: Vec<u16> = [a, b, c, d, e, g].iter().map(|a| a.status).collect();
+    assert_eq!(statuses.iter().filter(|s| **s == 201).count(), 1, "{statuses:?}");
+    assert_eq!(statuses.iter().filter(|s| **s == 409).count(), 5, "{statuses:?}");
+    assert_eq!(f.ids("?external_id=ORDER-RACE").await.len(), 1);
+    f.stop().await;
 }
