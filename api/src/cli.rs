@@ -13,7 +13,12 @@ use std::process::ExitCode;
 
 /// kuatia: electronic invoicing for Paraguay.
 #[derive(Debug, Parser)]
-#[command(name = "kuatia", version, about)]
+#[command(
+    name = "kuatia",
+    version,
+    about = "kuatia: electronic invoicing for Paraguay (SIFEN v150 and autoimpresor), with the taxpayer (RUC) lookup service beside it.",
+    long_about = "kuatia: electronic invoicing for Paraguay. Integrators send sales documents as JSON; kuatia validates, numbers, signs and submits them to SIFEN (or renders autoimpresor printables) and reports back through status endpoints and webhooks.\n\nWith no subcommand it runs `serve`. Without DATABASE_URL it runs in demo mode on ./data/kuatia.db (see README \"Demo mode\")."
+)]
 pub struct Cli {
     /// What to do (default: serve).
     #[command(subcommand)]

@@ -324,6 +324,29 @@ fn export_writes_ndjson_and_verify_names_the_first_tampered_event() {
 }
 
 #[test]
+fn help_says_what_kuatia_is_not_how_the_crate_is_built() {
+    let scratch = Scratch::new();
+    let output = scratch.run(&["--help"]);
+    assert!(output.status.success());
+    let text = stdout(&output);
+    assert!(
+        text.starts_with("kuatia: electronic invoicing for Paraguay"),
+        "{text}"
+    );
+    assert!(!text.contains("HTTP routers"), "{text}");
+    for command in [
+        "serve",
+        "migrate",
+        "events",
+        "projections",
+        "sifen-sim",
+        "secrets",
+    ] {
+        assert!(text.contains(command), "--help lists {command}: {text}");
+    }
+}
+
+#[test]
 fn a_bad_setting_is_a_clear_error_and_exit_code_2() {
     let scratch = Scratch::new();
     let output = scratch
