@@ -293,7 +293,7 @@ async fn sifen_sim(args: SifenSimArgs) -> anyhow::Result<ExitCode> {
 async fn rotate_secrets(config: &Config) -> anyhow::Result<ExitCode> {
     let sealer = crate::compose::existing_sealer(config)?;
     let current = kuatia_application::vault::Sealer::key_id(&sealer).to_owned();
-    let previous: Vec<String> = sealer.previous_key_ids().into_iter().map(str::to_owned).collect();
+    let previous = kuatia_application::vault::Sealer::previous_key_ids(&sealer);
     let database = crate::compose::open_database(config).await?;
     let vault = kuatia_application::vault::Vault::new(database.store(), std::sync::Arc::new(sealer));
     let report = vault.rotate(500).await;

@@ -169,6 +169,17 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     let database = open_database(&config).await?;
     let store = database.store();
     let jobs = database.jobs();
+    let sealer = sealer(&config)?;
+    let vault = kuatia_application::vault::Vault::new(store.clone(), Arc::new(sealer));
+    // The master key is proven before anything runs (DECISIONS §11): a wrong one would leave
+    // documents waiting on secrets that never open.
+    let keys = vault.prove().await.context("proving the master key")?;
+    tracing::info!(
+        key = %keys.current,
+        previous = ?keys.previous,
+        sealed = ?keys.in_use,
+        "master key proven: it opens every sealed secret"
+    );
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("binding {}", config.listen))?;
@@ -179,8 +190,6 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     let lookup = crate::lookup::start(&config, &database).await?;
     let lookup_addr = lookup.as_ref().map(|l| l.addr);
 
-    let sealer = sealer(&config)?;
-    let vault = kuatia_application::vault::Vault::new(store.clone(), Arc::new(sealer));
     let limiter = Arc::new(kuatia_application::rate_limit::RateLimiter::new(store.clone()));
     let artifact_location = config.artifact_location()?;
     let artifacts: Arc<dyn kuatia_application::artifacts::ArtifactStore> = Arc::new(

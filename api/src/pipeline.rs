@@ -46,7 +46,7 @@ use kuatia_application::combine::{Combiner, Waiting};
 use kuatia_application::documents::{self, DocumentsError, SIFEN_EVENT, SIFEN_PREPARE, SIFEN_SUBMIT};
 use kuatia_application::event_store::{EventMetadata, SharedStore, StoreError};
 use kuatia_application::jobs::{Backoff, Job, JobQueue};
-use kuatia_application::vault::Vault;
+use kuatia_application::vault::{Vault, VaultError};
 use kuatia_application::worker::{JobFailure, JobHandler};
 use kuatia_domain::company::IssuancePoint;
 use kuatia_domain::document::aggregate::{
@@ -68,7 +68,7 @@ use uuid::Uuid;
 use crate::sifen_build::{self, Signed, SigningSetup};
 use kuatia_infrastructure::sifen::sign::{self, SigningKey};
 use kuatia_infrastructure::sifen_soap::client::{ClientIdentity, SifenClient, SoapClientConfig};
-use kuatia_infrastructure::sifen_soap::{Delivery, Meaning, SoapError};
+use kuatia_infrastructure::sifen_soap::{Meaning, SoapError};
 
 mod lots;
 
@@ -140,6 +140,18 @@ impl std::fmt::Debug for Pipeline {
 /// Why a step failed, as the worker should treat it.
 fn retry(message: impl std::fmt::Display) -> JobFailure {
     JobFailure::Retry(message.to_string())
+}
+
+/// A sealed secret that does not open stays so until an operator gives the master key that
+/// sealed it (issue 26): the document fails visibly with the reason (`failed_terminal`,
+/// `document.failed`) instead of waiting in `queued` with nothing said. A store failure is
+/// retried.
+pub(crate) fn unopened(document: Uuid, what: &str, e: VaultError) -> JobFailure {
+    if e.is_transient() {
+        retry(e)
+    } else {
+        JobFailure::Permanent(format!("document {document}: {what} cannot be opened: {e}"))
+    }
 }
 
 fn metadata() -> EventMetadata {
@@ -392,8 +404,12 @@ impl Pipeline {
             .vault
             .get(tenant, certificate.record.secret_id)
             .await
-            .map_err(retry)?;
-        let csc = self.vault.get(tenant, sifen.csc_secret_id).await.map_err(retry)?;
+            .map_err(|e| unopened(state.document_id, "the certificate's private key", e))?;
+        let csc = self
+            .vault
+            .get(tenant, sifen.csc_secret_id)
+            .await
+            .map_err(|e| unopened(state.document_id, "the CSC", e))?;
         let csc = String::from_utf8(csc.to_vec()).map_err(|_| permanent("an unreadable CSC"))?;
         // The destination policy when sending, not only when the channel was saved: the
         // endpoint must lead to public (or allow-listed) addresses now, and the client is pinned
@@ -1229,13 +1245,13 @@ async fn send_alone(client: &SifenClient, d_id: u64, cdc: &str, xml: &str) -> (O
     }
 }
 
-/// An exchange that failed on the wire, as the reason of an operational failure.
-fn transport_failure(e: &SoapError) -> String {
-    let what = match e.delivery() {
-        Delivery::NotSent => "not sent",
-        Delivery::Unknown => "outcome unknown",
-    };
-    format!("{what}: {e}")
+/// An exchange that failed on the wire, as the reason of an operational failure: the answers
+/// table's transport outcome (`not sent (refused): …`), which the document detail explains.
+pub(crate) fn transport_failure(e: &SoapError) -> String {
+    match e.transport() {
+        Some(t) => t.reason(&e.to_string()),
+        None => format!("not sent: {e}"),
+    }
 }
 
 /// SIFEN's verdict on one DE (siRecepDE's answer, or its entry in a finished lot), as the

@@ -647,6 +647,46 @@ fn banner_key_and_tenant(stdout: &std::sync::mpsc::Receiver<String>) -> (String,
 }
 
 #[test]
+fn a_start_whose_master_key_did_not_seal_the_secrets_is_refused_naming_the_keys() {
+    // Issue 26 item 1: demo mode's master.key was replaced (a command once wrote a new one); the
+    // next start ran with it, `/ready` green, documents stuck.
+    let scratch = Scratch::new();
+    let first = start(scratch.kuatia_with_defaults(&[]));
+    let master = scratch.dir.join("data/master.key");
+    assert!(master.exists());
+    drop(first);
+    std::fs::remove_file(&master).expect("remove the key");
+    let output = scratch.kuatia_with_defaults(&[]).output().expect("run kuatia");
+    assert!(!output.status.success(), "the start is refused");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(
+            "kuatia: proving the master key: the master key does not open this database's sealed secrets"
+        ) && stderr.contains("Set KUATIA_MASTER_KEY to the key that sealed them"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("kuatia listening"),
+        "refused before it listens: {stderr}"
+    );
+    // The same with a key given explicitly.
+    let output = scratch
+        .kuatia(&[])
+        .env(
+            "DATABASE_URL",
+            format!("sqlite://{}/data/kuatia.db", scratch.dir.display()),
+        )
+        .output()
+        .expect("run kuatia");
+    assert!(!output.status.success());
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("does not open this database's sealed secrets"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
 fn demo_mode_seeds_a_tenant_that_is_ready_to_issue_once_and_prints_a_working_curl() {
     let scratch = Scratch::new();
     // The built-in SIFEN simulator listens on a port of its own, the same in both runs.

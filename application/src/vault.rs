@@ -36,9 +36,78 @@ pub enum VaultError {
     /// No such secret for this tenant.
     #[error("no such secret")]
     Missing,
+    /// Secrets are sealed under master keys this instance does not hold: the master key is wrong
+    /// (found at start by [`Vault::prove`], and by `/ready` while running).
+    #[error("{0}")]
+    KeysNotHeld(KeyCheck),
+    /// The canary written at first start does not open under the key that claims to have sealed
+    /// it (altered data).
+    #[error(
+        "the master key canary (sealed_secrets {CANARY_ID}) does not open under key {0}: the key or the row was altered"
+    )]
+    CanaryBroken(String),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+impl VaultError {
+    /// Worth trying again (the store failed); every other failure stays until an operator acts.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Self::Store(_))
+    }
+}
+
+/// The canary's row in `sealed_secrets`: no tenant's, sealed at the first start under the master
+/// key of that day and opened at every start ([`Vault::prove`]); `kuatia secrets rotate` re-seals
+/// it with the rest.
+pub const CANARY_ID: Uuid = Uuid::from_u128(0x6b75_6174_6961_0000_8000_6361_6e61_7279);
+const CANARY_KIND: &str = "canary";
+const CANARY_TEXT: &[u8] = b"kuatia master key canary v1";
+
+/// Which master keys the sealed secrets need, against the keys this instance holds.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct KeyCheck {
+    /// The current key's id (new secrets are sealed under it).
+    pub current: String,
+    /// The earlier keys held (`KUATIA_MASTER_KEY_PREVIOUS`).
+    pub previous: Vec<String>,
+    /// Every key id the sealed secrets name, with how many rows name it.
+    pub in_use: std::collections::BTreeMap<String, u64>,
+}
+
+impl KeyCheck {
+    /// The key ids in use that no held key opens, with their row counts.
+    pub fn missing(&self) -> Vec<(&str, u64)> {
+        self.in_use
+            .iter()
+            .filter(|(id, _)| **id != self.current && !self.previous.contains(id))
+            .map(|(id, n)| (id.as_str(), *n))
+            .collect()
+    }
+}
+
+impl std::fmt::Display for KeyCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let missing = self
+            .missing()
+            .iter()
+            .map(|(id, n)| format!("{n} under key {id}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let previous = if self.previous.is_empty() {
+            String::new()
+        } else {
+            format!(" nor KUATIA_MASTER_KEY_PREVIOUS ({})", self.previous.join(", "))
+        };
+        write!(
+            f,
+            "the master key does not open this database's sealed secrets ({missing}); \
+             KUATIA_MASTER_KEY is key {}{previous}. Set KUATIA_MASTER_KEY to the key that sealed \
+             them (or add it to KUATIA_MASTER_KEY_PREVIOUS and run `kuatia secrets rotate`)",
+            self.current
+        )
+    }
 }
 
 /// Authenticated encryption under the master key (the adapter is in `infrastructure`).
@@ -50,6 +119,10 @@ pub trait Sealer: Send + Sync {
     /// Decrypts what [`Sealer::seal`] returned with the same `aad`, under the key named
     /// `key_id` (the current one or an earlier one it still holds).
     fn open(&self, key_id: &str, aad: &[u8], sealed: &[u8]) -> Result<Zeroizing<Vec<u8>>, VaultError>;
+    /// The ids of the earlier keys it still opens with (during a rotation).
+    fn previous_key_ids(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// A PKCS#12 file, opened.
@@ -227,6 +300,81 @@ impl Vault {
             .decode(sealed)
             .map_err(|_| VaultError::Unsealable)?;
         self.sealer.open(&key_id, &aad(tenant, id, &kind), &sealed)
+    }
+
+    /// Which keys the sealed secrets need and which this instance holds; an error when one is
+    /// missing (`/ready` asks at every call: one grouped read of a small table).
+    pub async fn check_keys(&self) -> Result<KeyCheck, VaultError> {
+        let rows = self
+            .store
+            .query(
+                "SELECT key_id, COUNT(*) FROM sealed_secrets GROUP BY key_id ORDER BY key_id",
+                &[],
+            )
+            .await?;
+        let check = KeyCheck {
+            current: self.sealer.key_id().to_owned(),
+            previous: self.sealer.previous_key_ids(),
+            in_use: rows
+                .iter()
+                .filter_map(|row| Some((row[0].as_text()?, u64::try_from(row[1].as_i64()?).unwrap_or(0))))
+                .collect(),
+        };
+        if check.missing().is_empty() {
+            Ok(check)
+        } else {
+            Err(VaultError::KeysNotHeld(check))
+        }
+    }
+
+    /// Proves at start that the master key is the one this database's secrets were sealed
+    /// with (DECISIONS §11): every key id in use is held, and the canary opens; on the first
+    /// start the canary is written. The service refuses to start on an error.
+    pub async fn prove(&self) -> Result<KeyCheck, VaultError> {
+        use base64::Engine;
+        let check = self.check_keys().await?;
+        let tenant = TenantId::from_uuid(Uuid::nil());
+        let context = aad(tenant, CANARY_ID, CANARY_KIND);
+        let rows = self
+            .store
+            .query(
+                "SELECT sealed, key_id FROM sealed_secrets WHERE id = $1",
+                &[SqlValue::Uuid(CANARY_ID)],
+            )
+            .await?;
+        match rows.first().map(|row| (row[0].as_text(), row[1].as_text())) {
+            Some((Some(sealed), Some(key_id))) => {
+                let opened = base64::engine::general_purpose::STANDARD
+                    .decode(sealed)
+                    .map_err(|_| VaultError::Unsealable)
+                    .and_then(|sealed| self.sealer.open(&key_id, &context, &sealed));
+                match opened {
+                    Ok(text) if text.as_slice() == CANARY_TEXT => Ok(check),
+                    Err(VaultError::Store(e)) => Err(VaultError::Store(e)),
+                    _ => Err(VaultError::CanaryBroken(key_id)),
+                }
+            }
+            Some(_) => Err(VaultError::CanaryBroken(String::new())),
+            None => {
+                let sealed = self.sealer.seal(&context, CANARY_TEXT);
+                // Two instances starting at once: the second insert does nothing.
+                self.store
+                    .execute(
+                        "INSERT INTO sealed_secrets (id, tenant_id, kind, key_id, sealed, created_at) \
+                         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING",
+                        &[
+                            SqlValue::Uuid(CANARY_ID),
+                            SqlValue::Uuid(Uuid::nil()),
+                            SqlValue::Text(CANARY_KIND.to_owned()),
+                            SqlValue::Text(self.sealer.key_id().to_owned()),
+                            SqlValue::Text(base64::engine::general_purpose::STANDARD.encode(sealed)),
+                            SqlValue::Timestamp(Utc::now()),
+                        ],
+                    )
+                    .await?;
+                self.check_keys().await
+            }
+        }
     }
 
     /// Re-seals under the current master key every secret sealed under another one

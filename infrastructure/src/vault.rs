@@ -94,11 +94,6 @@ impl AesGcmSealer {
         Ok(self)
     }
 
-    /// The ids of the earlier keys this sealer can open with.
-    pub fn previous_key_ids(&self) -> Vec<&str> {
-        self.previous.iter().map(|(id, _)| id.as_str()).collect()
-    }
-
     /// The key in `dir/master.key`, when the file is there (demo mode's, read by the commands
     /// that must never create one).
     pub fn load(dir: &Path) -> Result<Option<Self>, MasterKeyError> {
@@ -157,6 +152,11 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 impl Sealer for AesGcmSealer {
     fn key_id(&self) -> &str {
         &self.key_id
+    }
+
+    /// The ids of the earlier keys this sealer can open with.
+    fn previous_key_ids(&self) -> Vec<String> {
+        self.previous.iter().map(|(id, _)| id.clone()).collect()
     }
 
     fn seal(&self, aad: &[u8], plaintext: &[u8]) -> Vec<u8> {

@@ -31,9 +31,9 @@ use kuatia_application::documents;
 use kuatia_application::jobs::{Backoff, Job, NewJob};
 use kuatia_application::worker::JobHandler;
 use kuatia_domain::document::aggregate::{DocumentState, DocumentStatus};
+use kuatia_infrastructure::sifen_soap::Meaning;
 use kuatia_infrastructure::sifen_soap::client::SifenClient;
 use kuatia_infrastructure::sifen_soap::messages::{LotDocument, LotQuery, MAX_LOT_DOCUMENTS};
-use kuatia_infrastructure::sifen_soap::{Delivery, Meaning};
 use std::sync::Arc;
 use std::time::Duration;
 use uuid::Uuid;
@@ -136,13 +136,7 @@ impl Pipeline {
                 ),
                 Some(answer.raw),
             ),
-            Err(e) => {
-                let what = match e.delivery() {
-                    Delivery::NotSent => "lot not sent",
-                    Delivery::Unknown => "lot outcome unknown",
-                };
-                failed(format!("{what}: {e}"), None)
-            }
+            Err(e) => failed(format!("lot {}", super::transport_failure(&e)), None),
         }
     }
 }

@@ -1407,7 +1407,11 @@ async fn sifen_answer(
         }
         (None, None) => return Ok(None),
     };
-    let explained = code.as_deref().and_then(kuatia_domain::sifen::codes::explain);
+    let explained = match code.as_deref() {
+        Some(code) => kuatia_domain::sifen::codes::explain(code),
+        // SIFEN was not reached, or its answer did not come.
+        None => kuatia_domain::sifen::codes::explain_failure(&message),
+    };
     Ok(Some(SifenAnswerView {
         code,
         message,

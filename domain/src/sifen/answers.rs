@@ -163,6 +163,77 @@ impl Transport {
         }
     }
 
+    /// The outcome's name in failure reasons (`refused`, `timeout_after_sending`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Refused => "refused",
+            Self::TimeoutBeforeSending => "timeout_before_sending",
+            Self::Tls => "tls",
+            Self::TimeoutAfterSending => "timeout_after_sending",
+            Self::NotSoap => "not_soap",
+            Self::Http5xx => "http_5xx",
+            Self::SoapFault => "soap_fault",
+            Self::Unexpected => "unexpected",
+        }
+    }
+
+    /// The reason a document records for this failure: `not sent (refused): <detail>` or
+    /// `outcome unknown (http_5xx): <detail>`, read back by [`Transport::of_reason`].
+    pub fn reason(self, detail: &str) -> String {
+        let what = if self.may_have_arrived() {
+            "outcome unknown"
+        } else {
+            "not sent"
+        };
+        format!("{what} ({}): {detail}", self.name())
+    }
+
+    /// The outcome a reason written by [`Transport::reason`] names (also behind `lot `).
+    pub fn of_reason(reason: &str) -> Option<Self> {
+        let rest = reason.strip_prefix("lot ").unwrap_or(reason);
+        let rest = rest
+            .strip_prefix("not sent (")
+            .or_else(|| rest.strip_prefix("outcome unknown ("))?;
+        let name = &rest[..rest.find(')')?];
+        Self::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    /// What it means, in plain words, for the person looking at a document.
+    pub fn plain(self) -> &'static str {
+        match self {
+            Self::Refused => {
+                "SIFEN could not be reached (the connection was refused or its host not found): nothing was sent."
+            }
+            Self::TimeoutBeforeSending => {
+                "SIFEN could not be reached in time (connecting or the TLS handshake timed out): nothing was sent."
+            }
+            Self::Tls => {
+                "The secure connection to SIFEN failed (a certificate or TLS refusal): nothing was sent."
+            }
+            Self::TimeoutAfterSending => {
+                "The document was sent but SIFEN's answer did not come in time: SIFEN may have processed it."
+            }
+            Self::NotSoap => {
+                "SIFEN (or a proxy before it) answered with something that is not a SOAP answer: it may have processed the document."
+            }
+            Self::Http5xx => {
+                "SIFEN answered with a server error (HTTP 5xx): it may have processed the document."
+            }
+            Self::SoapFault => "SIFEN answered with a SOAP Fault: it may have processed the document.",
+            Self::Unexpected => {
+                "SIFEN answered, but not with the answer of the operation asked: it may have processed the document."
+            }
+        }
+    }
+
+    /// What kuatia does and what to do about it, from the table.
+    pub fn action(self) -> &'static str {
+        TRANSPORT
+            .iter()
+            .find(|(t, _, _)| *t == self)
+            .map_or(UNLISTED, |(_, _, action)| *action)
+    }
+
     /// The meaning: always an operational failure, read from the table.
     pub fn meaning(self) -> Meaning {
         TRANSPORT
@@ -700,42 +771,58 @@ pub static TRANSPORT: &[(Transport, Meaning, &str)] = &[
     (
         Transport::Refused,
         Operational,
-        "Nothing was sent: kuatia tries again on its schedule.",
+        "Nothing was sent: kuatia tries again at 30 s, 2 min, 10 min, 30 min, 1 h, then every 2 h, until 60 h after \
+         signing (`POST /v1/documents/{id}/retry` tries at once). Nothing to do unless it lasts: then check the \
+         channel's endpoint and SIFEN's service status.",
     ),
     (
         Transport::TimeoutBeforeSending,
         Operational,
-        "Nothing was sent: kuatia tries again on its schedule.",
+        "Nothing was sent: kuatia tries again at 30 s, 2 min, 10 min, 30 min, 1 h, then every 2 h, until 60 h after \
+         signing (`POST /v1/documents/{id}/retry` tries at once). Nothing to do unless it lasts: then check the \
+         channel's endpoint and SIFEN's service status.",
     ),
     (
         Transport::Tls,
         Operational,
-        "Nothing was sent: kuatia tries again on its schedule; check the channel's certificate.",
+        "Nothing was sent: kuatia tries again at 30 s, 2 min, 10 min, 30 min, 1 h, then every 2 h, until 60 h after \
+         signing (`POST /v1/documents/{id}/retry` tries at once). Check the channel's certificate (and its \
+         chain) if it lasts.",
     ),
     (
         Transport::TimeoutAfterSending,
         Operational,
-        "SIFEN may have processed it: before anything is sent again, kuatia asks for the CDC.",
+        "SIFEN may have processed it: before anything is sent again kuatia asks SIFEN for the CDC, \
+         then tries again at 30 s, 2 min, 10 min, 30 min, 1 h, then every 2 h, until 60 h after \
+         signing (`POST /v1/documents/{id}/retry` tries at once); the same CDC is never sent twice. Nothing to do unless it lasts.",
     ),
     (
         Transport::NotSoap,
         Operational,
-        "SIFEN may have processed it: before anything is sent again, kuatia asks for the CDC.",
+        "SIFEN may have processed it: before anything is sent again kuatia asks SIFEN for the CDC, \
+         then tries again at 30 s, 2 min, 10 min, 30 min, 1 h, then every 2 h, until 60 h after \
+         signing (`POST /v1/documents/{id}/retry` tries at once); the same CDC is never sent twice. Nothing to do unless it lasts.",
     ),
     (
         Transport::Http5xx,
         Operational,
-        "SIFEN may have processed it: before anything is sent again, kuatia asks for the CDC.",
+        "SIFEN may have processed it: before anything is sent again kuatia asks SIFEN for the CDC, \
+         then tries again at 30 s, 2 min, 10 min, 30 min, 1 h, then every 2 h, until 60 h after \
+         signing (`POST /v1/documents/{id}/retry` tries at once); the same CDC is never sent twice. Nothing to do unless it lasts.",
     ),
     (
         Transport::SoapFault,
         Operational,
-        "SIFEN may have processed it: before anything is sent again, kuatia asks for the CDC.",
+        "SIFEN may have processed it: before anything is sent again kuatia asks SIFEN for the CDC, \
+         then tries again at 30 s, 2 min, 10 min, 30 min, 1 h, then every 2 h, until 60 h after \
+         signing (`POST /v1/documents/{id}/retry` tries at once); the same CDC is never sent twice. Nothing to do unless it lasts.",
     ),
     (
         Transport::Unexpected,
         Operational,
-        "SIFEN may have processed it: before anything is sent again, kuatia asks for the CDC.",
+        "SIFEN may have processed it: before anything is sent again kuatia asks SIFEN for the CDC, \
+         then tries again at 30 s, 2 min, 10 min, 30 min, 1 h, then every 2 h, until 60 h after \
+         signing (`POST /v1/documents/{id}/retry` tries at once); the same CDC is never sent twice. Nothing to do unless it lasts.",
     ),
 ];
 

@@ -34,9 +34,37 @@ pub fn explain(code: &str) -> Option<Explanation> {
     })
 }
 
+/// The explanation of a failure to get SIFEN's answer, from the reason the document recorded
+/// ([`answers::Transport::reason`]): SIFEN could not be reached, or its answer did not come.
+pub fn explain_failure(reason: &str) -> Option<Explanation> {
+    answers::Transport::of_reason(reason).map(|t| Explanation {
+        meaning: t.plain(),
+        action: t.action(),
+        class: t.meaning(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_transport_failure_reason_is_explained() {
+        for t in answers::Transport::ALL {
+            for reason in [t.reason("connection refused"), format!("lot {}", t.reason("x"))] {
+                let found = explain_failure(&reason).unwrap_or_else(|| panic!("{reason} explained"));
+                assert_eq!(found.class, Meaning::Operational);
+                assert_eq!(found.meaning, t.plain());
+                assert!(found.action.contains("30 s, 2 min"), "{reason}: {}", found.action);
+            }
+        }
+        assert!(
+            explain_failure("not sent (refused): x")
+                .is_some_and(|e| e.meaning.starts_with("SIFEN could not be reached"))
+        );
+        assert_eq!(explain_failure("SIFEN 0161: busy"), None);
+        assert_eq!(explain_failure("not sent (carrier pigeon): x"), None);
+    }
 
     #[test]
     fn the_codes_integrators_ask_about_are_explained_and_unknown_ones_concluded_nothing_from() {

@@ -573,6 +573,54 @@ async fn with_answers_dropped_and_servers_failing_every_document_is_accepted_onc
 }
 
 #[tokio::test]
+async fn a_sifen_that_cannot_be_reached_is_explained_in_the_detail_with_the_retry_schedule() {
+    // Issue 26 item 6: "not sent" had `meaning` and `action` null.
+    let f = Fx::new(SimConfig::default(), |_| {}).await;
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port");
+    let channel = f.sifen_channel().await;
+    let (status, patched) = send(
+        f.req(Method::PATCH, &format!("/v1/emission-channels/{}", id(&channel)))
+            .json(&json!({"credentials": {"endpoint": format!("http://{closed}")}})),
+    )
+    .await;
+    assert_eq!(status, 200, "{patched}");
+    let doc = f.post(&f.invoice("UNREACHABLE-1")).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        if f.status(&doc).await["status"] == "retrying" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "not retrying");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (_, detail) = send(f.req(Method::GET, &format!("/v1/documents/{doc}"))).await;
+    let sifen = &detail["sifen"];
+    assert!(sifen["code"].is_null(), "{detail}");
+    assert!(
+        sifen["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("not sent (refused): ")),
+        "{detail}"
+    );
+    assert!(
+        sifen["meaning"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("SIFEN could not be reached")),
+        "{detail}"
+    );
+    let action = sifen["action"].as_str().unwrap_or_default();
+    assert!(
+        action.contains("30 s, 2 min, 10 min, 30 min, 1 h, then every 2 h")
+            && action.contains("Nothing to do unless"),
+        "{detail}"
+    );
+    assert_eq!(sifen["class"], "operational", "{detail}");
+    f.app.stop().await;
+}
+
+#[tokio::test]
 async fn a_manual_retry_makes_the_next_attempt_immediate_and_is_refused_outside_retrying() {
     // SIFEN answers 0161 (unavailable) until the faults are cleared; the automatic retry would
     // wait 30 s.
@@ -1338,6 +1386,81 @@ async fn after_a_master_key_rotation_every_secret_opens_under_the_new_key_alone(
         "signed after the old key was dropped"
     );
     assert!(sealed_under(&fx.app, &new_id).await >= sealed_before);
+}
+
+#[tokio::test]
+async fn a_master_key_that_does_not_open_the_secrets_is_reported_by_ready_fails_the_document_and_refuses_a_start()
+ {
+    use kuatia_application::projection::SqlValue;
+    // Issue 26 item 1: a wrong key left documents `queued` with empty errors and `/ready` green.
+    let f = Fx::new(SimConfig::default(), |_| {}).await;
+    let first = f.post(&f.invoice("KEY-1")).await;
+    let settled = f
+        .settle(std::slice::from_ref(&first), Duration::from_secs(30))
+        .await;
+    assert_eq!(settled[0]["status"], "accepted", "{}", settled[0]);
+    let ready = f.app.get("/ready").await;
+    assert_eq!(ready.status().as_u16(), 200);
+
+    // Another instance re-sealed the CSC under a key this one was not given.
+    let foreign = "00ddba11c0ffee00";
+    let store = f.app.service().database.store();
+    let changed = store
+        .execute(
+            "UPDATE sealed_secrets SET key_id = $1 WHERE kind = $2",
+            &[SqlValue::Text(foreign.into()), SqlValue::Text("csc".into())],
+        )
+        .await
+        .expect("update");
+    assert_eq!(changed, 1);
+    let ready = f.app.get("/ready").await;
+    assert_eq!(ready.status().as_u16(), 503);
+    let body: Value = ready.json().await.expect("error body");
+    assert_eq!(body["code"], "readiness_check_failed", "{body}");
+    let message = body["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(&format!("1 under key {foreign}")) && message.contains("KUATIA_MASTER_KEY"),
+        "names the key and what to set: {body}"
+    );
+
+    // A document that needs the CSC now fails visibly (the channel is changed so that the
+    // setup is read again, not taken from the cache of the first document's).
+    let channel = f.sifen_channel().await;
+    let (status, patched) = send(
+        f.req(Method::PATCH, &format!("/v1/emission-channels/{}", id(&channel)))
+            .json(&json!({"sifen": {"remision_notice": NOTICE}})),
+    )
+    .await;
+    assert_eq!(status, 200, "{patched}");
+    let second = f.post(&f.invoice("KEY-2")).await;
+    let settled = f
+        .settle(std::slice::from_ref(&second), Duration::from_secs(30))
+        .await;
+    assert_eq!(settled[0]["status"], "failed_terminal", "{}", settled[0]);
+    let (_, detail) = send(f.req(Method::GET, &format!("/v1/documents/{second}"))).await;
+    let error = &detail["summary"]["errors"][0];
+    assert_eq!(error["code"], "document_build_failed", "{detail}");
+    assert!(
+        error["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("the CSC cannot be opened") && m.contains(foreign)),
+        "{detail}"
+    );
+
+    // A start with a key that did not seal them is refused, naming the problem.
+    let TestApp { service, db, .. } = f.app;
+    service.expect("running").stop().await.expect("clean stop");
+    let refused = TestApp::spawn_on(db, |c| {
+        c.master_key = Some(kuatia_infrastructure::config::Secret::new(
+            "bmV3LW1hc3Rlci1rZXktb2Yta3VhdGlhLTMyLWJ5dGU=",
+        ));
+    })
+    .await;
+    let error = format!("{:#}", refused.err().expect("the start is refused"));
+    assert!(
+        error.contains("does not open this database's sealed secrets") && error.contains(foreign),
+        "{error}"
+    );
 }
 
 /// Secrets sealed under the master key `key_id`.
