@@ -4,6 +4,9 @@
 //! the fault-and-scale test at the end: two instances on one fresh PostgreSQL database, run by
 //! its own step of `.ci/run` (it is `#[ignore]`d otherwise).
 
+#[path = "cli/readme.rs"]
+mod readme;
+
 use sqlx::Connection;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
