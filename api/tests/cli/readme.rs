@@ -53,7 +53,8 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// Checks run after the README's last block, on what it left: each prints `ok <what>` or fails.
+/// Checks run before the README's last block (which stops the services), on what the blocks
+/// left: each prints `ok <what>` or fails the script.
 const CHECKS: &str = r#"
 check() { if eval "$2"; then echo "ok $1"; else echo "FAILED $1" >&2; exit 1; fi; }
 final() { curl -s $B/v1/documents/$1/status "${ERP[@]}" | jq -r .status; }
@@ -67,6 +68,10 @@ check xml-is-signed 'grep -q "<SignatureValue>" factura.xml && grep -q "<dCarQR>
 check webhook-test-received 'grep -q "^/hooks webhook.test " hooks.log'
 check webhook-accepted-received 'grep -q "^/hooks document.accepted .*\"document_id\":\"$INVOICE\"" hooks.log'
 check autoimpresor-report-received 'grep -q "^/autoimpresor - .*\"event\":\"issued\"" hooks.log'
+"#;
+
+/// Checks run after the last block.
+const STOPPED: &str = r#"
 for pid in $KUATIA_PID $SIM_PID $HOOK_PID; do wait $pid || true; done
 check services-stopped '! kill -0 $KUATIA_PID $SIM_PID $HOOK_PID 2> /dev/null'
 "#;
@@ -88,10 +93,17 @@ fn the_readme_first_hour_runs_as_written_against_a_fresh_service() {
         "set -euo pipefail\n\
          trap 'kill $(jobs -p) 2> /dev/null || true' EXIT\n",
     );
+    let (stop, blocks) = blocks.split_last().expect("blocks");
+    assert!(
+        stop.contains("kill "),
+        "the last block stops the services: {stop}"
+    );
     for (i, block) in blocks.iter().enumerate() {
         script.push_str(&format!("echo '== block {}' >&2\n{block}", i + 1));
     }
     script.push_str(CHECKS);
+    script.push_str(&format!("echo '== the last block' >&2\n{stop}"));
+    script.push_str(STOPPED);
 
     let mut command = Command::new("bash");
     command
