@@ -211,3 +211,69 @@ fn the_readme_blocks_are_found_in_order() {
     let text = "# x\n\n## Your first hour\n\ntext\n\n```sh\na\nb\n```\n\n```\nnot sh\n```\n\n```sh\nc\n```\n\n## Next\n\n```sh\nd\n```\n";
     assert_eq!(sh_blocks(text, "## Your first hour"), vec!["a\nb\n", "c\n"]);
 }
+
+/// GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | ' '))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+#[test]
+fn every_relative_link_of_the_readme_and_docs_reaches_its_file_and_heading() {
+    let root = repository();
+    let mut pages = vec![root.join("README.md")];
+    let mut folders = vec![root.join("docs")];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).expect("docs") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                pages.push(path);
+            }
+        }
+    }
+    let headings = |path: &Path| -> Vec<String> {
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| line.strip_prefix('#'))
+            .map(|rest| anchor(rest.trim_start_matches('#')))
+            .collect()
+    };
+    let mut broken = Vec::new();
+    for page in &pages {
+        let text = std::fs::read_to_string(page).expect("a page");
+        for (at, _) in text.match_indices("](") {
+            let rest = &text[at + 2..];
+            let Some(end) = rest.find(')') else { continue };
+            let link = &rest[..end];
+            if link.contains("://") || link.starts_with("mailto:") || link.contains(char::is_whitespace) {
+                continue;
+            }
+            let (file, fragment) = link.split_once('#').unwrap_or((link, ""));
+            let target = if file.is_empty() {
+                page.clone()
+            } else {
+                page.parent().expect("folder").join(file)
+            };
+            if !target.exists() {
+                broken.push(format!("{}: {link} (no such file)", page.display()));
+            } else if !fragment.is_empty()
+                && target.extension().is_some_and(|e| e == "md")
+                && !headings(&target).iter().any(|h| h == fragment)
+            {
+                broken.push(format!("{}: {link} (no such heading)", page.display()));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "{broken:#?}");
+    // The one docs/configuration.md gives for demo mode, named.
+    let configuration = std::fs::read_to_string(root.join("docs/configuration.md")).expect("configuration");
+    assert!(configuration.contains("(../README.md#demo-mode)"));
+}
