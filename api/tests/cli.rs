@@ -2,7 +2,11 @@
 //! `projections status|rebuild`, `events export|verify`. Runs the real binary on a fresh SQLite
 //! database (the store behind these commands is tested on both backends in `tests/`), except
 //! the fault-and-scale test at the end: two instances on one fresh PostgreSQL database, run by
-//! its own step of `.ci/run` (it is `#[ignore]`d otherwise).
+//! its own step of `.ci/run` (it is `#[ignore]`d otherwise). `cli/readme.rs` runs the README's
+//! first hour as written with this binary.
+
+#[path = "cli/readme.rs"]
+mod readme;
 
 use sqlx::Connection;
 use std::io::{BufRead, BufReader};

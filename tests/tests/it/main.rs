@@ -10,6 +10,7 @@ mod autoimpresor;
 mod certificates;
 mod companies;
 mod documents;
+mod examples;
 mod executor;
 mod first_hour;
 mod identity;

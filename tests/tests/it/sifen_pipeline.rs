@@ -1047,7 +1047,7 @@ impl Fx {
     }
 
     /// The company's sifen channel.
-    async fn sifen_channel(&self) -> Value {
+    pub(crate) async fn sifen_channel(&self) -> Value {
         let (status, body) = send(self.req(
             Method::GET,
             &format!("/v1/emission-channels?company_id={}", self.r.company),
