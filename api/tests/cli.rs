@@ -820,6 +820,62 @@ fn demo_mode_seeds_a_tenant_that_is_ready_to_issue_once_and_prints_a_working_cur
         assert!(std::time::Instant::now() < deadline, "no KuDE: {timeline}");
         std::thread::sleep(Duration::from_millis(50));
     }
+    // The autoimpresor channel reports its numbers to the built-in simulator, which takes them
+    // (they retried for ever against a path it did not serve).
+    let mut receipt: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../examples/autoimpresor-receipt.json"
+        ))
+        .expect("the example"),
+    )
+    .expect("json");
+    receipt["issue_datetime"] = serde_json::json!(chrono::Utc::now().to_rfc3339());
+    let demo_invoice: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(data.join("demo-invoice.json")).expect("the demo invoice"))
+            .expect("json");
+    receipt["company_id"] = demo_invoice["company_id"].clone();
+    let printed: serde_json::Value = rt.block_on(async {
+        reqwest::Client::new()
+            .post(format!("http://{}/v1/documents", first.addr))
+            .bearer_auth(&key)
+            .header("X-Tenant-Id", &tenant)
+            .header("Idempotency-Key", "demo-receipt-1")
+            .json(&receipt)
+            .send()
+            .await
+            .expect("request")
+            .json()
+            .await
+            .expect("json")
+    });
+    let receipt_id = printed["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{printed}"))
+        .to_owned();
+    loop {
+        let timeline = get(&first.addr, &format!("/v1/documents/{receipt_id}/timeline"));
+        if timeline
+            .as_array()
+            .is_some_and(|events| events.iter().any(|e| e["type"] == "NumberReported"))
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline + Duration::from_secs(15),
+            "not reported: {timeline}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let stats: serde_json::Value = rt.block_on(async {
+        reqwest::get(format!("{endpoint}/sim/stats"))
+            .await
+            .expect("the simulator answers")
+            .json()
+            .await
+            .expect("json")
+    });
+    assert_eq!(stats["totals"]["autoimpresor_reports"], 1, "{stats}");
     let certificates = get(&first.addr, "/v1/certificates");
     assert_eq!(certificates[0]["ruc"], "80069563-1");
     assert_eq!(certificates[0]["status"], "valid");

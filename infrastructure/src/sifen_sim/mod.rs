@@ -510,8 +510,24 @@ impl Simulator {
             .route(
                 "/",
                 get(|| async {
-                    "kuatia SIFEN simulator: POST SOAP 1.2 to SIFEN's /de/ws/… paths; GET /sim/stats\n"
+                    "kuatia SIFEN simulator: POST SOAP 1.2 to SIFEN's /de/ws/… paths; POST /autoimpresor (reports); GET /sim/stats\n"
                 }),
+            )
+            // Stands in for an autoimpresor reporting endpoint (demo mode's channel reports
+            // here): any JSON object is taken, counted and answered 200.
+            .route(
+                "/autoimpresor",
+                post(
+                    |AxumState(sim): AxumState<Simulator>, body: Bytes| async move {
+                        if serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(&body).is_err() {
+                            return (StatusCode::BAD_REQUEST, "a report is a JSON object\n");
+                        }
+                        let mut state = lock(&sim.inner.state);
+                        state.counters.autoimpresor_reports += 1;
+                        sim.persist(&state);
+                        (StatusCode::OK, "{\"received\":true}\n")
+                    },
+                ),
             )
             .route(
                 "/sim/stats",

@@ -130,6 +130,9 @@ pub struct Counters {
     /// DEs approved that came with a TLS client certificate naming another RUC than their
     /// issuer (SIFEN has no code for it; recorded, not refused).
     pub foreign_transmissions: u64,
+    /// Autoimpresor number reports received on `POST /autoimpresor` (the reporting endpoint
+    /// demo mode's autoimpresor channel names).
+    pub autoimpresor_reports: u64,
 }
 
 /// The statistics document.
