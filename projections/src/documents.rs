@@ -139,9 +139,9 @@ async fn apply_own(
                 tx.execute(
                     "INSERT INTO documents (id, tenant_id, company_id, branch_id, issuance_point_id, channel, \
                        channel_id, doc_type, external_id, status, cdc, number, buyer_ruc, issue_datetime, grand_total, \
-                       errors, warnings, state, stream_id, version, created_at, updated_at) \
+                       errors, warnings, state, stream_id, version, created_at, updated_at, associated_cdc) \
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'received', NULL, NULL, $10, $11, $12, $13, $13, $14, \
-                       $15, $16, $17, $17) ON CONFLICT (id) DO NOTHING",
+                       $15, $16, $17, $17, $18) ON CONFLICT (id) DO NOTHING",
                     &[
                         SqlValue::Uuid(document_id),
                         tenant.clone(),
@@ -160,6 +160,7 @@ async fn apply_own(
                         SqlValue::Text(event.stream_id.clone()),
                         SqlValue::Int(version),
                         SqlValue::Timestamp(event.recorded_at),
+                        associated_cdc(document).map_or(SqlValue::Null, SqlValue::Text),
                     ],
                 )
                 .await?;
@@ -467,6 +468,7 @@ impl IntakeRows {
             "buyer_ruc": buyer_ruc(document),
             "issue_datetime": pg_timestamp(document.issue_datetime.with_timezone(&Utc)),
             "grand_total": document.totals.grand_total.to_string(),
+            "associated_cdc": associated_cdc(document),
             "errors": errors,
             "warnings": warnings,
             "stream_id": received.stream_id,
@@ -483,15 +485,15 @@ impl IntakeRows {
             tx.execute(
                 "INSERT INTO documents (id, tenant_id, company_id, branch_id, issuance_point_id, channel, \
                    channel_id, doc_type, external_id, status, cdc, number, buyer_ruc, issue_datetime, grand_total, \
-                   errors, warnings, state, stream_id, version, created_at, updated_at) \
+                   errors, warnings, state, stream_id, version, created_at, updated_at, associated_cdc) \
                  SELECT id, tenant_id, company_id, branch_id, issuance_point_id, channel, channel_id, doc_type, \
                    external_id, status, NULL, NULL, buyer_ruc, issue_datetime, grand_total, errors, warnings, \
-                   '{}'::jsonb, stream_id, version, created_at, updated_at \
+                   '{}'::jsonb, stream_id, version, created_at, updated_at, associated_cdc \
                  FROM jsonb_to_recordset($1) AS r(id uuid, tenant_id uuid, company_id uuid, branch_id uuid, \
                    issuance_point_id uuid, channel text, channel_id uuid, doc_type text, external_id text, \
                    status text, buyer_ruc text, issue_datetime timestamptz, grand_total text, errors jsonb, \
                    warnings jsonb, stream_id text, version bigint, created_at timestamptz, \
-                   updated_at timestamptz) \
+                   updated_at timestamptz, associated_cdc text) \
                  ON CONFLICT (id) DO NOTHING",
                 &[SqlValue::Json(chunk)],
             )
@@ -698,6 +700,35 @@ pub async fn document(
         )
         .await?;
     rows.first().map(|r| row(r)).transpose()
+}
+
+/// The CDC a document refers to (`associated_document.cdc`), when it names one.
+fn associated_cdc(document: &kuatia_domain::document::canonical::CanonicalDocument) -> Option<String> {
+    document
+        .associated_document
+        .as_ref()
+        .and_then(|a| a.cdc.as_deref())
+        .map(|c| c.trim().to_owned())
+        .filter(|c| !c.is_empty())
+}
+
+/// The grand totals of the tenant's live credit notes that refer to the document with `cdc`
+/// (SIFEN rule 2417 adds them up): every one but those that ended `validation_failed`,
+/// `rejected`, `failed_terminal`, `cancelled` or `invalidated`.
+pub async fn credit_notes_of(
+    store: &SharedStore,
+    tenant: TenantId,
+    cdc: &str,
+) -> Result<Vec<String>, StoreError> {
+    let rows = store
+        .query(
+            "SELECT grand_total FROM documents WHERE tenant_id = $1 AND associated_cdc = $2 \
+               AND doc_type = 'credit_note' \
+               AND status NOT IN ('validation_failed', 'rejected', 'failed_terminal', 'cancelled', 'invalidated')",
+            &[SqlValue::Uuid(tenant.as_uuid()), SqlValue::Text(cdc.to_owned())],
+        )
+        .await?;
+    Ok(rows.iter().filter_map(|r| r[0].as_text()).collect())
 }
 
 /// Documents per status over every tenant, for the `kuatia_documents` gauge (read when

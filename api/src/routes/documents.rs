@@ -282,20 +282,36 @@ async fn resolve_associated(
             ));
         }
     }
-    // Rule 2417: a credit note adjusts at most the invoice's total.
+    // Rule 2417: the credit notes of an invoice, this one and the live ones before it, add up to
+    // at most the invoice's total.
     if credit_note
         && let Some(invoice) = &referred
-        && let Ok(invoice_total) = invoice.grand_total.parse()
-        && total > invoice_total
+        && let Some(cdc) = invoice.cdc.as_deref()
+        && let Ok(invoice_total) = invoice.grand_total.parse::<rust_decimal::Decimal>()
     {
-        errors.push(Issue::new(
-            "totals.grand_total",
-            codes::CREDIT_NOTE_EXCEEDS_INVOICE,
-            format!(
-                "a credit note adjusts at most its invoice's total: {total} is more than {invoice_total}, the total of {} (rule 2417)",
-                invoice.number.as_deref().unwrap_or(invoice.external_id.as_str())
-            ),
-        ));
+        let earlier: rust_decimal::Decimal = read_docs::credit_notes_of(&state.store, tenant, cdc)
+            .await?
+            .iter()
+            .filter_map(|t| t.parse::<rust_decimal::Decimal>().ok())
+            .sum();
+        if total + earlier > invoice_total {
+            let name = invoice.number.as_deref().unwrap_or(invoice.external_id.as_str());
+            errors.push(Issue::new(
+                "totals.grand_total",
+                codes::CREDIT_NOTE_EXCEEDS_INVOICE,
+                if earlier.is_zero() {
+                    format!(
+                        "a credit note adjusts at most its invoice's total: {total} is more than {invoice_total}, the total of {name} (rule 2417)"
+                    )
+                } else {
+                    format!(
+                        "the credit notes of {name} would add up to {}: its earlier credit notes already credit {earlier} of its total {invoice_total}, so at most {} is left (rule 2417)",
+                        total + earlier,
+                        (invoice_total - earlier).max(rust_decimal::Decimal::ZERO)
+                    )
+                },
+            ));
+        }
     }
     Ok((errors, warnings))
 }

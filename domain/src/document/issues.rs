@@ -315,7 +315,7 @@ pub const CATALOGUE: &[(&str, bool, &str)] = &[
     (
         codes::CREDIT_NOTE_EXCEEDS_INVOICE,
         true,
-        "a credit note whose total is more than the total of the invoice it adjusts, one of the tenant's (rule 2417)",
+        "a credit note that, with the live credit notes before it, adds up to more than the total of the invoice it adjusts, one of the tenant's (rule 2417)",
     ),
     (
         codes::BUYER_RUC_NOT_FOUND,

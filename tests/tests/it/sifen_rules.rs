@@ -321,6 +321,77 @@ async fn each_rule_intake_checks_is_refused_there_with_its_issue_code() {
     app.stop().await;
 }
 
+/// Rule 2417 counts the earlier credit notes too ("actual o pre-existentes"): notes of one invoice
+/// are taken while they add up to at most its total, and the next is refused saying how much is
+/// left; a note that ended without fiscal effect (validation_failed) does not count.
+#[tokio::test]
+async fn the_credit_notes_of_an_invoice_add_up_to_at_most_its_total() {
+    let sim = sifen_sim::start("127.0.0.1:0", SimConfig::default())
+        .await
+        .expect("simulator");
+    let app = TestApp::spawn_with(|c| c.rate_limit_per_key = 100_000).await;
+    let r = ready_for_every_type(&app, "rules-2417", &sim.base_url()).await;
+    let post = |doc: Value, key: String| {
+        let request = req(&app, &r, Method::POST, "/v1/documents")
+            .header("Idempotency-Key", key)
+            .json(&doc);
+        async move { send(request).await }
+    };
+    let (status, body) = post(ours(invoice(), &r), "2417-invoice".into()).await;
+    assert_eq!(status, 201, "{body}");
+    let invoice_id = id(&body);
+    wait_accepted(&app, &r, &invoice_id).await;
+    let invoice_total = body["grand_total"].as_i64().expect("the invoice's total");
+    let mut credit = ours(note("credit_note"), &r);
+    credit["associated_document"] = json!({"document_id": invoice_id});
+    let note_total = credit["totals"]["grand_total"].as_i64().expect("a total");
+    let fits = invoice_total / note_total;
+    assert!((1..=20).contains(&fits), "{invoice_total} / {note_total}");
+    // A note refused at intake holds nothing.
+    let mut wrong = credit.clone();
+    wrong["external_id"] = json!("NC-2417-WRONG");
+    wrong["totals"]["tax_total"] = json!(1);
+    let (status, body) = post(wrong, "2417-wrong".into()).await;
+    assert_eq!(
+        (status, body["status"].as_str()),
+        (201, Some("validation_failed")),
+        "{body}"
+    );
+    for n in 0..fits {
+        let mut note = credit.clone();
+        note["external_id"] = json!(format!("NC-2417-{n}"));
+        let (status, body) = post(note, format!("2417-{n}")).await;
+        assert_eq!(
+            (status, body["status"].as_str()),
+            (201, Some("queued")),
+            "note {n}: {body}"
+        );
+    }
+    let mut over = credit.clone();
+    over["external_id"] = json!("NC-2417-OVER");
+    let (status, body) = post(over, "2417-over".into()).await;
+    assert_eq!(
+        (status, body["status"].as_str()),
+        (201, Some("validation_failed")),
+        "{body}"
+    );
+    let error = &body["errors"][0];
+    assert_eq!(
+        (error["code"].as_str(), error["field"].as_str()),
+        (Some("credit_note_exceeds_invoice"), Some("totals.grand_total")),
+        "{body}"
+    );
+    let left = invoice_total - fits * note_total;
+    assert!(
+        error["message"].as_str().is_some_and(|m| m.contains(&format!(
+            "already credit {} of its total {invoice_total}, so at most {left} is left",
+            fits * note_total
+        ))),
+        "{body}"
+    );
+    app.stop().await;
+}
+
 /// A thousand generated documents of the five types (seeded), issued through intake and the
 /// pipeline against the simulator with its whole rule engine and the XSD on: every one accepted.
 /// Notes refer to invoices of the same run by `associated_document.document_id`.
