@@ -24,6 +24,7 @@ pub mod printing;
 pub mod rate_limit;
 pub mod routes;
 pub mod sandbox;
+pub mod schema;
 pub mod serve;
 pub mod sifen_build;
 pub mod state;
@@ -84,7 +85,8 @@ fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(routes::branches::create_issuance_point))
         .routes(routes!(
             routes::print_settings::get_print_settings,
-            routes::print_settings::put_print_settings
+            routes::print_settings::put_print_settings,
+            routes::print_settings::patch_print_settings
         ))
         .routes(routes!(
             routes::certificates::list_certificates,
@@ -97,6 +99,7 @@ fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         ))
         .routes(routes!(routes::emission_channels::update_channel))
         .routes(routes!(routes::emission_channels::channel_readiness))
+        .routes(routes!(routes::schemas::canonical_document_schema))
         .routes(routes!(routes::documents::validate_document))
         .routes(routes!(
             routes::documents::list_documents,

@@ -484,7 +484,7 @@ async fn anonymous_setup(
     now: DateTime<Utc>,
 ) -> Result<(Setup, Mode), ApiError> {
     align_channel(&mut value, mode)?;
-    let document = canonical::from_value(value).map_err(|issues| {
+    let document = crate::schema::canonical_document(value).map_err(|issues| {
         ApiError::validation(format!(
             "the body is not a CanonicalDocumentV1: {} problem(s); see details.errors",
             issues.len()

@@ -9,6 +9,7 @@ pub const MAX_LOGO_BYTES: usize = 512 * 1024;
 
 /// Which copy a printable says it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum CopyLabel {
     /// The original.
     #[serde(rename = "ORIGINAL")]
@@ -20,6 +21,7 @@ pub enum CopyLabel {
 
 /// The settings (every field of the contract's PrintSettingsRequest but `company_id`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct PrintSettings {
     /// Text shown in place of (or beside) the logo.
@@ -46,7 +48,8 @@ pub struct PrintSettings {
     pub page_width: Option<f64>,
     /// Millimetres (default A4, 297).
     pub page_height: Option<f64>,
-    /// Free-form layout elements.
+    /// Free-form layout elements (objects).
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<Object>>))]
     pub template_elements: Option<Vec<Value>>,
 }
 

@@ -1,7 +1,8 @@
 //! Contract §4.4: document intake and reading (DECISIONS §4–§5).
 //!
 //! Intake runs in stages, each refusing with every issue it finds:
-//! 1. structure — the body is a CanonicalDocumentV1 (`domain::document::canonical::parse`);
+//! 1. structure — the body is a CanonicalDocumentV1: every problem its published JSON Schema
+//!    finds at once, then serde's parse (`crate::schema::canonical_document`);
 //! 2. routing — company (or the key's), channel, branch and point, defaults resolved
 //!    (`domain::document::routing`);
 //! 3. readiness of the routed channel (`domain::channel`), certificate included, and what the
@@ -321,7 +322,7 @@ pub async fn prepare(state: &AppState, caller: &Caller, body: &[u8]) -> Result<P
     let value: Value = serde_json::from_slice(body)
         .map_err(|_| Refusal::Structure(canonical::parse(body).err().unwrap_or_default()))?;
     let request_hash = idempotency::request_hash(&value);
-    let mut document = canonical::from_value(value).map_err(Refusal::Structure)?;
+    let mut document = crate::schema::canonical_document(value).map_err(Refusal::Structure)?;
 
     let company_id = caller.company_scope(document.company_id)?.ok_or_else(|| {
         Refusal::Routing(vec![Issue::new(

@@ -14,6 +14,7 @@ pub mod metrics;
 pub mod print_settings;
 pub mod printing;
 pub mod sandbox;
+pub mod schemas;
 pub mod tenants;
 pub mod webhooks;
 
@@ -41,6 +42,7 @@ pub const PERMISSIONS: &[(&str, &str, Permission)] = &[
     ("post", "/v1/issuance-points", branches::CREATE_POINT),
     ("get", "/v1/print-settings", print_settings::READ_PRINT_SETTINGS),
     ("put", "/v1/print-settings", print_settings::SAVE_PRINT_SETTINGS),
+    ("patch", "/v1/print-settings", print_settings::SAVE_PRINT_SETTINGS),
     ("get", "/v1/certificates", certificates::LIST_CERTIFICATES),
     ("post", "/v1/certificates", certificates::UPLOAD_CERTIFICATE),
     (

@@ -1,4 +1,7 @@
-//! Contract §4.3: `GET|PUT /v1/print-settings` (§2.13, DECISIONS §3).
+//! Contract §4.3: `GET|PUT /v1/print-settings` (§2.13, DECISIONS §3), and `PATCH` (issue 26) for
+//! changing some settings. Bodies are checked against their published schemas
+//! (`crate::schema`), so every problem comes back at once; the GET answer can be sent back as
+//! it came.
 
 use crate::extract::Query;
 use axum::extract::State;
@@ -6,9 +9,9 @@ use chrono::{DateTime, Utc};
 use kuatia_application::configuration;
 use kuatia_domain::access::Permission;
 use kuatia_domain::company::CompanyCommand;
-use kuatia_domain::print_settings::PrintSettings;
+use kuatia_domain::print_settings::{CopyLabel, PrintSettings};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
@@ -20,7 +23,7 @@ use crate::state::AppState;
 
 /// Needed by `GET /v1/print-settings`.
 pub const READ_PRINT_SETTINGS: Permission = Permission::ReadConfiguration;
-/// Needed by `PUT /v1/print-settings`.
+/// Needed by `PUT` and `PATCH /v1/print-settings`.
 pub const SAVE_PRINT_SETTINGS: Permission = Permission::ManageConfiguration;
 
 /// The read response: the settings plus their record's id, tenant and times (`id` and the times
@@ -33,11 +36,8 @@ pub struct PrintSettingsView {
     pub tenant_id: Uuid,
     /// Company.
     pub company_id: Uuid,
-    /// logo_text, logo_image_data_url, logo_image_name, business_activity, footer_note,
-    /// copy_label (`ORIGINAL`|`COPIA`), show_logo, show_item_tax, show_payment_terms,
-    /// show_copy_label, page_width, page_height (millimetres), template_elements.
+    /// The settings (PrintSettings).
     #[serde(flatten)]
-    #[schema(value_type = Object)]
     pub settings: PrintSettings,
     /// First saved.
     pub created_at: Option<DateTime<Utc>>,
@@ -106,41 +106,128 @@ pub async fn get_print_settings(
     Ok(axum::Json(read(&state, &caller, company_id).await?))
 }
 
-/// Saves a company's print settings (all fields, as the contract's PrintSettingsRequest).
-#[utoipa::path(
-    put,
-    path = "/v1/print-settings",
-    tag = "configuration",
-    security(("api_key" = []), ("session" = [])),
-    params(("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")),
-    request_body(content = Object, description = "company_id and every field of PrintSettingsView's settings"),
-    responses(
-        (status = 200, description = "Saved", body = PrintSettingsView),
-        (status = 400, description = "Invalid field; a logo that is not a JPEG data URL under 512 KiB", body = ErrorBody),
-        (status = 403, description = "Role not allowed", body = ErrorBody),
-        (status = 404, description = "No such company", body = ErrorBody)
-    )
-)]
-pub async fn put_print_settings(
-    State(state): State<AppState>,
-    caller: Caller,
-    Json(mut body): Json<Map<String, Value>>,
-) -> Result<axum::Json<PrintSettingsView>, ApiError> {
-    caller.require(SAVE_PRINT_SETTINGS)?;
+/// The fields of the GET answer that are not settings: a PUT or PATCH may send them back (the
+/// GET answer as it came), and they are ignored.
+pub const READ_ONLY_FIELDS: &[&str] = &["id", "tenant_id", "created_at", "updated_at"];
+
+/// The body of `PUT /v1/print-settings`: `company_id` and every setting, as the contract's
+/// PrintSettingsRequest (§2.13); the GET answer's read-only fields are accepted and ignored. Its
+/// schema is [`PrintSettings`]'s with `company_id` added, so the two cannot drift.
+pub struct PrintSettingsRequest;
+
+/// The body of `PATCH /v1/print-settings`: `company_id` and any of the settings; the others keep
+/// their value.
+pub struct PrintSettingsPatch;
+
+/// PrintSettings' schema as a request body: `company_id` added (required), the read-only fields
+/// of the GET answer described as such, and, for a patch, no setting required.
+fn request_schema(patch: bool) -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    use utoipa::PartialSchema;
+    let mut schema = serde_json::to_value(PrintSettings::schema()).unwrap_or_default();
+    if let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+        let mut all = Map::new();
+        all.insert(
+            "company_id".to_owned(),
+            json!({"type": "string", "format": "uuid", "description": "The company."}),
+        );
+        all.append(properties);
+        for field in READ_ONLY_FIELDS {
+            all.insert(
+                (*field).to_owned(),
+                json!({"readOnly": true, "description": "From the GET answer: accepted and ignored."}),
+            );
+        }
+        *properties = all;
+    }
+    let required = if patch {
+        vec![json!("company_id")]
+    } else {
+        let mut required = vec![json!("company_id")];
+        required.extend(schema["required"].as_array().cloned().unwrap_or_default());
+        required
+    };
+    schema["required"] = Value::Array(required);
+    // As serde's `deny_unknown_fields`: a misspelt setting is named, never dropped.
+    schema["additionalProperties"] = json!(false);
+    schema["description"] = json!(if patch {
+        "company_id and any of the settings: the others keep their value. A null clears an optional setting."
+    } else {
+        "company_id and every required setting; an optional one left out is cleared."
+    });
+    serde_json::from_value(schema).unwrap_or_default()
+}
+
+impl utoipa::PartialSchema for PrintSettingsRequest {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        request_schema(false)
+    }
+}
+
+impl ToSchema for PrintSettingsRequest {
+    fn schemas(schemas: &mut Vec<(String, utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>)>) {
+        schemas.push((
+            "CopyLabel".to_owned(),
+            <CopyLabel as utoipa::PartialSchema>::schema(),
+        ));
+    }
+}
+
+impl utoipa::PartialSchema for PrintSettingsPatch {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        request_schema(true)
+    }
+}
+
+impl ToSchema for PrintSettingsPatch {
+    fn schemas(schemas: &mut Vec<(String, utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>)>) {
+        schemas.push((
+            "CopyLabel".to_owned(),
+            <CopyLabel as utoipa::PartialSchema>::schema(),
+        ));
+    }
+}
+
+/// Checks a PUT or PATCH body against its schema (every problem at once) and splits it into the
+/// company and the settings it sends, the read-only fields dropped.
+fn read_body(
+    schema: &crate::schema::BodySchema,
+    mut body: Map<String, Value>,
+) -> Result<(Uuid, Map<String, Value>), ApiError> {
+    let issues = schema.issues(&Value::Object(body.clone()));
+    if !issues.is_empty() {
+        return Err(invalid(
+            issues.into_iter().map(|i| (i.field, i.code, i.message)).collect(),
+        ));
+    }
+    for field in READ_ONLY_FIELDS {
+        body.remove(*field);
+    }
     let company_id = body
         .remove("company_id")
         .and_then(|v| v.as_str().and_then(|s| s.parse::<Uuid>().ok()))
         .ok_or_else(|| {
             ApiError::invalid_field("company_id", "required", "company_id (a UUID) is required")
         })?;
-    let settings: PrintSettings = serde_json::from_value(Value::Object(body)).map_err(|e| {
+    Ok((company_id, body))
+}
+
+/// Checks the settings and records them (`SetPrintSettings`: nothing happens when they are the
+/// saved ones), then answers as GET does.
+async fn save(
+    state: &AppState,
+    caller: &Caller,
+    company_id: Uuid,
+    fields: Map<String, Value>,
+) -> Result<axum::Json<PrintSettingsView>, ApiError> {
+    // The schema has checked the fields; serde still runs, and its error is the fallback.
+    let settings: PrintSettings = serde_json::from_value(Value::Object(fields)).map_err(|e| {
         ApiError::validation(format!("the body does not match the print settings schema: {e}"))
     })?;
     let issues = settings.issues();
     if !issues.is_empty() {
         return Err(invalid(issues));
     }
-    let current = read(&state, &caller, company_id).await?;
+    let current = read(state, caller, company_id).await?;
     let company = kuatia_projections::configuration::company(&state.store, caller.tenant, company_id)
         .await?
         .ok_or_else(|| ApiError::not_found("no such company"))?;
@@ -157,5 +244,65 @@ pub async fn put_print_settings(
     )
     .await
     .map_err(configuration_error)?;
-    Ok(axum::Json(read(&state, &caller, company_id).await?))
+    Ok(axum::Json(read(state, caller, company_id).await?))
+}
+
+/// Saves a company's print settings, all of them (the contract's PrintSettingsRequest). Every
+/// missing, unknown or mistyped field is named in one answer; the GET answer sent back as it
+/// came is accepted (its read-only `id`, `tenant_id`, `created_at`, `updated_at` are ignored).
+#[utoipa::path(
+    put,
+    path = "/v1/print-settings",
+    tag = "configuration",
+    security(("api_key" = []), ("session" = [])),
+    params(("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")),
+    request_body(content = PrintSettingsRequest, description = "company_id and every setting (optional ones left out are cleared)"),
+    responses(
+        (status = 200, description = "Saved", body = PrintSettingsView),
+        (status = 400, description = "Every missing, unknown or invalid field (details.errors); a logo that is not a JPEG data URL under 512 KiB", body = ErrorBody),
+        (status = 403, description = "Role not allowed", body = ErrorBody),
+        (status = 404, description = "No such company", body = ErrorBody)
+    )
+)]
+pub async fn put_print_settings(
+    State(state): State<AppState>,
+    caller: Caller,
+    Json(body): Json<Map<String, Value>>,
+) -> Result<axum::Json<PrintSettingsView>, ApiError> {
+    caller.require(SAVE_PRINT_SETTINGS)?;
+    let (company_id, fields) = read_body(&crate::schema::PRINT_SETTINGS_REQUEST, body)?;
+    save(&state, &caller, company_id, fields).await
+}
+
+/// Changes some of a company's print settings: only the fields sent (a null clears an optional
+/// one); the others keep their saved value, or the default while none is saved. Checked as PUT
+/// is, and recorded as PUT records.
+#[utoipa::path(
+    patch,
+    path = "/v1/print-settings",
+    tag = "configuration",
+    security(("api_key" = []), ("session" = [])),
+    params(("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")),
+    request_body(content = PrintSettingsPatch, description = "company_id and the settings to change"),
+    responses(
+        (status = 200, description = "Saved: every setting, as GET answers", body = PrintSettingsView),
+        (status = 400, description = "Every unknown or invalid field (details.errors); a logo that is not a JPEG data URL under 512 KiB", body = ErrorBody),
+        (status = 403, description = "Role not allowed", body = ErrorBody),
+        (status = 404, description = "No such company", body = ErrorBody)
+    )
+)]
+pub async fn patch_print_settings(
+    State(state): State<AppState>,
+    caller: Caller,
+    Json(body): Json<Map<String, Value>>,
+) -> Result<axum::Json<PrintSettingsView>, ApiError> {
+    caller.require(SAVE_PRINT_SETTINGS)?;
+    let (company_id, changes) = read_body(&crate::schema::PRINT_SETTINGS_PATCH, body)?;
+    let current = read(&state, &caller, company_id).await?;
+    let mut fields = match serde_json::to_value(&current.settings) {
+        Ok(Value::Object(fields)) => fields,
+        _ => Map::new(),
+    };
+    fields.extend(changes);
+    save(&state, &caller, company_id, fields).await
 }

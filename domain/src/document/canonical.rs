@@ -326,6 +326,7 @@ pub enum PaymentMethod {
 #[serde(deny_unknown_fields)]
 pub struct Installment {
     /// When.
+    #[serde(deserialize_with = "form::date")]
     pub due_date: NaiveDate,
     /// How much.
     #[cfg_attr(feature = "openapi", schema(value_type = f64))]
@@ -376,6 +377,7 @@ pub struct PaymentTerms {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub method: Option<PaymentMethod>,
     /// Due date (credit).
+    #[serde(default, deserialize_with = "form::optional_date")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub due_date: Option<NaiveDate>,
     /// Installments (credit).
@@ -494,6 +496,7 @@ pub struct AssociatedDocument {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub number: Option<String>,
     /// Issue date.
+    #[serde(default, deserialize_with = "form::optional_date")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub issue_date: Option<NaiveDate>,
     /// Autofactura: constancia type (1 no taxpayer, 2 microproducer).
@@ -529,7 +532,8 @@ pub struct CanonicalDocument {
     /// Document type.
     #[serde(rename = "type")]
     pub doc_type: DocumentType,
-    /// With an offset.
+    /// With its UTC offset: `2026-11-26T10:15:00-03:00` (RFC 3339).
+    #[serde(deserialize_with = "form::date_time")]
     pub issue_datetime: DateTime<FixedOffset>,
     /// `PYG` (anything else is refused as `unsupported_currency`).
     pub currency: String,
@@ -574,6 +578,71 @@ pub struct CanonicalDocument {
 /// The only currency of the formal schema.
 pub const CURRENCY: &str = "PYG";
 
+/// The form of a date-time, with an example: what the message of a malformed one says.
+pub const DATE_TIME_FORM: &str =
+    "a date-time with its UTC offset (RFC 3339), e.g. 2026-11-26T10:15:00-03:00 (Paraguay is -03:00)";
+
+/// The form of a date, with an example.
+pub const DATE_FORM: &str = "a date YYYY-MM-DD, e.g. 2026-11-26";
+
+/// Why `input` is not a date-time of the document (`issue_datetime`), naming the expected form;
+/// `None` when it is one. The JSON Schema check of the API and the parser below give this same
+/// message.
+pub fn date_time_problem(input: &str) -> Option<String> {
+    let error = input.parse::<DateTime<FixedOffset>>().err()?;
+    Some(if input.parse::<chrono::NaiveDateTime>().is_ok() {
+        format!("{input:?} has no UTC offset: expected {DATE_TIME_FORM}")
+    } else if input.parse::<NaiveDate>().is_ok() {
+        format!("{input:?} is a date without a time: expected {DATE_TIME_FORM}")
+    } else {
+        format!("{input:?} is not a date-time ({error}): expected {DATE_TIME_FORM}")
+    })
+}
+
+/// Why `input` is not a date of the document (due dates, `associated_document.issue_date`),
+/// naming the expected form; `None` when it is one.
+pub fn date_problem(input: &str) -> Option<String> {
+    let error = input.parse::<NaiveDate>().err()?;
+    Some(if input.parse::<DateTime<FixedOffset>>().is_ok() {
+        format!("{input:?} is a date-time: expected {DATE_FORM}")
+    } else {
+        format!("{input:?} is not a date ({error}): expected {DATE_FORM}")
+    })
+}
+
+/// Dates and date-times parsed as chrono's own `Deserialize` does (`FromStr`), with a message
+/// that says the expected form instead of chrono's ("premature end of input").
+mod form {
+    use chrono::{DateTime, FixedOffset, NaiveDate};
+    use serde::de::Error;
+    use serde::{Deserialize, Deserializer};
+
+    pub fn date_time<'de, D: Deserializer<'de>>(d: D) -> Result<DateTime<FixedOffset>, D::Error> {
+        let text = String::deserialize(d)?;
+        match super::date_time_problem(&text) {
+            None => text.parse().map_err(D::Error::custom),
+            Some(problem) => Err(D::Error::custom(problem)),
+        }
+    }
+
+    pub fn date<'de, D: Deserializer<'de>>(d: D) -> Result<NaiveDate, D::Error> {
+        let text = String::deserialize(d)?;
+        match super::date_problem(&text) {
+            None => text.parse().map_err(D::Error::custom),
+            Some(problem) => Err(D::Error::custom(problem)),
+        }
+    }
+
+    pub fn optional_date<'de, D: Deserializer<'de>>(d: D) -> Result<Option<NaiveDate>, D::Error> {
+        Option::<String>::deserialize(d)?
+            .map(|text| match super::date_problem(&text) {
+                None => text.parse().map_err(D::Error::custom),
+                Some(problem) => Err(D::Error::custom(problem)),
+            })
+            .transpose()
+    }
+}
+
 /// Turns a serde error at `path` into an issue with a stable code.
 fn structural_issue(path: &str, message: &str) -> Issue {
     let field = if path.is_empty() || path == "." {
@@ -587,17 +656,6 @@ fn structural_issue(path: &str, message: &str) -> Issue {
         (codes::REQUIRED, message.to_owned())
     } else if message.starts_with("unknown variant") {
         (codes::INVALID_ENUM, message.to_owned())
-    } else if message.contains("premature end of input")
-        || message.contains("input contains invalid characters")
-        || message.contains("trailing input")
-        || message.contains("no possible date and time matching input")
-        || message.contains("input is out of range")
-        || message.contains("input is not enough for unique date")
-    {
-        (
-            codes::INVALID_FORMAT,
-            format!("not a valid date or date-time: {message}"),
-        )
     } else if message.starts_with("invalid length") {
         (codes::INVALID_FORMAT, message.to_owned())
     } else if message.starts_with("invalid type") || message.starts_with("invalid value") {
@@ -782,6 +840,24 @@ mod tests {
             ))),
             vec![("issue_datetime".to_owned(), "invalid_format".to_owned())]
         );
+        let issues = from_value(with(
+            &["issue_datetime"],
+            serde_json::json!("2026-11-26T10:15:00"),
+        ))
+        .expect_err("no offset");
+        assert!(
+            issues[0].message.contains("no UTC offset")
+                && issues[0].message.contains("2026-11-26T10:15:00-03:00"),
+            "{issues:?}"
+        );
+        let issues = from_value(with(
+            &["payment_terms", "due_date"],
+            serde_json::json!("26/11/2026"),
+        ))
+        .expect_err("not a date");
+        assert_eq!(issues[0].field, "payment_terms.due_date");
+        assert_eq!(issues[0].code, "invalid_format");
+        assert!(issues[0].message.contains("2026-11-26"), "{issues:?}");
         let mut missing = sample_invoice();
         missing.as_object_mut().expect("object").remove("totals");
         assert_eq!(

@@ -476,6 +476,299 @@ async fn print_settings_default_until_saved_and_refuse_a_logo_that_is_not_a_smal
     app.stop().await;
 }
 
+async fn company_with_print_settings(app: &TestApp) -> (String, String, String) {
+    let (tenant, key) = app.tenant("acme").await;
+    let (_, company) = send(
+        app.as_key(Method::POST, "/v1/companies", &key, &tenant)
+            .json(&TestApp::company_body("80069563-1")),
+    )
+    .await;
+    (tenant, key, company["id"].as_str().expect("id").to_owned())
+}
+
+/// Issue 26, item 7: a PUT names every missing, unknown and mistyped field in one answer.
+#[tokio::test]
+async fn a_print_settings_put_names_every_problem_at_once() {
+    let app = TestApp::spawn().await;
+    let (tenant, key, company_id) = company_with_print_settings(&app).await;
+    let put = |body: Value| {
+        app.as_key(Method::PUT, "/v1/print-settings", &key, &tenant)
+            .json(&body)
+    };
+    let (status, err) = send(put(json!({"company_id": company_id}))).await;
+    assert_eq!(
+        (status, err["code"].as_str()),
+        (400, Some("validation_error")),
+        "{err}"
+    );
+    let fields: Vec<(&str, &str)> = err["details"]["errors"]
+        .as_array()
+        .expect("errors")
+        .iter()
+        .map(|e| {
+            (
+                e["field"].as_str().unwrap_or(""),
+                e["code"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        fields,
+        vec![
+            ("business_activity", "required"),
+            ("copy_label", "required"),
+            ("footer_note", "required"),
+            ("logo_text", "required"),
+            ("show_copy_label", "required"),
+            ("show_item_tax", "required"),
+            ("show_logo", "required"),
+            ("show_payment_terms", "required"),
+        ],
+        "{err}"
+    );
+
+    let mut body = settings_body(&company_id);
+    body.as_object_mut().expect("object").remove("footer_note");
+    body["show_logo"] = json!("yes");
+    body["copy_label"] = json!("COPY");
+    body["logo_txt"] = json!("ACME");
+    let (status, err) = send(put(body)).await;
+    assert_eq!(status, 400, "{err}");
+    let fields: Vec<(&str, &str)> = err["details"]["errors"]
+        .as_array()
+        .expect("errors")
+        .iter()
+        .map(|e| {
+            (
+                e["field"].as_str().unwrap_or(""),
+                e["code"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        fields,
+        vec![
+            ("copy_label", "invalid_enum"),
+            ("footer_note", "required"),
+            ("logo_txt", "unknown_field"),
+            ("show_logo", "invalid_type"),
+        ],
+        "{err}"
+    );
+    app.stop().await;
+}
+
+/// Issue 26, item 7: the GET answer sent back by PUT is accepted: its read-only fields are
+/// ignored, the settings saved.
+#[tokio::test]
+async fn the_print_settings_get_answer_can_be_put_back_as_it_came() {
+    let app = TestApp::spawn().await;
+    let (tenant, key, company_id) = company_with_print_settings(&app).await;
+    let get = || {
+        app.as_key(
+            Method::GET,
+            &format!("/v1/print-settings?company_id={company_id}"),
+            &key,
+            &tenant,
+        )
+    };
+    // The defaults, never saved: id and times are null.
+    let (_, mut defaults) = send(get()).await;
+    defaults["footer_note"] = json!("Gracias");
+    let (status, saved) = send(
+        app.as_key(Method::PUT, "/v1/print-settings", &key, &tenant)
+            .json(&defaults),
+    )
+    .await;
+    assert_eq!(status, 200, "{saved}");
+    assert_eq!(saved["footer_note"], "Gracias");
+    assert!(
+        saved["id"].is_string() && saved["created_at"].is_string(),
+        "{saved}"
+    );
+
+    // A saved one, with every read-only field set: sent back with a change, it saves the change.
+    let (_, mut read) = send(get()).await;
+    read["logo_text"] = json!("ACME S.A.");
+    read["tenant_id"] = json!(uuid::Uuid::now_v7());
+    let (status, again) = send(
+        app.as_key(Method::PUT, "/v1/print-settings", &key, &tenant)
+            .json(&read),
+    )
+    .await;
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(
+        (
+            &again["logo_text"],
+            &again["id"],
+            &again["created_at"],
+            &again["tenant_id"]
+        ),
+        (
+            &json!("ACME S.A."),
+            &saved["id"],
+            &saved["created_at"],
+            &json!(tenant)
+        ),
+        "read-only fields are ignored"
+    );
+    app.stop().await;
+}
+
+/// Issue 26, item 7: PATCH changes only the fields sent, checked as PUT checks them, with PUT's
+/// role.
+#[tokio::test]
+async fn a_print_settings_patch_changes_only_the_fields_sent() {
+    let app = TestApp::spawn().await;
+    let (tenant, key, company_id) = company_with_print_settings(&app).await;
+    let patch = |key: &str, body: Value| {
+        app.as_key(Method::PATCH, "/v1/print-settings", key, &tenant)
+            .json(&body)
+    };
+
+    // Before any save: the defaults, with the change.
+    let (status, first) = send(patch(&key, json!({"company_id": company_id, "page_width": 80}))).await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(
+        (
+            first["page_width"].as_f64(),
+            &first["logo_text"],
+            &first["copy_label"]
+        ),
+        (
+            Some(80.0),
+            &json!("DE GENERACION ELECTRONICA S.A."),
+            &json!("ORIGINAL")
+        ),
+        "{first}"
+    );
+    assert!(first["id"].is_string(), "saved: {first}");
+
+    let (status, second) = send(patch(
+        &key,
+        json!({"company_id": company_id, "footer_note": "Gracias", "copy_label": "COPIA", "created_at": "ignored"}),
+    ))
+    .await;
+    assert_eq!(status, 200, "{second}");
+    assert_eq!(
+        (
+            second["page_width"].as_f64(),
+            &second["footer_note"],
+            &second["copy_label"],
+            &second["id"]
+        ),
+        (Some(80.0), &json!("Gracias"), &json!("COPIA"), &first["id"]),
+        "the first change stays: {second}"
+    );
+    let (_, read) = send(app.as_key(
+        Method::GET,
+        &format!("/v1/print-settings?company_id={company_id}"),
+        &key,
+        &tenant,
+    ))
+    .await;
+    assert_eq!(read, second, "what PATCH answers is what GET reads");
+
+    // A null clears an optional setting; a required one cannot be null.
+    let (status, cleared) = send(patch(&key, json!({"company_id": company_id, "page_width": null}))).await;
+    assert_eq!((status, &cleared["page_width"]), (200, &Value::Null), "{cleared}");
+
+    // Every problem at once, and the settings' own rules as PUT has them.
+    let (status, err) = send(patch(
+        &key,
+        json!({"company_id": company_id, "show_logo": null, "colour": "red", "page_height": "297"}),
+    ))
+    .await;
+    assert_eq!(status, 400, "{err}");
+    let fields: Vec<(&str, &str)> = err["details"]["errors"]
+        .as_array()
+        .expect("errors")
+        .iter()
+        .map(|e| {
+            (
+                e["field"].as_str().unwrap_or(""),
+                e["code"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        fields,
+        vec![
+            ("colour", "unknown_field"),
+            ("page_height", "invalid_type"),
+            ("show_logo", "invalid_type"),
+        ],
+        "{err}"
+    );
+    let (status, err) = send(patch(&key, json!({"company_id": company_id, "page_width": 5}))).await;
+    assert_eq!(
+        (status, err["details"]["errors"][0]["code"].as_str()),
+        (400, Some("out_of_range")),
+        "{err}"
+    );
+    let (status, err) = send(patch(&key, json!({"footer_note": "x"}))).await;
+    assert_eq!(
+        (status, err["details"]["errors"][0]["field"].as_str()),
+        (400, Some("company_id")),
+        "{err}"
+    );
+
+    // PUT's role: a viewer may not.
+    let (_, viewer) = send(
+        app.as_key(Method::POST, "/v1/api-keys", &key, &tenant)
+            .json(&json!({"name": "v", "role": "viewer"})),
+    )
+    .await;
+    let viewer = viewer["key"].as_str().expect("key").to_owned();
+    let (status, _) = send(patch(
+        &viewer,
+        json!({"company_id": company_id, "footer_note": "x"}),
+    ))
+    .await;
+    assert_eq!(status, 403);
+    app.stop().await;
+}
+
+/// Issue 26, item 7: the print settings bodies are typed in the OpenAPI document, PATCH included.
+#[tokio::test]
+async fn the_print_settings_bodies_are_typed_in_the_openapi_document() {
+    let app = TestApp::spawn().await;
+    let doc: Value = app.get("/openapi.json").await.json().await.expect("json");
+    let path = &doc["paths"]["/v1/print-settings"];
+    let body =
+        |method: &str| path[method]["requestBody"]["content"]["application/json"]["schema"]["$ref"].clone();
+    assert_eq!(
+        body("put"),
+        json!("#/components/schemas/PrintSettingsRequest"),
+        "{path}"
+    );
+    assert_eq!(
+        body("patch"),
+        json!("#/components/schemas/PrintSettingsPatch"),
+        "{path}"
+    );
+    let schemas = &doc["components"]["schemas"];
+    let put = &schemas["PrintSettingsRequest"];
+    let patch = &schemas["PrintSettingsPatch"];
+    assert_eq!(put["properties"], patch["properties"], "the same fields");
+    for field in [
+        "company_id",
+        "logo_text",
+        "copy_label",
+        "show_logo",
+        "page_width",
+        "template_elements",
+    ] {
+        assert!(put["properties"][field].is_object(), "{field}: {put}");
+    }
+    assert_eq!(put["properties"]["created_at"]["readOnly"], json!(true), "{put}");
+    assert_eq!(put["additionalProperties"], json!(false));
+    assert!(put["required"].as_array().is_some_and(|r| r.len() == 9), "{put}");
+    assert_eq!(patch["required"], json!(["company_id"]));
+    assert!(path["patch"]["x-kuatia-roles"].is_array(), "{path}");
+    app.stop().await;
+}
+
 #[tokio::test]
 async fn a_company_scoped_key_sees_and_writes_only_its_company() {
     let app = TestApp::spawn().await;

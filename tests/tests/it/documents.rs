@@ -408,6 +408,142 @@ async fn structural_problems_are_400_with_their_code_at_their_field() {
     f.stop().await;
 }
 
+/// Issue 26, item 4: the body is checked against the published JSON Schema first, so every
+/// missing, unknown and mistyped field is named in one answer, at its path, and intake,
+/// validation and the sandbox give the same answer.
+#[tokio::test]
+async fn every_structural_problem_comes_back_at_once_from_intake_validate_and_the_sandbox() {
+    let f = Fx::new().await;
+
+    let posted = f.post("k-empty", &json!({})).await;
+    error_code(posted.status, &posted.body, 400, "validation_error");
+    assert_eq!(
+        pairs(&posted.body["details"]["errors"]),
+        [
+            "currency",
+            "external_id",
+            "issue_datetime",
+            "items",
+            "payment_terms",
+            "seller",
+            "totals",
+            "type"
+        ]
+        .map(|field| pair(field, "required")),
+        "{}",
+        posted.body
+    );
+
+    let mut doc = f.invoice("ERP-1", 1);
+    doc["items"][0]["quantity"] = json!("1");
+    doc["items"][1]["tax_ratee"] = json!(5);
+    doc["buyer"]["colour"] = json!("red");
+    doc["totals"]
+        .as_object_mut()
+        .expect("totals")
+        .remove("grand_total");
+    let expected = vec![
+        pair("buyer.colour", "unknown_field"),
+        pair("items[0].quantity", "invalid_type"),
+        pair("items[1].tax_ratee", "unknown_field"),
+        pair("totals.grand_total", "required"),
+    ];
+    let posted = f.post("k-many", &doc).await;
+    error_code(posted.status, &posted.body, 400, "validation_error");
+    let errors = &posted.body["details"]["errors"];
+    assert_eq!(pairs(errors), expected, "{}", posted.body);
+    assert!(
+        issue_at(errors, "items[1].tax_ratee")["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("`tax_rate`")),
+        "an unknown field's message lists the fields there are: {errors}"
+    );
+
+    let (status, v) = f.validate(&doc).await;
+    assert_eq!((status, &v["valid"]), (200, &json!(false)), "{v}");
+    assert_eq!(&v["errors"], errors, "validate answers what intake answers");
+
+    let (status, preview) = send(
+        f.app
+            .client
+            .post(format!("{}/v1/sandbox/preview", f.app.base))
+            .json(&doc),
+    )
+    .await;
+    assert_eq!(status, 400, "{preview}");
+    assert_eq!(
+        &preview["details"]["errors"], errors,
+        "the sandbox answers what intake answers"
+    );
+
+    assert_eq!(f.ids("").await, Vec::<String>::new(), "nothing stored");
+    f.stop().await;
+}
+
+/// Issue 26, item 5: a date-time without its offset is refused with the form it needs and an
+/// example, not chrono's "premature end of input".
+#[tokio::test]
+async fn a_date_time_without_offset_is_refused_naming_the_form_with_an_example() {
+    let f = Fx::new().await;
+    let mut doc = f.invoice("ERP-1", 1);
+    doc["issue_datetime"] = json!("2026-11-26T10:15:00");
+    let posted = f.post("k-offset", &doc).await;
+    error_code(posted.status, &posted.body, 400, "validation_error");
+    let errors = &posted.body["details"]["errors"];
+    assert_eq!(
+        pairs(errors),
+        vec![pair("issue_datetime", "invalid_format")],
+        "{errors}"
+    );
+    let message = errors[0]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("no UTC offset") && message.contains("2026-11-26T10:15:00-03:00"),
+        "{message}"
+    );
+    assert!(!message.contains("premature end of input"), "{message}");
+
+    let mut doc = f.invoice("ERP-2", 1);
+    doc["payment_terms"] = json!({"condition": "credit", "due_date": "2026-11-26T10:15:00-03:00"});
+    let posted = f.post("k-date", &doc).await;
+    let errors = &posted.body["details"]["errors"];
+    assert_eq!(
+        pairs(errors),
+        vec![pair("payment_terms.due_date", "invalid_format")],
+        "{errors}"
+    );
+    assert!(
+        errors[0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("2026-11-26") && m.contains("YYYY-MM-DD")),
+        "{errors}"
+    );
+    f.stop().await;
+}
+
+/// The schema intake checks against is published, standalone, and is the OpenAPI document's.
+#[tokio::test]
+async fn the_canonical_document_schema_is_published_as_the_openapi_component() {
+    let app = TestApp::spawn().await;
+    let (status, schema) = send(
+        app.client
+            .get(format!("{}/v1/schemas/canonical-document", app.base)),
+    )
+    .await;
+    assert_eq!(status, 200, "{schema}");
+    assert_eq!(schema["$schema"], "https://json-schema.org/draft/2020-12/schema");
+    let (_, openapi) = send(app.client.get(format!("{}/openapi.json", app.base))).await;
+    let component = &openapi["components"]["schemas"]["CanonicalDocument"];
+    assert_eq!(
+        schema["properties"].as_object().map(|p| p.len()),
+        component["properties"].as_object().map(|p| p.len())
+    );
+    assert_eq!(schema["required"], component["required"]);
+    assert_eq!(schema["additionalProperties"], json!(false));
+    assert!(schema["$defs"]["Item"].is_object(), "{schema}");
+    assert!(!schema.to_string().contains("#/components/"), "standalone");
+    app.stop().await;
+}
+
 #[tokio::test]
 async fn missing_or_empty_idempotency_key_is_400() {
     let f = Fx::new().await;
