@@ -493,7 +493,7 @@ fn jobs_are_listed_retried_and_discarded_and_each_change_is_an_event() {
     let document = uuid::Uuid::now_v7();
     let rt = tokio::runtime::Runtime::new().expect("rt");
     let (dead, waiting) = rt.block_on(async {
-        let options = kuatia_infrastructure::store::DatabaseOptions::new(&scratch.url());
+        let options = kuatia_infrastructure::store::DatabaseOptions::new(scratch.url());
         let db = kuatia_infrastructure::store::Database::connect(
             &options,
             Vec::new(),

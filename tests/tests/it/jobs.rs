@@ -648,7 +648,7 @@ async fn an_operator_lists_retries_and_discards_jobs_on_both_backends() {
     let submit_key = format!("submit:{document}");
     assert_eq!(
         list(Some(JobListStatus::Failed), None, None).await,
-        [submit_key.clone()]
+        vec![submit_key.clone()]
     );
     assert_eq!(
         list(Some(JobListStatus::Pending), None, None).await,
@@ -665,12 +665,15 @@ async fn an_operator_lists_retries_and_discards_jobs_on_both_backends() {
         .expect("claim");
     assert_eq!(
         list(Some(JobListStatus::Dead), None, None).await,
-        [submit_key.clone()]
+        vec![submit_key.clone()]
     );
     assert!(list(Some(JobListStatus::Failed), None, None).await.is_empty());
     assert_eq!(list(Some(JobListStatus::Running), None, None).await.len(), 1);
-    assert_eq!(list(None, Some("test.submit"), None).await, [submit_key.clone()]);
-    assert_eq!(list(None, None, Some(document)).await, [submit_key.clone()]);
+    assert_eq!(
+        list(None, Some("test.submit"), None).await,
+        vec![submit_key.clone()]
+    );
+    assert_eq!(list(None, None, Some(document)).await, vec![submit_key.clone()]);
     assert_eq!(list(None, None, None).await.len(), 3);
 
     // Retry: a dead job is due now with exactly one attempt more.
