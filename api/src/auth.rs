@@ -149,6 +149,36 @@ fn session_cookie(parts: &Parts) -> Option<&str> {
         })
 }
 
+/// When this process last wrote each key's use: one write a minute per key at most, so that
+/// `GET /v1/api-keys` shows the last use to the minute without a write per request.
+static USE_WRITTEN: std::sync::LazyLock<
+    std::sync::Mutex<std::collections::HashMap<uuid::Uuid, std::time::Instant>>,
+> = std::sync::LazyLock::new(Default::default);
+
+/// Records that `key` authenticated a request (`api_key_usage`). A failed write is logged, never
+/// a reason to refuse the request.
+async fn note_use(state: &AppState, key: &access::ApiKeyRow) {
+    let now = std::time::Instant::now();
+    {
+        let Ok(mut written) = USE_WRITTEN.lock() else {
+            return;
+        };
+        if written
+            .get(&key.id)
+            .is_some_and(|at| now.duration_since(*at) < std::time::Duration::from_secs(60))
+        {
+            return;
+        }
+        written.insert(key.id, now);
+    }
+    if let Err(err) =
+        kuatia_application::access::record_key_use(&state.store, key.tenant_id, key.id, chrono::Utc::now())
+            .await
+    {
+        tracing::warn!(key_id = %key.id, error = %err, "could not record the API key's use");
+    }
+}
+
 impl FromRequestParts<AppState> for Credentials {
     type Rejection = ApiError;
 
@@ -156,7 +186,10 @@ impl FromRequestParts<AppState> for Credentials {
         if let Some(token) = bearer(parts) {
             let key = access::key_by_hash(&state.store, &sha256_hex(token)).await?;
             return match key.filter(|k| k.is_active(chrono::Utc::now())) {
-                Some(key) => Ok(Self::ApiKey(key)),
+                Some(key) => {
+                    note_use(state, &key).await;
+                    Ok(Self::ApiKey(key))
+                }
                 None => Err(ApiError::unauthenticated("the API key is not valid")),
             };
         }

@@ -48,6 +48,56 @@ pub enum Command {
     /// The sealed secrets (certificate keys, CSCs, credentials).
     #[command(subcommand)]
     Secrets(SecretsCommand),
+    /// The job queue: list jobs, retry or discard one (each change recorded as an event).
+    #[command(subcommand)]
+    Jobs(JobsCommand),
+}
+
+/// `kuatia jobs …`
+#[derive(Debug, Subcommand)]
+pub enum JobsCommand {
+    /// Jobs, the most recently changed first: id, kind, status, attempts, next attempt, last error.
+    List {
+        /// pending, failed (pending after a failed attempt), running, succeeded or dead.
+        #[arg(long, value_parser = parse_job_status)]
+        status: Option<kuatia_application::jobs::JobListStatus>,
+        /// Only this kind (`sifen.submit`, `webhook.deliver`, …).
+        #[arg(long)]
+        kind: Option<String>,
+        /// Only jobs about this document (its id).
+        #[arg(long)]
+        document: Option<uuid::Uuid>,
+        /// At most this many.
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+    },
+    /// Make a dead or waiting job due now, with one more attempt. Recorded as `JobRetried`.
+    Retry {
+        /// The job's id.
+        id: uuid::Uuid,
+        /// Why (kept in the event).
+        #[arg(long)]
+        reason: Option<String>,
+        /// Who: recorded as the event's actor (default: the OS user).
+        #[arg(long)]
+        actor: Option<String>,
+    },
+    /// Make a waiting job dead without running it. Recorded as `JobDiscarded`.
+    Discard {
+        /// The job's id.
+        id: uuid::Uuid,
+        /// Why (required; kept in the event and the job's last error).
+        #[arg(long)]
+        reason: String,
+        /// Who: recorded as the event's actor (default: the OS user).
+        #[arg(long)]
+        actor: Option<String>,
+    },
+}
+
+fn parse_job_status(text: &str) -> Result<kuatia_application::jobs::JobListStatus, String> {
+    kuatia_application::jobs::JobListStatus::parse(text)
+        .ok_or_else(|| format!("{text:?} is not one of pending, failed, running, succeeded, dead"))
 }
 
 /// `kuatia secrets …`
@@ -186,7 +236,8 @@ pub enum ProjectionsCommand {
 /// `kuatia events …`
 #[derive(Debug, Subcommand)]
 pub enum EventsCommand {
-    /// Write a tenant's events as NDJSON (stored form, with hashes), in global order.
+    /// Write a tenant's events as NDJSON (stored form, with hashes), in global order. An unknown
+    /// tenant, document or stream is an error (exit 1), never an empty export.
     Export {
         /// Tenant id (UUID).
         #[arg(long)]
@@ -194,12 +245,21 @@ pub enum EventsCommand {
         /// Only events after this global position.
         #[arg(long, default_value_t = 0)]
         after: i64,
-        /// Only this stream.
+        /// Only this document's events (its id, as the API answers it).
+        #[arg(long, conflicts_with = "stream")]
+        document: Option<uuid::Uuid>,
+        /// Only this stream (the internal stream id, `document:<tenant>:<document>`, …).
         #[arg(long)]
         stream: Option<String>,
     },
-    /// Check every stream's hash chain; exit 1 naming the first broken event.
-    Verify,
+    /// Check hash chains; exit 1 naming the first broken event. With --file, check an export
+    /// offline (no database is opened): every hash, every chain link, positions rising.
+    Verify {
+        /// An NDJSON export (`kuatia events export`) to check instead of the database; `-` reads
+        /// standard input.
+        #[arg(long, value_name = "FILE")]
+        file: Option<std::path::PathBuf>,
+    },
 }
 
 /// Runs the command line; returns the process exit code.
@@ -220,6 +280,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::SifenSim(args) => sifen_sim(args).await,
         Command::Lookup(cmd) => crate::lookup::cli::run(&config, cmd).await,
         Command::Secrets(SecretsCommand::Rotate) => rotate_secrets(&config).await,
+        Command::Jobs(cmd) => jobs(&config, cmd).await,
     };
     match result {
         Ok(code) => code,
@@ -404,18 +465,51 @@ async fn projection_status(store: &SharedStore) -> anyhow::Result<ExitCode> {
 }
 
 async fn events(config: &Config, cmd: EventsCommand) -> anyhow::Result<ExitCode> {
+    // An auditor checks what they were given without access to the service's database.
+    if let EventsCommand::Verify { file: Some(file) } = &cmd {
+        return verify_file(file);
+    }
     let database = crate::compose::open_database(config).await?;
     let store = database.store();
     let result = match cmd {
         EventsCommand::Export {
             tenant,
             after,
+            document,
             stream,
-        } => export(&store, tenant, after, stream).await,
-        EventsCommand::Verify => verify(&store).await,
+        } => {
+            let stream = document
+                .map(|id| kuatia_domain::document::aggregate::stream_id(tenant, id))
+                .or(stream);
+            export(&store, tenant, after, stream, document).await
+        }
+        EventsCommand::Verify { .. } => verify(&store).await,
     };
     database.close().await;
     result
+}
+
+/// Whether the tenant exists: a row in the tenants read model, or (a tenant written by a test
+/// or an import, without its tenant stream) at least one event.
+async fn tenant_known(store: &SharedStore, tenant: TenantId) -> anyhow::Result<bool> {
+    use kuatia_application::projection::SqlValue;
+    let rows = store
+        .query(
+            "SELECT id FROM tenants WHERE id = $1",
+            &[SqlValue::Uuid(tenant.as_uuid())],
+        )
+        .await?;
+    if !rows.is_empty() {
+        return Ok(true);
+    }
+    let any = store
+        .read_all_raw(&ReadFilter {
+            limit: 1,
+            tenant: Some(tenant),
+            ..ReadFilter::default()
+        })
+        .await?;
+    Ok(!any.is_empty())
 }
 
 async fn export(
@@ -423,13 +517,36 @@ async fn export(
     tenant: TenantId,
     after: i64,
     stream: Option<String>,
+    document: Option<uuid::Uuid>,
 ) -> anyhow::Result<ExitCode> {
+    if !tenant_known(store, tenant).await? {
+        bail!("no tenant {tenant}: nothing to export");
+    }
+    if let Some(stream_id) = &stream {
+        let first = store
+            .read_all_raw(&ReadFilter {
+                limit: 1,
+                tenant: Some(tenant),
+                stream_id: Some(stream_id.clone()),
+                ..ReadFilter::default()
+            })
+            .await?;
+        if first.is_empty() {
+            match document {
+                Some(id) => bail!("no document {id} in tenant {tenant}"),
+                None => {
+                    bail!("no stream {stream_id:?} in tenant {tenant} (a document's events: --document <id>)")
+                }
+            }
+        }
+    }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut filter = ReadFilter {
         after,
         limit: 1000,
         tenant: Some(tenant),
         stream_id: stream,
+        ..ReadFilter::default()
     };
     loop {
         let page = store.read_all_raw(&filter).await?;
@@ -441,6 +558,47 @@ async fn export(
         }
     }
     out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints where a chain broke, in the one format both `verify`s use.
+fn print_break(broken: &kuatia_application::hash::ChainBreak) {
+    println!(
+        "BROKEN: event {} (global position {}, stream {}, version {}): {}",
+        broken.event_id, broken.global_position, broken.stream_id, broken.stream_version, broken.reason
+    );
+}
+
+/// `kuatia events verify --file`: the chains of an export, with no database. Every stream must
+/// be whole (from its first version): an export cut with `--after` does not verify.
+fn verify_file(path: &std::path::Path) -> anyhow::Result<ExitCode> {
+    use std::io::BufRead;
+    let reader: Box<dyn BufRead> = if path.as_os_str() == "-" {
+        Box::new(std::io::BufReader::new(std::io::stdin()))
+    } else {
+        Box::new(std::io::BufReader::new(
+            std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?,
+        ))
+    };
+    let mut verifier = ChainVerifier::default();
+    for (n, line) in reader.lines().enumerate() {
+        let line = line.with_context(|| format!("reading {}", path.display()))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let event: kuatia_application::event_store::RecordedEvent = serde_json::from_str(&line)
+            .with_context(|| format!("line {} of {} is not an exported event", n + 1, path.display()))?;
+        if let Err(broken) = verifier.check(&event) {
+            print_break(&broken);
+            return Ok(ExitCode::FAILURE);
+        }
+    }
+    println!(
+        "ok: {} events in {} streams verified, last position {}",
+        verifier.checked(),
+        verifier.streams(),
+        verifier.last_position().unwrap_or(0)
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -457,14 +615,7 @@ async fn verify(store: &SharedStore) -> anyhow::Result<ExitCode> {
         filter.after = last.global_position;
         for event in &page {
             if let Err(broken) = verifier.check(event) {
-                println!(
-                    "BROKEN: event {} (global position {}, stream {}, version {}): {}",
-                    broken.event_id,
-                    broken.global_position,
-                    broken.stream_id,
-                    broken.stream_version,
-                    broken.reason
-                );
+                print_break(&broken);
                 return Ok(ExitCode::FAILURE);
             }
         }
@@ -474,6 +625,173 @@ async fn verify(store: &SharedStore) -> anyhow::Result<ExitCode> {
         verifier.checked(),
         verifier.streams(),
         filter.after
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The operator a support command records: `--actor`, else the OS user.
+fn operator(actor: Option<String>) -> String {
+    actor
+        .filter(|a| !a.trim().is_empty())
+        .or_else(|| std::env::var("USER").ok().filter(|u| !u.is_empty()))
+        .or_else(|| std::env::var("LOGNAME").ok().filter(|u| !u.is_empty()))
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+/// How `jobs list` names a job's status (`failed`: waiting after a failed attempt).
+fn job_status(job: &kuatia_application::jobs::Job) -> &'static str {
+    use kuatia_application::jobs::JobState;
+    match job.state {
+        JobState::Pending if job.last_error.is_some() => "failed",
+        state => state.as_str(),
+    }
+}
+
+async fn jobs(config: &Config, cmd: JobsCommand) -> anyhow::Result<ExitCode> {
+    let database = crate::compose::open_database(config).await?;
+    let queue = database.jobs();
+    let store = database.store();
+    let result = match cmd {
+        JobsCommand::List {
+            status,
+            kind,
+            document,
+            limit,
+        } => list_jobs(queue.as_ref(), status, kind, document, limit).await,
+        JobsCommand::Retry { id, reason, actor } => {
+            let job = queue.retry(id).await?;
+            support_change(&store, queue.as_ref(), id, job, true, operator(actor), reason).await
+        }
+        JobsCommand::Discard { id, reason, actor } => {
+            if reason.trim().is_empty() {
+                bail!("--reason says why the job is discarded; it may not be empty");
+            }
+            let operator = operator(actor);
+            let job = queue
+                .discard(id, &format!("discarded by {operator}: {reason}"))
+                .await?;
+            support_change(&store, queue.as_ref(), id, job, false, operator, Some(reason)).await
+        }
+    };
+    database.close().await;
+    result
+}
+
+async fn list_jobs(
+    queue: &dyn kuatia_application::jobs::JobQueue,
+    status: Option<kuatia_application::jobs::JobListStatus>,
+    kind: Option<String>,
+    document: Option<uuid::Uuid>,
+    limit: usize,
+) -> anyhow::Result<ExitCode> {
+    let jobs = queue
+        .list(&kuatia_application::jobs::JobFilter {
+            status,
+            kind,
+            document,
+            limit,
+        })
+        .await?;
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{:<36} {:<24} {:<9} {:>8}  {:<24}  LAST_ERROR",
+        "ID", "KIND", "STATUS", "ATTEMPTS", "NEXT_ATTEMPT"
+    )?;
+    for job in &jobs {
+        writeln!(
+            out,
+            "{:<36} {:<24} {:<9} {:>8}  {:<24}  {}",
+            job.id,
+            job.kind,
+            job_status(job),
+            format!("{}/{}", job.attempts, job.max_attempts),
+            kuatia_application::hash::format_timestamp(job.next_attempt_at),
+            job.last_error
+                .as_deref()
+                .map(|e| e.replace('\n', " "))
+                .unwrap_or_else(|| "-".into())
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Records a retry or discard that changed `job` as an event of the tenant's `support` stream
+/// (actor `operator:<name>`; `kuatia_domain::support`), or says why nothing changed. The queue
+/// change and the event are two commits: a failed append is reported (exit 1) after the change.
+async fn support_change(
+    store: &SharedStore,
+    queue: &dyn kuatia_application::jobs::JobQueue,
+    id: uuid::Uuid,
+    changed: Option<kuatia_application::jobs::Job>,
+    retried: bool,
+    operator: String,
+    reason: Option<String>,
+) -> anyhow::Result<ExitCode> {
+    use kuatia_application::event_store::{
+        AppendRequest, EventMetadata, ExpectedVersion, NewEvent, StreamRef,
+    };
+    let Some(job) = changed else {
+        match queue.get(id).await? {
+            None => bail!("no job {id}"),
+            Some(job) => bail!(
+                "job {id} is {}: {} only a {} job",
+                job_status(&job),
+                if retried {
+                    "retry changes"
+                } else {
+                    "discard changes"
+                },
+                if retried { "dead or pending" } else { "pending" },
+            ),
+        }
+    };
+    use kuatia_domain::support::{self, SupportEvent};
+    let at = chrono::Utc::now();
+    let event = if retried {
+        SupportEvent::JobRetried {
+            job_id: job.id,
+            kind: job.kind.clone(),
+            idempotency_key: job.idempotency_key.clone(),
+            operator: operator.clone(),
+            reason,
+            at,
+        }
+    } else {
+        SupportEvent::JobDiscarded {
+            job_id: job.id,
+            kind: job.kind.clone(),
+            idempotency_key: job.idempotency_key.clone(),
+            operator: operator.clone(),
+            reason: reason.unwrap_or_default(),
+            at,
+        }
+    };
+    store
+        .append(AppendRequest {
+            stream: StreamRef {
+                tenant_id: job.tenant_id,
+                stream_type: support::STREAM_TYPE.into(),
+                stream_id: support::stream_id(job.tenant_id),
+            },
+            expected: ExpectedVersion::Any,
+            events: vec![NewEvent::from_domain(&event)?],
+            metadata: EventMetadata {
+                actor: Some(format!("operator:{operator}")),
+                ..EventMetadata::default()
+            },
+            jobs: Vec::new(),
+        })
+        .await
+        .context("recording the change in the event log")?;
+    println!(
+        "{} job {} ({}): now {}, attempts {}/{}",
+        if retried { "retried" } else { "discarded" },
+        job.id,
+        job.kind,
+        job_status(&job),
+        job.attempts,
+        job.max_attempts
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -150,6 +150,12 @@ fn rejection_to_error(rejection: JsonRejection) -> ApiError {
     }
 }
 
+/// The field serde named in an "unknown field `x`, expected …" error.
+fn unknown_field(message: &str) -> Option<&str> {
+    let rest = &message[message.find("unknown field `")? + "unknown field `".len()..];
+    Some(&rest[..rest.find('`')?])
+}
+
 /// A wrapper of an axum parts extractor whose rejection is answered 400 `validation_error` in our
 /// error body, the parser's message after `what`.
 macro_rules! parts_extractor {
@@ -171,10 +177,26 @@ macro_rules! parts_extractor {
             ) -> Result<Self, Self::Rejection> {
                 match axum::extract::$name::<T>::from_request_parts(parts, state).await {
                     Ok(axum::extract::$name(value)) => Ok(Self(value)),
-                    Err(rejection) => Err(ApiError::validation(format!(
-                        concat!($what, " is not valid: {}"),
-                        rejection.body_text()
-                    ))),
+                    Err(rejection) => {
+                        let text = rejection.body_text();
+                        // A struct with `#[serde(deny_unknown_fields)]` refuses a parameter it
+                        // does not know: name it as the field in error.
+                        if let Some(name) = unknown_field(&text) {
+                            let expected = text
+                                .find("expected ")
+                                .map(|at| format!(" ({})", &text[at..]))
+                                .unwrap_or_default();
+                            return Err(ApiError::invalid_field(
+                                name,
+                                "unknown_parameter",
+                                format!("not a parameter of this route{expected}"),
+                            ));
+                        }
+                        Err(ApiError::validation(format!(
+                            concat!($what, " is not valid: {}"),
+                            text
+                        )))
+                    }
                 }
             }
         }

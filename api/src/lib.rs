@@ -56,7 +56,10 @@ fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(routes::metrics::metrics))
         .routes(routes!(routes::tenants::create_tenant))
         .routes(routes!(routes::tenants::get_tenant))
-        .routes(routes!(routes::api_keys::create_api_key))
+        .routes(routes!(
+            routes::api_keys::list_api_keys,
+            routes::api_keys::create_api_key
+        ))
         .routes(routes!(routes::api_keys::current_api_key))
         .routes(routes!(routes::api_keys::revoke_api_key))
         .routes(routes!(routes::identity::create_user))
@@ -82,7 +85,10 @@ fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
             routes::branches::list_branches,
             routes::branches::create_branch
         ))
-        .routes(routes!(routes::branches::create_issuance_point))
+        .routes(routes!(
+            routes::branches::list_issuance_points,
+            routes::branches::create_issuance_point
+        ))
         .routes(routes!(
             routes::print_settings::get_print_settings,
             routes::print_settings::put_print_settings,

@@ -72,6 +72,10 @@ fn describe() {
         "Time to serve an HTTP request, by method and route template."
     );
     metrics::describe_gauge!("kuatia_jobs", "Jobs in the queue, by kind and state.");
+    metrics::describe_gauge!(
+        "kuatia_jobs_failed",
+        "Jobs waiting for another attempt after a failed one (`kuatia jobs list --status failed`), by kind."
+    );
     metrics::describe_counter!(
         "kuatia_job_attempts_total",
         "Job attempts run by this instance, by kind and outcome (succeeded, retry, dead, lease_lost, interrupted)."

@@ -285,11 +285,16 @@ fn export_writes_ndjson_and_verify_names_the_first_tampered_event() {
         "3",
     ]);
     assert_eq!(stdout(&after).lines().count(), 2);
-    let other = scratch.run(&["events", "export", "--tenant", &uuid::Uuid::now_v7().to_string()]);
-    assert_eq!(
-        stdout(&other).lines().count(),
-        0,
-        "another tenant's export is empty"
+    let unknown = uuid::Uuid::now_v7();
+    let other = scratch.run(&["events", "export", "--tenant", &unknown.to_string()]);
+    assert!(
+        !other.status.success(),
+        "an unknown tenant is an error, not an empty export"
+    );
+    assert_eq!(stdout(&other).lines().count(), 0);
+    assert!(
+        String::from_utf8_lossy(&other.stderr).contains(&format!("no tenant {unknown}")),
+        "{other:?}"
     );
 
     let ok = scratch.run(&["events", "verify"]);
@@ -325,6 +330,298 @@ fn export_writes_ndjson_and_verify_names_the_first_tampered_event() {
     let text = stdout(&broken);
     assert!(text.contains(&format!("BROKEN: event {victim}")), "{text}");
     assert!(text.contains("stream doc-1, version 2"), "{text}");
+}
+
+#[test]
+fn a_documents_export_is_verified_offline_and_unknown_ids_are_errors() {
+    let scratch = Scratch::new();
+    let tenant = uuid::Uuid::now_v7();
+    let document = uuid::Uuid::now_v7();
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(seed(&scratch.url(), tenant));
+    rt.block_on(seed_document(&scratch.url(), tenant, document));
+
+    // By the document's id, as the API answers it, not the internal stream id.
+    let export = scratch.run(&[
+        "events",
+        "export",
+        "--tenant",
+        &tenant.to_string(),
+        "--document",
+        &document.to_string(),
+    ]);
+    assert!(export.status.success(), "{export:?}");
+    let text = stdout(&export);
+    assert_eq!(text.lines().count(), 3, "{text}");
+    assert!(
+        text.lines()
+            .all(|l| l.contains(&format!("document:{tenant}:{document}")))
+    );
+
+    // Unknown document, unknown stream: errors naming them, nothing printed.
+    let missing = uuid::Uuid::now_v7();
+    let none = scratch.run(&[
+        "events",
+        "export",
+        "--tenant",
+        &tenant.to_string(),
+        "--document",
+        &missing.to_string(),
+    ]);
+    assert!(!none.status.success());
+    assert_eq!(stdout(&none), "");
+    assert!(
+        String::from_utf8_lossy(&none.stderr).contains(&format!("no document {missing}")),
+        "{none:?}"
+    );
+    let bare = scratch.run(&[
+        "events",
+        "export",
+        "--tenant",
+        &tenant.to_string(),
+        "--stream",
+        &document.to_string(),
+    ]);
+    assert!(
+        !bare.status.success(),
+        "a bare document id is not a stream id: {bare:?}"
+    );
+    assert!(
+        String::from_utf8_lossy(&bare.stderr).contains("--document"),
+        "{bare:?}"
+    );
+
+    // The auditor's side: the file alone, with no database to reach.
+    let file = scratch.dir.join("events.ndjson");
+    std::fs::write(&file, &text).expect("write");
+    let offline = |path: &std::path::Path| {
+        scratch
+            .kuatia_with_defaults(&["events", "verify", "--file", path.to_str().expect("path")])
+            .env("DATABASE_URL", "postgres://nobody@127.0.0.1:1/nothing")
+            .env(
+                "KUATIA_MASTER_KEY",
+                "a3VhdGlhLXRlc3QtbWFzdGVyLWtleS0zMi1ieXRlcyE=",
+            )
+            .output()
+            .expect("run")
+    };
+    let ok = offline(&file);
+    assert!(ok.status.success(), "{ok:?}");
+    assert!(
+        stdout(&ok).contains("ok: 3 events in 1 streams verified"),
+        "{}",
+        stdout(&ok)
+    );
+
+    // A changed payload is named; so are events put out of order.
+    let mut lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    let mut tampered = lines.clone();
+    tampered[1]["payload"] = serde_json::json!({"v": 99});
+    let victim = tampered[1]["event_id"].as_str().expect("id").to_owned();
+    let write = |name: &str, events: &[serde_json::Value]| {
+        let path = scratch.dir.join(name);
+        let body: String = events.iter().map(|e| format!("{e}\n")).collect();
+        std::fs::write(&path, body).expect("write");
+        path
+    };
+    let broken = offline(&write("tampered.ndjson", &tampered));
+    assert!(!broken.status.success());
+    assert!(
+        stdout(&broken).contains(&format!("BROKEN: event {victim}")),
+        "{}",
+        stdout(&broken)
+    );
+    assert!(
+        stdout(&broken).contains("does not match the recomputed"),
+        "{}",
+        stdout(&broken)
+    );
+    lines.swap(1, 2);
+    let swapped = offline(&write("swapped.ndjson", &lines));
+    assert!(!swapped.status.success());
+    assert!(stdout(&swapped).contains("BROKEN: event"), "{}", stdout(&swapped));
+    let garbage = offline(&write(
+        "garbage.ndjson",
+        &[serde_json::json!({"not": "an event"})],
+    ));
+    assert!(!garbage.status.success());
+    assert!(
+        String::from_utf8_lossy(&garbage.stderr).contains("line 1"),
+        "{garbage:?}"
+    );
+}
+
+/// Appends three events to the stream of document `document` of `tenant`, as the API names it.
+async fn seed_document(url: &str, tenant: uuid::Uuid, document: uuid::Uuid) {
+    use kuatia_application::event_store::{
+        AppendRequest, EventMetadata, ExpectedVersion, NewEvent, StreamRef,
+    };
+    use kuatia_domain::tenancy::TenantId;
+    let options = kuatia_infrastructure::store::DatabaseOptions::new(url);
+    let db = kuatia_infrastructure::store::Database::connect(
+        &options,
+        Vec::new(),
+        std::sync::Arc::new(kuatia_application::upcast::UpcasterChain::new()),
+    )
+    .await
+    .expect("open");
+    let tenant = TenantId::from_uuid(tenant);
+    for v in 0..3u64 {
+        db.store()
+            .append(AppendRequest {
+                stream: StreamRef {
+                    tenant_id: tenant,
+                    stream_type: "ledger".into(),
+                    stream_id: kuatia_domain::document::aggregate::stream_id(tenant, document),
+                },
+                expected: ExpectedVersion::from_current(v),
+                events: vec![NewEvent::new("Recorded", 1, serde_json::json!({"v": v}))],
+                metadata: EventMetadata::default(),
+                jobs: Vec::new(),
+            })
+            .await
+            .expect("append");
+    }
+    db.close().await;
+}
+
+#[test]
+fn jobs_are_listed_retried_and_discarded_and_each_change_is_an_event() {
+    use kuatia_application::jobs::NewJob;
+    use kuatia_domain::tenancy::TenantId;
+    let scratch = Scratch::new();
+    let tenant = uuid::Uuid::now_v7();
+    let document = uuid::Uuid::now_v7();
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let (dead, waiting) = rt.block_on(async {
+        let options = kuatia_infrastructure::store::DatabaseOptions::new(scratch.url());
+        let db = kuatia_infrastructure::store::Database::connect(
+            &options,
+            Vec::new(),
+            std::sync::Arc::new(kuatia_application::upcast::UpcasterChain::new()),
+        )
+        .await
+        .expect("open");
+        let jobs = db.jobs();
+        let mut stuck = NewJob::new(
+            "sifen.submit",
+            format!("submit:{document}"),
+            TenantId::from_uuid(tenant),
+            serde_json::json!({"document_id": document}),
+        );
+        stuck.max_attempts = 1;
+        jobs.enqueue(&stuck).await.expect("enqueue");
+        jobs.enqueue(&NewJob::new(
+            "webhook.deliver",
+            "deliver:1",
+            TenantId::from_uuid(tenant),
+            serde_json::json!({}),
+        ))
+        .await
+        .expect("enqueue");
+        let claimed = jobs
+            .claim(
+                "w",
+                &["sifen.submit".to_owned()],
+                1,
+                std::time::Duration::from_secs(30),
+            )
+            .await
+            .expect("claim");
+        jobs.fail(claimed[0].id, "w", "SIFEN answered 0160", None)
+            .await
+            .expect("fail");
+        let waiting = jobs.get_by_key("deliver:1").await.expect("get").expect("job");
+        db.close().await;
+        (claimed[0].id, waiting.id)
+    });
+
+    let list = |args: &[&str]| {
+        let mut all = vec!["jobs", "list"];
+        all.extend_from_slice(args);
+        let out = scratch.run(&all);
+        assert!(out.status.success(), "{out:?}");
+        stdout(&out)
+    };
+    let everything = list(&[]);
+    assert!(
+        everything.contains(&dead.to_string()) && everything.contains(&waiting.to_string()),
+        "{everything}"
+    );
+    let dead_only = list(&["--status", "dead"]);
+    assert!(dead_only.contains(&dead.to_string()), "{dead_only}");
+    assert!(dead_only.contains("SIFEN answered 0160"), "{dead_only}");
+    assert!(!dead_only.contains(&waiting.to_string()), "{dead_only}");
+    assert!(!list(&["--kind", "webhook.deliver"]).contains(&dead.to_string()));
+    let about = list(&["--document", &document.to_string()]);
+    assert!(
+        about.contains(&dead.to_string()) && !about.contains(&waiting.to_string()),
+        "{about}"
+    );
+    let bad = scratch.run(&["jobs", "list", "--status", "stuck"]);
+    assert!(!bad.status.success());
+
+    // Retry the dead job: due again with one attempt more, recorded with who and why.
+    let retried = scratch.run(&[
+        "jobs",
+        "retry",
+        &dead.to_string(),
+        "--reason",
+        "SIFEN is back",
+        "--actor",
+        "ana",
+    ]);
+    assert!(retried.status.success(), "{retried:?}");
+    assert!(
+        stdout(&retried).contains("now failed, attempts 1/2"),
+        "{}",
+        stdout(&retried)
+    );
+    assert!(list(&["--status", "failed"]).contains(&dead.to_string()));
+
+    // Discard needs a reason; a waiting job becomes dead without running.
+    let no_reason = scratch.run(&["jobs", "discard", &waiting.to_string()]);
+    assert!(!no_reason.status.success());
+    let discarded = scratch.run(&[
+        "jobs",
+        "discard",
+        &waiting.to_string(),
+        "--reason",
+        "endpoint gone",
+        "--actor",
+        "ana",
+    ]);
+    assert!(discarded.status.success(), "{discarded:?}");
+    let dead_now = list(&["--status", "dead"]);
+    assert!(dead_now.contains("discarded by ana: endpoint gone"), "{dead_now}");
+    // Nothing to change: an error naming why, and no event.
+    let again = scratch.run(&["jobs", "discard", &waiting.to_string(), "--reason", "x"]);
+    assert!(!again.status.success());
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("is dead"),
+        "{again:?}"
+    );
+    let missing = scratch.run(&["jobs", "retry", &uuid::Uuid::now_v7().to_string()]);
+    assert!(!missing.status.success());
+
+    let export = scratch.run(&["events", "export", "--tenant", &tenant.to_string()]);
+    assert!(export.status.success(), "{export:?}");
+    let events: Vec<serde_json::Value> = stdout(&export)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    let types: Vec<&str> = events.iter().filter_map(|e| e["event_type"].as_str()).collect();
+    assert_eq!(types, ["JobRetried", "JobDiscarded"]);
+    assert_eq!(events[0]["metadata"]["actor"], "operator:ana");
+    assert_eq!(events[0]["payload"]["JobRetried"]["reason"], "SIFEN is back");
+    assert_eq!(
+        events[1]["payload"]["JobDiscarded"]["job_id"],
+        waiting.to_string()
+    );
+    assert_eq!(events[1]["stream_id"], format!("support:{tenant}"));
 }
 
 #[test]

@@ -163,6 +163,29 @@ pub async fn create_tenant(
     Ok((tenant_id, issued(grant, generated.secret)))
 }
 
+/// Notes that a key authenticated a request at `at` (`api_key_usage`; never moves back). Not an
+/// event: use is not a change of the tenant, and a write in the log per request would drown it.
+pub async fn record_key_use(
+    store: &SharedStore,
+    tenant: TenantId,
+    key_id: Uuid,
+    at: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    store
+        .execute(
+            "INSERT INTO api_key_usage (key_id, tenant_id, last_used_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (key_id) DO UPDATE SET last_used_at = excluded.last_used_at \
+             WHERE api_key_usage.last_used_at < excluded.last_used_at",
+            &[
+                crate::projection::SqlValue::Uuid(key_id),
+                crate::projection::SqlValue::Uuid(tenant.as_uuid()),
+                crate::projection::SqlValue::Timestamp(at),
+            ],
+        )
+        .await?;
+    Ok(())
+}
+
 /// Writes the SHA-256 that authenticates a key, before the event that issues it: an event in the
 /// log always has its hash; a failed append leaves only a hash of a key that does not exist.
 async fn record_hash(

@@ -137,6 +137,19 @@ impl NewEvent {
             payload,
         }
     }
+
+    /// A domain event as the store keeps it: its stable type name, its schema version, and its
+    /// serialised body (for an event appended without an aggregate, as support events are).
+    pub fn from_domain<E: cqrs_es::DomainEvent + Serialize>(event: &E) -> Result<Self, StoreError> {
+        let schema_version = kuatia_domain::event::schema_version(event).ok_or_else(|| {
+            StoreError::Invalid(format!(
+                "event {} has no integer schema version",
+                event.event_type()
+            ))
+        })?;
+        let payload = serde_json::to_value(event).map_err(|e| StoreError::Invalid(e.to_string()))?;
+        Ok(Self::new(event.event_type(), schema_version, payload))
+    }
 }
 
 /// One atomic append: events to one stream, and the jobs they cause (the outbox), committed
@@ -208,6 +221,15 @@ pub struct ReadFilter {
     pub tenant: Option<TenantId>,
     /// Only this stream's events.
     pub stream_id: Option<String>,
+    /// Only events of this type (`DocumentReceived`).
+    pub event_type: Option<String>,
+    /// Only events of this company (with `tenant`): the company's own stream (its configuration,
+    /// branches, issuance points, certificates, channels) and the streams of its documents. Events
+    /// carry no company column: the company is read at query time through the companies and
+    /// documents read models, which are written in the append's transaction and rebuilt in one
+    /// transaction that blocks appends, so the answer is the same before and after a rebuild
+    /// (docs/adr/0001-event-store.md, "Company of an event").
+    pub company: Option<uuid::Uuid>,
 }
 
 /// Errors of the event store. A version conflict is a normal, typed outcome; the rest are

@@ -104,6 +104,7 @@ pub struct ChainBreak {
 pub struct ChainVerifier {
     heads: std::collections::HashMap<String, (u64, String)>,
     checked: u64,
+    last_position: Option<i64>,
 }
 
 impl ChainVerifier {
@@ -116,6 +117,14 @@ impl ChainVerifier {
             stream_version: event.stream_version,
             reason,
         };
+        if let Some(last) = self.last_position
+            && event.global_position <= last
+        {
+            return Err(broken(format!(
+                "global position {} comes after position {} (positions must rise)",
+                event.global_position, last
+            )));
+        }
         let (expected_version, expected_prev) = match self.heads.get(&event.stream_id) {
             Some((version, hash)) => (version + 1, Some(hash.as_str())),
             None => (1, None),
@@ -144,12 +153,18 @@ impl ChainVerifier {
             (event.stream_version, event.hash.clone()),
         );
         self.checked += 1;
+        self.last_position = Some(event.global_position);
         Ok(())
     }
 
     /// How many events passed.
     pub fn checked(&self) -> u64 {
         self.checked
+    }
+
+    /// The position of the last event that passed (`None` before the first).
+    pub fn last_position(&self) -> Option<i64> {
+        self.last_position
     }
 
     /// How many streams were seen.
@@ -205,6 +220,22 @@ mod tests {
         let err = verifier.check(&e2).unwrap_err();
         assert_eq!(err.stream_version, 2);
         assert!(err.reason.contains("does not match"), "{}", err.reason);
+    }
+
+    #[test]
+    fn positions_out_of_order_break_the_chain() {
+        let mut a = event(1, None, json!({}));
+        a.stream_id = "s-a".into();
+        a.global_position = 5;
+        a.hash = recompute(&a);
+        let mut b = event(1, None, json!({}));
+        b.stream_id = "s-b".into();
+        b.global_position = 4;
+        b.hash = recompute(&b);
+        let mut verifier = ChainVerifier::default();
+        verifier.check(&a).unwrap();
+        let err = verifier.check(&b).unwrap_err();
+        assert!(err.reason.contains("positions must rise"), "{}", err.reason);
     }
 
     #[test]

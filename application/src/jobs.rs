@@ -181,6 +181,77 @@ pub trait JobQueue: Send + Sync {
 
     /// Jobs per kind and state.
     async fn counts(&self) -> Result<Vec<JobCount>, StoreError>;
+
+    /// Jobs matching `filter`, the most recently changed first (`kuatia jobs list`).
+    async fn list(&self, filter: &JobFilter) -> Result<Vec<Job>, StoreError>;
+
+    /// Makes a dead or waiting job due now, with one attempt more than it has used (so a dead
+    /// job gets exactly one more try before it is dead again). Returns the job as it is now, or
+    /// `None` when there is no such job or it is running or succeeded (nothing changed).
+    async fn retry(&self, job_id: Uuid) -> Result<Option<Job>, StoreError>;
+
+    /// Makes a waiting job dead without running it, noting `note` as its `last_error`. Returns
+    /// the job as it is now, or `None` when there is no such job or it is not pending.
+    async fn discard(&self, job_id: Uuid, note: &str) -> Result<Option<Job>, StoreError>;
+}
+
+/// What `kuatia jobs list --status` asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobListStatus {
+    /// Waiting for its next attempt (failed ones included).
+    Pending,
+    /// Waiting for its next attempt after a failed one (`pending` with a `last_error`).
+    Failed,
+    /// Leased by a worker.
+    Running,
+    /// Done.
+    Succeeded,
+    /// Out of attempts, or discarded.
+    Dead,
+}
+
+impl JobListStatus {
+    /// Parses `pending`, `failed`, `running`, `succeeded` or `dead`.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "pending" => Self::Pending,
+            "failed" => Self::Failed,
+            "running" => Self::Running,
+            "succeeded" => Self::Succeeded,
+            "dead" => Self::Dead,
+            _ => return None,
+        })
+    }
+
+    /// The stored state it reads.
+    pub fn state(&self) -> JobState {
+        match self {
+            Self::Pending | Self::Failed => JobState::Pending,
+            Self::Running => JobState::Running,
+            Self::Succeeded => JobState::Succeeded,
+            Self::Dead => JobState::Dead,
+        }
+    }
+}
+
+/// Which jobs [`JobQueue::list`] returns.
+#[derive(Debug, Clone, Default)]
+pub struct JobFilter {
+    /// Only jobs in this state (`None`: every state).
+    pub status: Option<JobListStatus>,
+    /// Only jobs of this kind (`sifen.submit`).
+    pub kind: Option<String>,
+    /// Only jobs about this document (its id in the job's payload or idempotency key).
+    pub document: Option<Uuid>,
+    /// At most this many.
+    pub limit: usize,
+}
+
+impl JobFilter {
+    /// The `LIKE` pattern the document filter is read with.
+    pub fn document_pattern(&self) -> Option<String> {
+        self.document.map(|id| format!("%{id}%"))
+    }
 }
 
 /// Exponential backoff with jitter: `base × factor^(attempt−1)`, capped at `max`, then spread by

@@ -1116,6 +1116,41 @@ pub(crate) mod tests {
         }
     }
 
+    /// One event of every type, as the catalogue (docs/events.md) shows them.
+    pub(crate) fn samples() -> Vec<CompanyEvent> {
+        let mut branch = branch(2, "001");
+        branch.is_default = true;
+        let mut point = point(3, 2, "001");
+        point.is_default = true;
+        let mut updated = profile();
+        updated.trade_name = Some("DEGESA".into());
+        vec![
+            registered(),
+            CompanyEvent::CompanyProfileUpdated {
+                company_id: Uuid::from_u128(1),
+                profile: updated,
+            },
+            CompanyEvent::BranchAdded {
+                company_id: Uuid::from_u128(1),
+                branch,
+            },
+            CompanyEvent::IssuancePointAdded {
+                company_id: Uuid::from_u128(1),
+                point,
+            },
+            CompanyEvent::PrintSettingsChanged {
+                company_id: Uuid::from_u128(1),
+                settings_id: Uuid::from_u128(20),
+                settings: PrintSettings::defaults("DE GENERACION ELECTRONICA S.A."),
+            },
+            certificate_added(5, &"ab".repeat(32)),
+            CompanyEvent::EmissionChannelConfigured {
+                company_id: Uuid::from_u128(1),
+                channel: sifen_channel(5),
+            },
+        ]
+    }
+
     #[test]
     fn a_channel_refers_to_the_companys_own_records_and_keeps_its_kind() {
         let configured = |c: EmissionChannel| CompanyEvent::EmissionChannelConfigured {

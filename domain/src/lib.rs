@@ -23,6 +23,10 @@ pub mod lookup;
 pub mod print_settings;
 pub mod ruc;
 pub mod sifen;
+pub mod support;
 pub mod tenancy;
 pub mod tenant;
 pub mod webhook;
+
+#[cfg(test)]
+mod catalogue;

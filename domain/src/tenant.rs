@@ -567,9 +567,49 @@ fn check_name(name: &str) -> Result<(), TenantError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use cqrs_es::test::TestFramework;
+
+    /// One event of every type, as the catalogue (docs/events.md) shows them.
+    pub(crate) fn samples() -> Vec<TenantEvent> {
+        vec![
+            created(),
+            TenantEvent::ApiKeyIssued(KeyGrant {
+                // Written since the hashes moved to the credentials table.
+                key_sha256: String::new(),
+                ..key(Role::Issuer)
+            }),
+            TenantEvent::ApiKeyRevoked {
+                key_id: Uuid::from_u128(7),
+                revoked_by: Some(format!("api_key:{}", Uuid::from_u128(6))),
+            },
+            TenantEvent::MemberInvited {
+                invitation_id: Uuid::from_u128(11),
+                email: "ana@acme.com.py".into(),
+                role: Role::Admin,
+                expires_at: DateTime::<Utc>::from_timestamp(1_800_000_000, 0).expect("time"),
+                invited_by: format!("api_key:{}", Uuid::from_u128(6)),
+            },
+            TenantEvent::InvitationRevoked {
+                invitation_id: Uuid::from_u128(11),
+                revoked_by: format!("user:{}", Uuid::from_u128(12)),
+            },
+            TenantEvent::MemberAdded {
+                membership_id: Uuid::from_u128(13),
+                user_id: Uuid::from_u128(12),
+                role: Role::Admin,
+                invitation_id: Some(Uuid::from_u128(11)),
+            },
+            TenantEvent::MemberRoleChanged {
+                user_id: Uuid::from_u128(12),
+                role: Role::Auditor,
+            },
+            TenantEvent::MemberRemoved {
+                user_id: Uuid::from_u128(12),
+            },
+        ]
+    }
 
     fn key(role: Role) -> KeyGrant {
         KeyGrant {

@@ -336,9 +336,27 @@ impl Aggregate for WebhookEndpoint {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use cqrs_es::test::TestFramework;
+
+    /// One event of every type, as the catalogue (docs/events.md) shows them.
+    pub(crate) fn samples() -> Vec<EndpointEvent> {
+        let mut changed = settings(true);
+        changed.events = vec!["document.accepted".into(), "document.rejected".into()];
+        changed.description = Some("ERP".into());
+        vec![
+            created(),
+            EndpointEvent::WebhookEndpointUpdated { settings: changed },
+            EndpointEvent::WebhookSecretRotated {
+                secret_id: Uuid::from_u128(9),
+                previous_secret_id: Uuid::from_u128(2),
+                previous_valid_until: DateTime::<Utc>::from_timestamp(1_800_000_000, 0).expect("time"),
+            },
+            EndpointEvent::WebhookEndpointDeactivated,
+            EndpointEvent::WebhookEndpointDeleted,
+        ]
+    }
 
     fn settings(active: bool) -> EndpointSettings {
         EndpointSettings {

@@ -306,6 +306,34 @@ fn key_row(r: &[SqlValue]) -> Result<ApiKeyRow, StoreError> {
     })
 }
 
+/// The tenant's keys (of one company when `company` is given), oldest first, each with when it
+/// was last used (`api_key_usage`, written by authentication; `None`: never, or not since the
+/// table exists).
+pub async fn keys(
+    store: &SharedStore,
+    tenant: TenantId,
+    company: Option<Uuid>,
+) -> Result<Vec<(ApiKeyRow, Option<DateTime<Utc>>)>, StoreError> {
+    let rows = store
+        .query(
+            "SELECT k.id, k.tenant_id, k.name, k.role, k.company_id, k.prefix, k.created_at, k.expires_at, \
+               k.revoked_at, u.last_used_at \
+             FROM api_keys k LEFT JOIN api_key_usage u ON u.key_id = k.id \
+             WHERE k.tenant_id = $1 AND ($2 IS NULL OR k.company_id = $2) ORDER BY k.created_at, k.id",
+            &[
+                SqlValue::Uuid(tenant.as_uuid()),
+                company.map_or(
+                    SqlValue::TypedNull(kuatia_application::projection::SqlType::Uuid),
+                    SqlValue::Uuid,
+                ),
+            ],
+        )
+        .await?;
+    rows.iter()
+        .map(|r| Ok((key_row(r)?, r[9].non_null().and_then(SqlValue::as_timestamp))))
+        .collect()
+}
+
 /// Finds a key by the SHA-256 of its secret.
 pub async fn key_by_hash(store: &SharedStore, sha256: &str) -> Result<Option<ApiKeyRow>, StoreError> {
     let rows = store

@@ -373,6 +373,18 @@ pub struct PointRow {
     pub created_at: DateTime<Utc>,
 }
 
+fn point_row(r: &[SqlValue]) -> Result<PointRow, StoreError> {
+    Ok(PointRow {
+        id: r[0].as_uuid().ok_or_else(|| corrupt("point id"))?,
+        company_id: r[1].as_uuid().ok_or_else(|| corrupt("point company"))?,
+        branch_id: r[2].as_uuid().ok_or_else(|| corrupt("point branch"))?,
+        code: r[3].as_text().ok_or_else(|| corrupt("point code"))?,
+        name: r[4].non_null().and_then(SqlValue::as_text),
+        is_default: r[5].as_i64().is_some_and(|v| v != 0),
+        created_at: r[6].as_timestamp().ok_or_else(|| corrupt("created_at"))?,
+    })
+}
+
 /// One issuance point of the tenant.
 pub async fn issuance_point(
     store: &SharedStore,
@@ -386,19 +398,31 @@ pub async fn issuance_point(
             &[SqlValue::Uuid(tenant.as_uuid()), SqlValue::Uuid(id)],
         )
         .await?;
-    rows.first()
-        .map(|r| {
-            Ok(PointRow {
-                id: r[0].as_uuid().ok_or_else(|| corrupt("point id"))?,
-                company_id: r[1].as_uuid().ok_or_else(|| corrupt("point company"))?,
-                branch_id: r[2].as_uuid().ok_or_else(|| corrupt("point branch"))?,
-                code: r[3].as_text().ok_or_else(|| corrupt("point code"))?,
-                name: r[4].non_null().and_then(SqlValue::as_text),
-                is_default: r[5].as_i64().is_some_and(|v| v != 0),
-                created_at: r[6].as_timestamp().ok_or_else(|| corrupt("created_at"))?,
-            })
-        })
-        .transpose()
+    rows.first().map(|r| point_row(r)).transpose()
+}
+
+/// The tenant's issuance points (of one company, of one branch, when given), by company, branch
+/// and code.
+pub async fn issuance_points(
+    store: &SharedStore,
+    tenant: TenantId,
+    company: Option<Uuid>,
+    branch: Option<Uuid>,
+) -> Result<Vec<PointRow>, StoreError> {
+    let null = || SqlValue::TypedNull(kuatia_application::projection::SqlType::Uuid);
+    let rows = store
+        .query(
+            "SELECT id, company_id, branch_id, code, name, is_default, created_at FROM issuance_points \
+             WHERE tenant_id = $1 AND ($2 IS NULL OR company_id = $2) AND ($3 IS NULL OR branch_id = $3) \
+             ORDER BY company_id, branch_id, code",
+            &[
+                SqlValue::Uuid(tenant.as_uuid()),
+                company.map_or_else(null, SqlValue::Uuid),
+                branch.map_or_else(null, SqlValue::Uuid),
+            ],
+        )
+        .await?;
+    rows.iter().map(|r| point_row(r)).collect()
 }
 
 /// Saved print settings of a company.

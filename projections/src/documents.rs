@@ -832,6 +832,10 @@ pub struct TimelineEntry {
     pub actor: Option<String>,
     /// The event's data.
     pub data: Value,
+    /// The previous event's hash in the stream (`None` for the first).
+    pub prev_hash: Option<String>,
+    /// The event's chain hash.
+    pub hash: String,
 }
 
 /// A document's timeline, oldest first: the events of its stream (upcast, as every read path
@@ -858,6 +862,8 @@ pub async fn timeline(
                 at: event.recorded_at,
                 actor: event.metadata.actor,
                 data: event.payload,
+                prev_hash: event.prev_hash,
+                hash: event.hash,
             })
         })
         .collect()

@@ -1,14 +1,15 @@
 //! Contract §4.3: `POST /v1/api-keys`, `GET /v1/api-keys/current`, and `DELETE /v1/api-keys/{id}`
-//! (DECISIONS §2).
+//! (DECISIONS §2); `GET /v1/api-keys` lists them with their last use, so that an auditor can
+//! name the `api_key:<id>` actors of the event log.
 
-use crate::extract::Path;
+use crate::extract::{Path, Query};
 use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use kuatia_application::access::{self, KeyRequest};
 use kuatia_domain::access::{Permission, Role};
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use crate::auth::{Caller, Credentials};
@@ -72,6 +73,26 @@ pub struct CurrentApiKey {
     pub tenant_id: Uuid,
 }
 
+/// A key as listed: its record, whether it still works, and when it was last used.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ListedApiKey {
+    /// The record.
+    #[serde(flatten)]
+    pub record: ApiKeyView,
+    /// When it was revoked (it no longer authenticates).
+    pub revoked_at: Option<DateTime<Utc>>,
+    /// When it last authenticated a request, to the minute; null when never.
+    pub last_used_at: Option<DateTime<Utc>>,
+}
+
+/// `GET /v1/api-keys` query. Unknown parameters are refused.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ApiKeysQuery {
+    /// Only keys scoped to this company (a company-scoped caller: its own).
+    pub company_id: Option<Uuid>,
+}
+
 /// `DELETE /v1/api-keys/{id}` answer.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct RevokedApiKey {
@@ -107,6 +128,9 @@ async fn stream_of(
 pub const CREATE_API_KEY: Permission = Permission::ManageAccess;
 /// Needed by `GET /v1/api-keys/current`.
 pub const CURRENT_API_KEY: Permission = Permission::ReadConfiguration;
+/// Needed by `GET /v1/api-keys`: the roles that read the event log (owner, admin, auditor), so
+/// that they can name its `api_key:<id>` actors.
+pub const LIST_API_KEYS: Permission = Permission::ReadAudit;
 /// Needed by `DELETE /v1/api-keys/{id}`.
 pub const REVOKE_API_KEY: Permission = Permission::ManageAccess;
 
@@ -177,6 +201,41 @@ pub async fn create_api_key(
             record: view(&row),
             key: issued.key,
         }),
+    ))
+}
+
+/// Lists the tenant's keys, revoked ones too, oldest first, each with its last use (never a
+/// secret). A company-scoped caller sees its company's keys only.
+#[utoipa::path(
+    get,
+    path = "/v1/api-keys",
+    tag = "tenancy",
+    security(("api_key" = []), ("session" = [])),
+    params(ApiKeysQuery, ("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")),
+    responses(
+        (status = 200, description = "The keys", body = [ListedApiKey]),
+        (status = 400, description = "A malformed or unknown parameter", body = ErrorBody),
+        (status = 401, description = "No valid API key", body = ErrorBody),
+        (status = 403, description = "Role not allowed", body = ErrorBody),
+        (status = 404, description = "A company-scoped caller named another company", body = ErrorBody)
+    )
+)]
+pub async fn list_api_keys(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(query): Query<ApiKeysQuery>,
+) -> Result<axum::Json<Vec<ListedApiKey>>, ApiError> {
+    caller.require(LIST_API_KEYS)?;
+    let company = caller.company_scope(query.company_id)?;
+    let keys = kuatia_projections::access::keys(&state.store, caller.tenant, company).await?;
+    Ok(axum::Json(
+        keys.into_iter()
+            .map(|(row, last_used_at)| ListedApiKey {
+                record: view(&row),
+                revoked_at: row.revoked_at,
+                last_used_at,
+            })
+            .collect(),
     ))
 }
 

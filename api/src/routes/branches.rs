@@ -1,4 +1,4 @@
-//! Contract §4.3: `GET|POST /v1/branches`, `POST /v1/issuance-points` (DECISIONS §3).
+//! Contract §4.3: `GET|POST /v1/branches`, `GET|POST /v1/issuance-points` (DECISIONS §3).
 
 use crate::extract::Query;
 use axum::extract::State;
@@ -21,6 +21,8 @@ use crate::state::AppState;
 pub const LIST_BRANCHES: Permission = Permission::ReadConfiguration;
 /// Needed by `POST /v1/branches`.
 pub const CREATE_BRANCH: Permission = Permission::ManageConfiguration;
+/// Needed by `GET /v1/issuance-points`.
+pub const LIST_POINTS: Permission = Permission::ReadConfiguration;
 /// Needed by `POST /v1/issuance-points`.
 pub const CREATE_POINT: Permission = Permission::ManageConfiguration;
 
@@ -218,6 +220,65 @@ pub struct IssuancePointView {
     pub created_at: DateTime<Utc>,
 }
 
+impl From<kuatia_projections::configuration::PointRow> for IssuancePointView {
+    fn from(row: kuatia_projections::configuration::PointRow) -> Self {
+        Self {
+            id: row.id,
+            company_id: row.company_id,
+            branch_id: row.branch_id,
+            code: row.code,
+            name: row.name,
+            is_default: row.is_default,
+            created_at: row.created_at,
+        }
+    }
+}
+
+/// `GET /v1/issuance-points` query. Unknown parameters are refused.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct PointQuery {
+    /// Only this company's points.
+    pub company_id: Option<Uuid>,
+    /// Only this branch's points.
+    pub branch_id: Option<Uuid>,
+}
+
+/// Lists issuance points, of one company or branch or of all (a company-scoped key sees only its
+/// company's), by company, branch and code.
+#[utoipa::path(
+    get,
+    path = "/v1/issuance-points",
+    tag = "configuration",
+    security(("api_key" = []), ("session" = [])),
+    params(PointQuery, ("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")),
+    responses(
+        (status = 200, description = "Issuance points by company, branch and code", body = [IssuancePointView]),
+        (status = 400, description = "A malformed or unknown parameter", body = ErrorBody),
+        (status = 401, description = "No valid credentials", body = ErrorBody),
+        (status = 403, description = "Not this tenant", body = ErrorBody),
+        (status = 404, description = "A company-scoped key named another company", body = ErrorBody)
+    )
+)]
+pub async fn list_issuance_points(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(query): Query<PointQuery>,
+) -> Result<axum::Json<Vec<IssuancePointView>>, ApiError> {
+    caller.require(LIST_POINTS)?;
+    let company = caller.company_scope(query.company_id)?;
+    let rows = kuatia_projections::configuration::issuance_points(
+        &state.store,
+        caller.tenant,
+        company,
+        query.branch_id,
+    )
+    .await?;
+    Ok(axum::Json(
+        rows.into_iter().map(IssuancePointView::from).collect(),
+    ))
+}
+
 /// Adds an issuance point (punto de expedición) to a branch.
 #[utoipa::path(
     post,
@@ -267,16 +328,5 @@ pub async fn create_issuance_point(
     let row = kuatia_projections::configuration::issuance_point(&state.store, caller.tenant, id)
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::InternalError, "the new point is not readable"))?;
-    Ok((
-        StatusCode::CREATED,
-        axum::Json(IssuancePointView {
-            id: row.id,
-            company_id: row.company_id,
-            branch_id: row.branch_id,
-            code: row.code,
-            name: row.name,
-            is_default: row.is_default,
-            created_at: row.created_at,
-        }),
-    ))
+    Ok((StatusCode::CREATED, axum::Json(row.into())))
 }

@@ -1292,16 +1292,23 @@ pub struct TimelineView {
     pub status: String,
     /// When it was recorded.
     pub at: chrono::DateTime<Utc>,
-    /// Who (`api_key:<id>`, `user:<id>`, `system:<job>`).
-    pub actor: Option<String>,
+    /// Who, resolved when read (`{type, id, name}`: a key's current name, a user's email; see
+    /// `GET /v1/events`); null when the event has none.
+    pub actor: Option<crate::routes::events::ActorView>,
     /// The event's data.
     #[schema(value_type = Object)]
     pub data: Value,
+    /// The previous event's `hash` in this document's stream; null for the first.
+    pub prev_hash: Option<String>,
+    /// The event's chain hash (hex SHA-256; `kuatia events verify`).
+    pub hash: String,
 }
 
 async fn timeline_of(state: &AppState, caller: &Caller, id: Uuid) -> Result<Vec<TimelineView>, ApiError> {
-    Ok(read_docs::timeline(&state.store, caller.tenant, id)
-        .await?
+    let entries = read_docs::timeline(&state.store, caller.tenant, id).await?;
+    let named: Vec<String> = entries.iter().filter_map(|e| e.actor.clone()).collect();
+    let actors = crate::routes::events::resolve_actors(state, caller.tenant, &named).await?;
+    Ok(entries
         .into_iter()
         .map(|e| TimelineView {
             position: e.position,
@@ -1309,8 +1316,10 @@ async fn timeline_of(state: &AppState, caller: &Caller, id: Uuid) -> Result<Vec<
             event_type: e.event_type,
             status: e.status,
             at: e.at,
-            actor: e.actor,
+            actor: e.actor.as_deref().and_then(|a| actors.get(a).cloned()),
             data: e.data,
+            prev_hash: e.prev_hash,
+            hash: e.hash,
         })
         .collect())
 }

@@ -71,6 +71,27 @@ pub async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Resul
                 .set(n as f64);
         }
     }
+    // Waiting jobs whose last attempt failed (what `kuatia jobs list --status failed` lists), by
+    // kind: every kind with jobs, so a recovered kind reads 0.
+    let failed = state
+        .store
+        .query(
+            "SELECT kind, count(*) FROM jobs WHERE state = 'pending' AND last_error IS NOT NULL GROUP BY kind",
+            &[],
+        )
+        .await?;
+    for kind in counts
+        .iter()
+        .map(|c| c.kind.as_str())
+        .collect::<std::collections::BTreeSet<_>>()
+    {
+        let n = failed
+            .iter()
+            .find(|row| row.first().and_then(|v| v.as_text()).as_deref() == Some(kind))
+            .and_then(|row| row.get(1).and_then(|v| v.as_i64()))
+            .unwrap_or(0);
+        metrics::gauge!("kuatia_jobs_failed", "kind" => kind.to_owned()).set(n as f64);
+    }
     // Documents by pipeline status, every status so a drained one reads 0.
     let documents = kuatia_projections::documents::count_by_status(&state.store).await?;
     for status in kuatia_domain::document::aggregate::DocumentStatus::ALL {

@@ -26,6 +26,7 @@ use kuatia_domain::access::Permission;
 pub const PERMISSIONS: &[(&str, &str, Permission)] = &[
     ("get", "/v1/tenants/{id}", tenants::GET_TENANT),
     ("post", "/v1/api-keys", api_keys::CREATE_API_KEY),
+    ("get", "/v1/api-keys", api_keys::LIST_API_KEYS),
     ("get", "/v1/api-keys/current", api_keys::CURRENT_API_KEY),
     ("delete", "/v1/api-keys/{id}", api_keys::REVOKE_API_KEY),
     ("post", "/v1/memberships", identity::CREATE_MEMBERSHIP),
@@ -40,6 +41,7 @@ pub const PERMISSIONS: &[(&str, &str, Permission)] = &[
     ("get", "/v1/branches", branches::LIST_BRANCHES),
     ("post", "/v1/branches", branches::CREATE_BRANCH),
     ("post", "/v1/issuance-points", branches::CREATE_POINT),
+    ("get", "/v1/issuance-points", branches::LIST_POINTS),
     ("get", "/v1/print-settings", print_settings::READ_PRINT_SETTINGS),
     ("put", "/v1/print-settings", print_settings::SAVE_PRINT_SETTINGS),
     ("patch", "/v1/print-settings", print_settings::SAVE_PRINT_SETTINGS),

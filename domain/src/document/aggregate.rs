@@ -2242,7 +2242,7 @@ impl Aggregate for Document {
 // ---------------------------------------------------------------------------------------------
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::document::canonical::{from_value, sample_invoice};
     use chrono::TimeZone;
@@ -2911,9 +2911,9 @@ mod tests {
         assert_eq!(terminals, vec!["validation_failed", "cancelled", "invalidated"]);
     }
 
-    #[test]
-    fn every_event_has_a_stable_type_name_and_version_1() {
-        let events = vec![
+    /// One event of every type, as the catalogue (docs/events.md) shows them.
+    pub(crate) fn samples() -> Vec<DocumentEvent> {
+        vec![
             received(ChannelKind::Sifen, DocumentType::Invoice),
             validated(),
             validation_failed(),
@@ -2958,7 +2958,29 @@ mod tests {
                 kind: ArtifactKind::Kude,
                 at: t(40),
             },
-        ];
+            DocumentEvent::DocumentIssuanceRefused {
+                code: "numbering_range_exhausted".into(),
+                message: "the authorised range 1-500 of timbrado 12345678 is used up".into(),
+                field: None,
+                at: t(2),
+            },
+            DocumentEvent::NumberingRangeNearlyExhausted {
+                series: SERIES.into(),
+                used: 450,
+                size: 500,
+                at: t(3),
+            },
+            DocumentEvent::NumberReported {
+                report: NumberReport::Issued,
+                http_status: 200,
+                at: t(50),
+            },
+        ]
+    }
+
+    #[test]
+    fn every_event_has_a_stable_type_name_and_version_1() {
+        let events = samples();
         let mut names: Vec<String> = events.iter().map(|e| e.event_type()).collect();
         for (event, name) in events.iter().zip(&names) {
             assert!(crate::event::is_valid_event_type(name), "{name}");
@@ -2971,7 +2993,7 @@ mod tests {
         }
         names.sort();
         names.dedup();
-        assert_eq!(names.len(), 25, "one distinct name per event");
+        assert_eq!(names.len(), 28, "one distinct name per event");
     }
 
     #[test]

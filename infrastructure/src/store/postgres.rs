@@ -14,7 +14,9 @@ use kuatia_application::event_store::{
     AppendOutcome, AppendRequest, BatchOutcome, EventMetadata, ProjectionKind, ReadFilter, RecordedEvent,
     Store, StoreError, SubscriptionStatus,
 };
-use kuatia_application::jobs::{Job, JobCount, JobQueue, JobState, NewJob, RELEASED};
+use kuatia_application::jobs::{
+    Job, JobCount, JobFilter, JobListStatus, JobQueue, JobState, NewJob, RELEASED,
+};
 use kuatia_application::projection::{MAX_JSON_PARAM_BYTES, Projection, json_row_chunks, pg_timestamp};
 use kuatia_application::upcast::UpcasterChain;
 use sqlx::migrate::Migrator;
@@ -188,6 +190,30 @@ impl PgStore {
         filter: &ReadFilter,
     ) -> Result<Vec<RecordedEvent>, StoreError> {
         let limit = filter.limit.clamp(1, 100_000) as i64;
+        if filter.event_type.is_some() || filter.company.is_some() {
+            // The filtered reads of `GET /v1/events`: one statement; the company's streams come
+            // from the companies and documents read models (see `ReadFilter::company`).
+            let rows = sqlx::query(concat!(
+                "SELECT ",
+                event_columns!(),
+                " FROM events WHERE global_position > $1 AND ($3::uuid IS NULL OR tenant_id = $3) \
+                  AND ($4::text IS NULL OR stream_id = $4) AND ($5::text IS NULL OR event_type = $5) \
+                  AND ($6::uuid IS NULL OR stream_id IN ( \
+                       SELECT stream_id FROM companies WHERE id = $6 AND tenant_id = $3 \
+                       UNION ALL SELECT stream_id FROM documents WHERE company_id = $6 AND tenant_id = $3)) \
+                  ORDER BY global_position LIMIT $2"
+            ))
+            .bind(filter.after)
+            .bind(limit)
+            .bind(filter.tenant.map(|t| t.as_uuid()))
+            .bind(filter.stream_id.clone())
+            .bind(filter.event_type.clone())
+            .bind(filter.company)
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(db_error)?;
+            return rows.iter().map(event_from_row).collect();
+        }
         let rows = match (&filter.tenant, &filter.stream_id) {
             (None, None) => {
                 sqlx::query(concat!("SELECT ", event_columns!(), " FROM events WHERE global_position > $1 ORDER BY global_position LIMIT $2"))
@@ -1052,6 +1078,58 @@ impl JobQueue for PgStore {
         .await
         .map_err(db_error)?;
         row.as_ref().map(job_from_row).transpose()
+    }
+
+    async fn list(&self, filter: &JobFilter) -> Result<Vec<Job>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            job_columns!(),
+            " FROM jobs WHERE ($1::text IS NULL OR state = $1) AND (NOT $2 OR last_error IS NOT NULL) \
+              AND ($3::text IS NULL OR kind = $3) \
+              AND ($4::text IS NULL OR payload::text LIKE $4 OR idempotency_key LIKE $4) \
+              ORDER BY updated_at DESC, id DESC LIMIT $5"
+        ))
+        .bind(filter.status.map(|s| s.state().as_str()))
+        .bind(filter.status == Some(JobListStatus::Failed))
+        .bind(filter.kind.clone())
+        .bind(filter.document_pattern())
+        .bind(filter.limit.clamp(1, 100_000) as i64)
+        .fetch_all(&self.inner.pool)
+        .await
+        .map_err(db_error)?;
+        rows.iter().map(job_from_row).collect()
+    }
+
+    async fn retry(&self, job_id: Uuid) -> Result<Option<Job>, StoreError> {
+        let result = sqlx::query(
+            "UPDATE jobs SET state = 'pending', max_attempts = greatest(max_attempts, attempts + 1), \
+               next_attempt_at = clock_timestamp(), updated_at = clock_timestamp() \
+             WHERE id = $1 AND state IN ('pending', 'dead')",
+        )
+        .bind(job_id)
+        .execute(&self.inner.pool)
+        .await
+        .map_err(db_error)?;
+        if result.rows_affected() == 0 {
+            return Ok(None);
+        }
+        self.get(job_id).await
+    }
+
+    async fn discard(&self, job_id: Uuid, note: &str) -> Result<Option<Job>, StoreError> {
+        let result = sqlx::query(
+            "UPDATE jobs SET state = 'dead', last_error = $2, updated_at = clock_timestamp() \
+             WHERE id = $1 AND state = 'pending'",
+        )
+        .bind(job_id)
+        .bind(note)
+        .execute(&self.inner.pool)
+        .await
+        .map_err(db_error)?;
+        if result.rows_affected() == 0 {
+            return Ok(None);
+        }
+        self.get(job_id).await
     }
 
     async fn counts(&self) -> Result<Vec<JobCount>, StoreError> {

@@ -15,7 +15,9 @@ use kuatia_application::event_store::{
     Store, StoreError, SubscriptionStatus,
 };
 use kuatia_application::hash::format_timestamp;
-use kuatia_application::jobs::{Job, JobCount, JobQueue, JobState, NewJob, RELEASED};
+use kuatia_application::jobs::{
+    Job, JobCount, JobFilter, JobListStatus, JobQueue, JobState, NewJob, RELEASED,
+};
 use kuatia_application::projection::Projection;
 use kuatia_application::upcast::UpcasterChain;
 use sqlx::migrate::Migrator;
@@ -186,12 +188,18 @@ impl SqliteStore {
             "SELECT ",
             event_columns!(),
             " FROM events WHERE global_position > $1 AND ($3 IS NULL OR tenant_id = $3) \
-              AND ($4 IS NULL OR stream_id = $4) ORDER BY global_position LIMIT $2"
+              AND ($4 IS NULL OR stream_id = $4) AND ($5 IS NULL OR event_type = $5) \
+              AND ($6 IS NULL OR stream_id IN ( \
+                   SELECT stream_id FROM companies WHERE id = $6 AND tenant_id = $3 \
+                   UNION ALL SELECT stream_id FROM documents WHERE company_id = $6 AND tenant_id = $3)) \
+              ORDER BY global_position LIMIT $2"
         ))
         .bind(filter.after)
         .bind(limit)
         .bind(tenant)
         .bind(filter.stream_id.clone())
+        .bind(filter.event_type.clone())
+        .bind(filter.company.map(|c| c.to_string()))
         .fetch_all(&mut *conn)
         .await
         .map_err(db_error)?;
@@ -882,6 +890,66 @@ impl JobQueue for SqliteStore {
         .await
         .map_err(db_error)?;
         row.as_ref().map(job_from_row).transpose()
+    }
+
+    async fn list(&self, filter: &JobFilter) -> Result<Vec<Job>, StoreError> {
+        let rows = sqlx::query(concat!(
+            "SELECT ",
+            job_columns!(),
+            " FROM jobs WHERE ($1 IS NULL OR state = $1) AND ($2 = 0 OR last_error IS NOT NULL) \
+              AND ($3 IS NULL OR kind = $3) \
+              AND ($4 IS NULL OR payload LIKE $4 OR idempotency_key LIKE $4) \
+              ORDER BY updated_at DESC, id DESC LIMIT $5"
+        ))
+        .bind(filter.status.map(|s| s.state().as_str()))
+        .bind(i64::from(filter.status == Some(JobListStatus::Failed)))
+        .bind(filter.kind.clone())
+        .bind(filter.document_pattern())
+        .bind(filter.limit.clamp(1, 100_000) as i64)
+        .fetch_all(&self.inner.pool)
+        .await
+        .map_err(db_error)?;
+        rows.iter().map(job_from_row).collect()
+    }
+
+    async fn retry(&self, job_id: Uuid) -> Result<Option<Job>, StoreError> {
+        let (_guard, mut tx) = self.inner.begin_write().await?;
+        let result = sqlx::query(concat!(
+            "UPDATE jobs SET state = 'pending', max_attempts = max(max_attempts, attempts + 1), \
+               next_attempt_at = ",
+            now!(),
+            ", updated_at = ",
+            now!(),
+            " WHERE id = $1 AND state IN ('pending', 'dead')"
+        ))
+        .bind(job_id.to_string())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        tx.commit().await.map_err(db_error)?;
+        if result.rows_affected() == 0 {
+            return Ok(None);
+        }
+        self.get(job_id).await
+    }
+
+    async fn discard(&self, job_id: Uuid, note: &str) -> Result<Option<Job>, StoreError> {
+        let (_guard, mut tx) = self.inner.begin_write().await?;
+        let result = sqlx::query(concat!(
+            "UPDATE jobs SET state = 'dead', last_error = $2, updated_at = ",
+            now!(),
+            " WHERE id = $1 AND state = 'pending'"
+        ))
+        .bind(job_id.to_string())
+        .bind(note)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        tx.commit().await.map_err(db_error)?;
+        if result.rows_affected() == 0 {
+            return Ok(None);
+        }
+        self.get(job_id).await
     }
 
     async fn counts(&self) -> Result<Vec<JobCount>, StoreError> {

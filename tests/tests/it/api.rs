@@ -99,6 +99,7 @@ async fn metrics_are_disabled_without_a_token_and_guarded_with_one() {
         "http_request_duration_seconds_bucket{method=\"GET\",route=\"/health\",le=\"0.005\"}",
         "kuatia_jobs{kind=\"metrics.probe\",state=\"pending\"} 1",
         "kuatia_jobs{kind=\"metrics.probe\",state=\"dead\"} 0",
+        "kuatia_jobs_failed{kind=\"metrics.probe\"} 0",
         "kuatia_subscription_lag_events{subscription=\"event_type_counts\"}",
         "kuatia_events_head_position",
         // Pipeline stages, read from the documents read model.

@@ -430,6 +430,15 @@ impl JobQueue for CountingClaims {
     async fn counts(&self) -> Result<Vec<kuatia_application::jobs::JobCount>, StoreError> {
         self.inner.counts().await
     }
+    async fn list(&self, filter: &kuatia_application::jobs::JobFilter) -> Result<Vec<Job>, StoreError> {
+        self.inner.list(filter).await
+    }
+    async fn retry(&self, job_id: uuid::Uuid) -> Result<Option<Job>, StoreError> {
+        self.inner.retry(job_id).await
+    }
+    async fn discard(&self, job_id: uuid::Uuid, note: &str) -> Result<Option<Job>, StoreError> {
+        self.inner.discard(job_id, note).await
+    }
 }
 
 /// Holds every run until all of them are in progress at once, and notes how many claims it took
@@ -586,4 +595,135 @@ async fn a_commit_wakes_one_idle_worker_not_all_of_them_and_every_job_still_runs
         "{claims} claims for {COMMITS} commits of one job each with {WORKERS} idle workers"
     );
     assert_eq!(runs.lock().expect("lock").len(), COMMITS);
+}
+
+#[tokio::test]
+async fn an_operator_lists_retries_and_discards_jobs_on_both_backends() {
+    use kuatia_application::jobs::{JobFilter, JobListStatus};
+    let db = TestDb::new().await;
+    let store = db.open().await;
+    let queue = store.jobs();
+    let document = uuid::Uuid::now_v7();
+    let mut doomed = NewJob::new(
+        "test.submit",
+        format!("submit:{document}"),
+        TenantId::SYSTEM,
+        json!({"document_id": document}),
+    );
+    doomed.max_attempts = 2;
+    queue.enqueue(&doomed).await.expect("enqueue");
+    queue.enqueue(&job("waiting")).await.expect("enqueue");
+    queue
+        .enqueue(&NewJob::new("test.hold", "running", TenantId::SYSTEM, json!({})))
+        .await
+        .expect("enqueue");
+    let lease = Duration::from_secs(60);
+    let submit = vec!["test.submit".to_owned()];
+    // Two failed attempts: failed (pending with an error), then dead.
+    let first = queue.claim("w", &submit, 1, lease).await.expect("claim");
+    queue
+        .fail(first[0].id, "w", "boom 1", Some(Duration::ZERO))
+        .await
+        .expect("fail");
+    let list = |status: Option<JobListStatus>, kind: Option<&str>, document: Option<uuid::Uuid>| {
+        let filter = JobFilter {
+            status,
+            kind: kind.map(str::to_owned),
+            document,
+            limit: 100,
+        };
+        let queue = queue.clone();
+        async move {
+            let mut keys: Vec<String> = queue
+                .list(&filter)
+                .await
+                .expect("list")
+                .into_iter()
+                .map(|j| j.idempotency_key)
+                .collect();
+            keys.sort();
+            keys
+        }
+    };
+    let submit_key = format!("submit:{document}");
+    assert_eq!(
+        list(Some(JobListStatus::Failed), None, None).await,
+        vec![submit_key.clone()]
+    );
+    assert_eq!(
+        list(Some(JobListStatus::Pending), None, None).await,
+        ["running".to_owned(), submit_key.clone(), "waiting".to_owned()]
+    );
+    let second = queue.claim("w", &submit, 1, lease).await.expect("claim");
+    queue
+        .fail(second[0].id, "w", "boom 2", Some(Duration::ZERO))
+        .await
+        .expect("fail");
+    let running = queue
+        .claim("w", &["test.hold".to_owned()], 1, lease)
+        .await
+        .expect("claim");
+    assert_eq!(
+        list(Some(JobListStatus::Dead), None, None).await,
+        vec![submit_key.clone()]
+    );
+    assert!(list(Some(JobListStatus::Failed), None, None).await.is_empty());
+    assert_eq!(list(Some(JobListStatus::Running), None, None).await.len(), 1);
+    assert_eq!(
+        list(None, Some("test.submit"), None).await,
+        vec![submit_key.clone()]
+    );
+    assert_eq!(list(None, None, Some(document)).await, vec![submit_key.clone()]);
+    assert_eq!(list(None, None, None).await.len(), 3);
+
+    // Retry: a dead job is due now with exactly one attempt more.
+    let retried = queue.retry(first[0].id).await.expect("retry").expect("changed");
+    assert_eq!(retried.state, JobState::Pending);
+    assert_eq!((retried.attempts, retried.max_attempts), (2, 3));
+    assert!(retried.next_attempt_at <= chrono::Utc::now());
+    let third = queue.claim("w", &submit, 1, lease).await.expect("claim");
+    assert_eq!(third.len(), 1, "claimable again");
+    assert_eq!(
+        queue
+            .fail(third[0].id, "w", "boom 3", Some(Duration::ZERO))
+            .await
+            .expect("fail"),
+        Some(JobState::Dead),
+        "one more attempt, no more"
+    );
+    // Neither a running nor a succeeded job is changed.
+    assert!(queue.retry(running[0].id).await.expect("retry").is_none());
+    assert!(
+        queue
+            .discard(running[0].id, "no")
+            .await
+            .expect("discard")
+            .is_none()
+    );
+    assert!(queue.retry(uuid::Uuid::now_v7()).await.expect("retry").is_none());
+
+    // Discard: a waiting job becomes dead without running, the note as its last error.
+    let waiting = queue.get_by_key("waiting").await.expect("get").expect("job");
+    let discarded = queue
+        .discard(waiting.id, "discarded by ana: gone")
+        .await
+        .expect("discard")
+        .expect("changed");
+    assert_eq!(discarded.state, JobState::Dead);
+    assert_eq!(discarded.last_error.as_deref(), Some("discarded by ana: gone"));
+    assert!(
+        queue
+            .discard(waiting.id, "again")
+            .await
+            .expect("discard")
+            .is_none(),
+        "already dead"
+    );
+    assert!(
+        queue
+            .claim("w", &kinds(), 10, lease)
+            .await
+            .expect("claim")
+            .is_empty()
+    );
 }

@@ -235,7 +235,8 @@ async fn an_invoice_is_numbered_signed_sent_and_accepted_and_its_xml_verifies() 
     );
     let accepted = &timeline[10]["data"]["DocumentAccepted"];
     assert_eq!(accepted["code"], "0260", "{accepted}");
-    assert_eq!(timeline[10]["actor"], "system:sifen");
+    assert_eq!(timeline[10]["actor"]["type"], "system");
+    assert_eq!(timeline[10]["actor"]["id"], "sifen");
 
     // The stored bytes: the XSD accepts them, xmlsec1 verifies the signature, a tampered copy
     // fails, and the QR carries the CDC.
@@ -776,7 +777,7 @@ async fn an_accepted_invoice_is_cancelled_through_sifen_inside_the_window() {
     assert_eq!(cancelled["code"], "0600", "{cancelled}");
     assert!(cancelled["protocol"].is_string(), "{cancelled}");
     assert_eq!(cancelled["reason"], "Error en la emision del documento");
-    assert_eq!(timeline[at]["actor"], "system:sifen");
+    assert_eq!(timeline[at]["actor"]["id"], "sifen");
     // SIFEN's answer is stored as a channel_response artifact next to the verdict.
     let response = &timeline[at - 1];
     assert_eq!(response["type"], "ArtifactRecorded", "{names:?}");

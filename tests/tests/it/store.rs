@@ -192,6 +192,7 @@ async fn read_all_pages_through_every_stream_in_global_order_with_filters() {
             limit: 100,
             tenant: Some(a),
             stream_id: None,
+            ..ReadFilter::default()
         })
         .await
         .expect("tenant filter");
@@ -204,6 +205,7 @@ async fn read_all_pages_through_every_stream_in_global_order_with_filters() {
             limit: 100,
             tenant: Some(a),
             stream_id: Some("a2".into()),
+            ..ReadFilter::default()
         })
         .await
         .expect("stream filter");
