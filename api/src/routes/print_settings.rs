@@ -11,7 +11,7 @@ use kuatia_domain::access::Permission;
 use kuatia_domain::company::CompanyCommand;
 use kuatia_domain::print_settings::{CopyLabel, PrintSettings};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
@@ -123,38 +123,49 @@ pub struct PrintSettingsPatch;
 /// of the GET answer described as such, and, for a patch, no setting required.
 fn request_schema(patch: bool) -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
     use utoipa::PartialSchema;
-    let mut schema = serde_json::to_value(PrintSettings::schema()).unwrap_or_default();
-    if let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) {
-        let mut all = Map::new();
-        all.insert(
-            "company_id".to_owned(),
-            json!({"type": "string", "format": "uuid", "description": "The company."}),
-        );
-        all.append(properties);
-        for field in READ_ONLY_FIELDS {
-            all.insert(
-                (*field).to_owned(),
-                json!({"readOnly": true, "description": "From the GET answer: accepted and ignored."}),
-            );
-        }
-        *properties = all;
-    }
-    let required = if patch {
-        vec![json!("company_id")]
-    } else {
-        let mut required = vec![json!("company_id")];
-        required.extend(schema["required"].as_array().cloned().unwrap_or_default());
-        required
+    use utoipa::openapi::schema::{
+        AdditionalProperties, ObjectBuilder, Schema, SchemaFormat, SchemaType, Type,
     };
-    schema["required"] = Value::Array(required);
+    use utoipa::openapi::{KnownFormat, RefOr};
+    let RefOr::T(Schema::Object(mut schema)) = PrintSettings::schema() else {
+        return PrintSettings::schema();
+    };
+    let settings = std::mem::take(&mut schema.properties);
+    schema.properties.insert(
+        "company_id".to_owned(),
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Uuid)))
+            .description(Some("The company."))
+            .into(),
+    );
+    schema.properties.extend(settings);
+    for field in READ_ONLY_FIELDS {
+        schema.properties.insert(
+            (*field).to_owned(),
+            ObjectBuilder::new()
+                .schema_type(SchemaType::AnyValue)
+                .read_only(true)
+                .description(Some("From the GET answer: accepted and ignored."))
+                .into(),
+        );
+    }
+    let settings_required = std::mem::take(&mut schema.required);
+    schema.required = vec!["company_id".to_owned()];
+    if !patch {
+        schema.required.extend(settings_required);
+    }
     // As serde's `deny_unknown_fields`: a misspelt setting is named, never dropped.
-    schema["additionalProperties"] = json!(false);
-    schema["description"] = json!(if patch {
-        "company_id and any of the settings: the others keep their value. A null clears an optional setting."
-    } else {
-        "company_id and every required setting; an optional one left out is cleared."
-    });
-    serde_json::from_value(schema).unwrap_or_default()
+    schema.additional_properties = Some(Box::new(AdditionalProperties::FreeForm(false)));
+    schema.description = Some(
+        if patch {
+            "company_id and any of the settings: the others keep their value. A null clears an optional setting."
+        } else {
+            "company_id and every required setting; an optional one left out is cleared."
+        }
+        .to_owned(),
+    );
+    RefOr::T(Schema::Object(schema))
 }
 
 impl utoipa::PartialSchema for PrintSettingsRequest {
