@@ -288,6 +288,19 @@ async fn events_filter_by_type_and_company_show_chain_links_and_named_actors_and
             .is_some_and(|a| a.starts_with("api_key:")),
         "the stored metadata is unchanged"
     );
+    // A sign-up has no one to name; a person is named by their email.
+    assert_eq!(
+        events[0]["actor"],
+        json!({"type": "anonymous", "id": "signup", "name": null}),
+        "{all}"
+    );
+    let (membership, _) = crate::identity::join(&app, &tenant, &owner, "ana@acme.com.py", "admin").await;
+    let (_, added) = get("/v1/events?type=MemberAdded".into(), owner.clone()).await;
+    assert_eq!(
+        added["events"][0]["actor"],
+        json!({"type": "user", "id": membership["user_id"], "name": "ana@acme.com.py"}),
+        "{added}"
+    );
     app.stop().await;
 }
 
