@@ -835,11 +835,9 @@ fn associated_invoices(ctx: &Ctx<'_>) -> Vec<(String, Option<Node>)> {
         .collect()
 }
 
-/// 2417: the Notas de Crédito of a Factura (this one and those approved before) do not add up
-/// to more than its dTotGralOpe. Only this note's own total is compared (a note above the
-/// Factura's total breaks the rule whatever the others are); the notes approved before need a
-/// registry of the notes by associated CDC (see the report's proposed
-/// `Registry::credit_notes_of`).
+/// 2417: the Notas de Crédito of a Factura, this one and those approved before ("actual o
+/// pre-existentes"; a cancelled one no longer counts), do not add up to more than its
+/// dTotGralOpe.
 fn rule_2417(ctx: &Ctx<'_>) -> Result<(), String> {
     if ctx.doc_type() != 5 {
         return Ok(());
@@ -854,10 +852,33 @@ fn rule_2417(ctx: &Ctx<'_>) -> Result<(), String> {
     ) else {
         return Ok(());
     };
-    if note_total > invoice_total {
-        return Err(format!(
-            "dTotGralOpe {note_total} is more than the associated Factura {cdc}'s {invoice_total}"
-        ));
+    let own = ctx.de.attr("Id");
+    let earlier: Decimal = ctx
+        .facts
+        .registry
+        .credit_notes_of(cdc)
+        .iter()
+        .filter(|note| !note.cancelled)
+        .filter_map(|note| {
+            let root = xml::parse(&note.rde).ok()?;
+            let de = root.children.into_iter().find(|c| c.name == "DE")?;
+            let names_it = de
+                .all("gCamDEAsoc")
+                .into_iter()
+                .any(|doc| referenced_cdc(doc) == Some(cdc.as_str()));
+            (names_it && de.attr("Id") != own && de.text_at("gTimb/iTiDE") == Some("5"))
+                .then(|| de.text_at("gTotSub/dTotGralOpe").and_then(decimal))
+                .flatten()
+        })
+        .sum();
+    if note_total + earlier > invoice_total {
+        return Err(if earlier.is_zero() {
+            format!("dTotGralOpe {note_total} is more than the associated Factura {cdc}'s {invoice_total}")
+        } else {
+            format!(
+                "dTotGralOpe {note_total} and the {earlier} of the Notas de Crédito approved before add up to more than the associated Factura {cdc}'s {invoice_total}"
+            )
+        });
     }
     Ok(())
 }
@@ -1435,6 +1456,7 @@ mod tests {
     struct Held {
         approved: Vec<(&'static str, Approved)>,
         timbrados: Vec<(&'static str, &'static str)>,
+        notes: Vec<Approved>,
     }
 
     impl Held {
@@ -1445,6 +1467,9 @@ mod tests {
     }
 
     impl Registry for Held {
+        fn credit_notes_of(&self, _cdc: &str) -> Vec<Approved> {
+            self.notes.clone()
+        }
         fn approved(&self, cdc: &str) -> Option<Approved> {
             self.approved
                 .iter()
@@ -1503,6 +1528,35 @@ mod tests {
         )];
         assert!(check("2417", &gnc, &holds(&small, false)).is_err());
         assert!(check("2417", &gnc, &Held::default()).is_ok());
+        // ... and the notes approved before count: the same note approved once already (under
+        // another Id) leaves room for it only if the Factura is worth both.
+        let mut before = holds(&[], false);
+        before.notes.push(Approved {
+            rde: gnc.replacen("Id=\"", "Id=\"9", 1),
+            cancelled: false,
+        });
+        assert!(
+            check("2417", &gnc, &before).is_err(),
+            "two notes above the Factura"
+        );
+        before.notes[0].cancelled = true;
+        assert!(
+            check("2417", &gnc, &before).is_ok(),
+            "a cancelled note no longer counts"
+        );
+        let double = [(
+            "<dTotGralOpe>165000</dTotGralOpe>",
+            "<dTotGralOpe>330000</dTotGralOpe>",
+        )];
+        let mut worth_both = holds(&double, false);
+        worth_both.notes.push(Approved {
+            rde: gnc.replacen("Id=\"", "Id=\"9", 1),
+            cancelled: false,
+        });
+        assert!(
+            check("2417", &gnc, &worth_both).is_ok(),
+            "the Factura is worth both"
+        );
 
         // 2438: the note's currency is not the Factura's.
         assert!(check("2438", &gnc, &holds(&[], false)).is_ok());

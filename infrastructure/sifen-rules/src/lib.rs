@@ -89,6 +89,11 @@ pub trait Registry {
     fn timbrado(&self, _ruc: &str, _number: &str) -> Option<Timbrado> {
         None
     }
+    /// The approved Notas de Crédito that may refer to the Factura with this CDC (rule 2417
+    /// adds them up): a superset is fine, the rule reads each one's associated documents.
+    fn credit_notes_of(&self, _cdc: &str) -> Vec<Approved> {
+        Vec::new()
+    }
 }
 
 /// The fields that number a DE within a timbrado (rule 1002).

@@ -267,6 +267,20 @@ impl kuatia_sifen_rules::Registry for SimRegistry<'_> {
         self.config.whole_registry
     }
 
+    fn credit_notes_of(&self, cdc: &str) -> Vec<kuatia_sifen_rules::Approved> {
+        // The approved Notas de Crédito whose text names the CDC; the rule reads which of them
+        // refer to it.
+        self.state
+            .documents
+            .values()
+            .filter(|d| d.is_approved() && d.doc_type.trim_start_matches('0') == "5" && d.rde.contains(cdc))
+            .map(|d| kuatia_sifen_rules::Approved {
+                rde: d.rde.clone(),
+                cancelled: d.cancelled,
+            })
+            .collect()
+    }
+
     fn timbrado(&self, ruc: &str, number: &str) -> Option<kuatia_sifen_rules::Timbrado> {
         self.config
             .timbrados

@@ -429,13 +429,19 @@ async fn a_thousand_generated_documents_pass_intake_the_pipeline_and_the_simulat
         let kind = doc["type"].as_str().unwrap_or_default().to_owned();
         let total = doc["totals"]["grand_total"].as_i64().unwrap_or(i64::MAX);
         if kind == "credit_note" || kind == "debit_note" {
-            // A credit note adjusts at most its invoice's total (rule 2417).
-            let fits = |(_, t): &&(String, i64)| kind == "debit_note" || *t >= total;
-            let candidates: Vec<&(String, i64)> = invoices.iter().filter(fits).collect();
+            // The credit notes of an invoice add up to at most its total (rule 2417): the
+            // second number is what is left to credit.
+            let candidates: Vec<usize> = (0..invoices.len())
+                .filter(|&i| kind == "debit_note" || invoices[i].1 >= total)
+                .collect();
             if candidates.is_empty() {
                 continue;
             }
-            let invoice = candidates[n % candidates.len()].0.clone();
+            let chosen = candidates[n % candidates.len()];
+            if kind == "credit_note" {
+                invoices[chosen].1 -= total;
+            }
+            let invoice = invoices[chosen].0.clone();
             wait_accepted(&app, &r, &invoice).await;
             doc["associated_document"] = json!({"document_id": invoice});
         }
