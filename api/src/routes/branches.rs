@@ -106,6 +106,7 @@ impl From<kuatia_projections::configuration::BranchRow> for BranchView {
 
 /// `GET /v1/branches` query.
 #[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
 pub struct BranchQuery {
     /// Only this company's branches.
     pub company_id: Option<Uuid>,
@@ -120,6 +121,7 @@ pub struct BranchQuery {
     params(BranchQuery, ("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")),
     responses(
         (status = 200, description = "Branches by company and code", body = [BranchView]),
+        (status = 400, description = "A malformed parameter, or one the route does not define (unknown_parameter)", body = ErrorBody),
         (status = 401, description = "No valid credentials", body = ErrorBody),
         (status = 403, description = "Not this tenant", body = ErrorBody)
     )

@@ -825,6 +825,7 @@ pub async fn create_document(
 
 /// `GET /v1/documents` query (contract §4.4).
 #[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
 pub struct ListQuery {
     /// Company.
     pub company_id: Option<String>,

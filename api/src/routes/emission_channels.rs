@@ -208,6 +208,7 @@ impl From<ChannelRow> for ChannelView {
 
 /// `company_id` filter.
 #[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
 pub struct CompanyFilter {
     /// Only this company.
     pub company_id: Option<Uuid>,
@@ -222,6 +223,7 @@ pub struct CompanyFilter {
     params(CompanyFilter, ("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")),
     responses(
         (status = 200, description = "Channels by company, oldest first", body = [ChannelView]),
+        (status = 400, description = "A malformed parameter, or one the route does not define (unknown_parameter)", body = ErrorBody),
         (status = 401, description = "No valid credentials", body = ErrorBody),
         (status = 403, description = "Not this tenant", body = ErrorBody)
     )
@@ -493,6 +495,7 @@ pub struct ReadinessView {
     params(CompanyFilter, ("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")),
     responses(
         (status = 200, description = "Readiness per channel", body = ReadinessView),
+        (status = 400, description = "A malformed parameter, or one the route does not define (unknown_parameter)", body = ErrorBody),
         (status = 404, description = "No such company", body = ErrorBody)
     )
 )]

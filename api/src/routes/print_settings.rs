@@ -47,6 +47,7 @@ pub struct PrintSettingsView {
 
 /// `GET /v1/print-settings` query.
 #[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
 pub struct PrintSettingsQuery {
     /// The company (required).
     pub company_id: Option<Uuid>,

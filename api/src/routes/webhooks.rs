@@ -181,6 +181,7 @@ pub struct ReplayRequest {
 
 /// `company_id` filter.
 #[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
 pub struct WebhookFilter {
     /// Only this company's endpoints.
     pub company_id: Option<Uuid>,
@@ -188,6 +189,7 @@ pub struct WebhookFilter {
 
 /// Deliveries filter.
 #[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
 pub struct DeliveryFilter {
     /// Only this status (`pending`, `delivering`, `delivered`, `retrying`, `failed`).
     pub status: Option<String>,
@@ -254,6 +256,7 @@ async fn check(state: &AppState, caller: &Caller, settings: &EndpointSettings) -
     params(WebhookFilter, ("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")),
     responses(
         (status = 200, description = "Endpoints (no secrets)", body = [WebhookView]),
+        (status = 400, description = "A malformed parameter, or one the route does not define (unknown_parameter)", body = ErrorBody),
         (status = 401, description = "No valid credentials", body = ErrorBody),
         (status = 403, description = "Not this tenant, or a role without read access", body = ErrorBody)
     )

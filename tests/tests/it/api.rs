@@ -699,3 +699,39 @@ async fn an_oversized_request_line_or_header_block_is_refused_in_the_error_shape
     assert_error_shape(&body, "validation_error");
     app.stop().await;
 }
+
+#[tokio::test]
+async fn every_list_route_refuses_a_parameter_it_does_not_know_naming_it() {
+    // A misspelt filter (`?statuss=accepted`, `?delivery=…` before it exists) silently listed
+    // everything; each list route now names the parameter it does not know.
+    let app = TestApp::spawn().await;
+    let (tenant, key) = app.tenant("unknown-params").await;
+    let endpoint = uuid::Uuid::now_v7();
+    for path in [
+        "/v1/documents?statuss=accepted".to_owned(),
+        "/v1/branches?statuss=x".to_owned(),
+        "/v1/issuance-points?statuss=x".to_owned(),
+        "/v1/emission-channels?statuss=x".to_owned(),
+        "/v1/emission-channels/readiness?statuss=x".to_owned(),
+        format!("/v1/print-settings?company_id={endpoint}&statuss=x"),
+        "/v1/webhooks?statuss=x".to_owned(),
+        format!("/v1/webhooks/{endpoint}/deliveries?statuss=x"),
+        "/v1/api-keys?statuss=x".to_owned(),
+        "/v1/events?statuss=x".to_owned(),
+    ] {
+        let response = app
+            .as_key(reqwest::Method::GET, &path, &key, &tenant)
+            .send()
+            .await
+            .expect("get");
+        assert_eq!(response.status(), 400, "{path}");
+        let body: Value = response.json().await.expect("json");
+        assert_error_shape(&body, "validation_error");
+        let error = &body["details"]["errors"][0];
+        assert_eq!(
+            (error["field"].as_str(), error["code"].as_str()),
+            (Some("statuss"), Some("unknown_parameter")),
+            "{path}: {body}"
+        );
+    }
+}
