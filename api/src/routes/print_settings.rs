@@ -27,8 +27,10 @@ pub const READ_PRINT_SETTINGS: Permission = Permission::ReadConfiguration;
 pub const SAVE_PRINT_SETTINGS: Permission = Permission::ManageConfiguration;
 
 /// The read response: the settings plus their record's id, tenant and times (`id` and the times
-/// are null while the company prints with the defaults).
-#[derive(Debug, Serialize, ToSchema)]
+/// are null while the company prints with the defaults). Its schema is [`PrintSettings`]'s with
+/// those fields added (`view_schema`): a derived one would be `allOf` PrintSettings, whose
+/// `additionalProperties: false` refuses the added fields.
+#[derive(Debug, Serialize)]
 pub struct PrintSettingsView {
     /// Record id (null: never saved).
     pub id: Option<Uuid>,
@@ -167,6 +169,69 @@ fn request_schema(patch: bool) -> utoipa::openapi::RefOr<utoipa::openapi::schema
         .to_owned(),
     );
     RefOr::T(Schema::Object(schema))
+}
+
+/// PrintSettings' schema with the record's fields of the GET answer.
+fn view_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    use utoipa::PartialSchema;
+    use utoipa::openapi::schema::{ObjectBuilder, Schema, SchemaFormat, SchemaType, Type};
+    use utoipa::openapi::{KnownFormat, RefOr};
+    let RefOr::T(Schema::Object(mut schema)) = PrintSettings::schema() else {
+        return PrintSettings::schema();
+    };
+    let field = |format: KnownFormat, nullable: bool, description: &str| {
+        let kind = if nullable {
+            SchemaType::from_iter([Type::String, Type::Null])
+        } else {
+            SchemaType::Type(Type::String)
+        };
+        ObjectBuilder::new()
+            .schema_type(kind)
+            .format(Some(SchemaFormat::KnownFormat(format)))
+            .description(Some(description))
+            .into()
+    };
+    let settings = std::mem::take(&mut schema.properties);
+    schema.properties.insert(
+        "id".to_owned(),
+        field(KnownFormat::Uuid, true, "Record id (null: never saved)."),
+    );
+    schema
+        .properties
+        .insert("tenant_id".to_owned(), field(KnownFormat::Uuid, false, "Tenant."));
+    schema.properties.insert(
+        "company_id".to_owned(),
+        field(KnownFormat::Uuid, false, "Company."),
+    );
+    schema.properties.extend(settings);
+    schema.properties.insert(
+        "created_at".to_owned(),
+        field(KnownFormat::DateTime, true, "First saved."),
+    );
+    schema.properties.insert(
+        "updated_at".to_owned(),
+        field(KnownFormat::DateTime, true, "Last saved."),
+    );
+    for required in ["id", "tenant_id", "company_id", "created_at", "updated_at"] {
+        schema.required.push(required.to_owned());
+    }
+    schema.description = Some("A company's print settings and their record.".to_owned());
+    RefOr::T(Schema::Object(schema))
+}
+
+impl utoipa::PartialSchema for PrintSettingsView {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        view_schema()
+    }
+}
+
+impl ToSchema for PrintSettingsView {
+    fn schemas(schemas: &mut Vec<(String, utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>)>) {
+        schemas.push((
+            "CopyLabel".to_owned(),
+            <CopyLabel as utoipa::PartialSchema>::schema(),
+        ));
+    }
 }
 
 impl utoipa::PartialSchema for PrintSettingsRequest {
