@@ -417,9 +417,9 @@ impl Autoimpresor {
         let now = Utc::now();
         let mut commands = Vec::new();
         if state.latest_artifact(ArtifactKind::NormalizedPayload).is_none() {
-            let payload = crate::pipeline::normalized_payload(state)?;
+            let payload = kuatia_application::process::sifen::normalized_payload(state)?;
             let payload_sha = self.artifacts.put(&payload).await.map_err(retry)?;
-            commands.push(crate::pipeline::normalized_payload_artifact(
+            commands.push(kuatia_application::process::sifen::normalized_payload_artifact(
                 state,
                 payload_sha,
                 payload.len() as u64,

@@ -5,9 +5,14 @@
 //! an adapter.
 
 use anyhow::Context;
+use kuatia_application::process::ports::SystemClock;
+use kuatia_application::process::sifen::{LotSettings, Pipeline, SifenPorts};
 use kuatia_application::upcast;
 use kuatia_application::worker::{WorkerConfig, WorkerPool};
 use kuatia_infrastructure::config::Config;
+use kuatia_infrastructure::destination::TenantDestinations;
+use kuatia_infrastructure::sifen::sign::OpensslSigner;
+use kuatia_infrastructure::sifen_soap::{SoapClientConfig, SoapConnector};
 use kuatia_infrastructure::store::{Database, DatabaseOptions};
 use kuatia_infrastructure::vault::AesGcmSealer;
 use kuatia_projections::{registry, runtime};
@@ -288,21 +293,26 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         runtime::RuntimeConfig::default(),
         shutdown.clone(),
     );
-    let pipeline = crate::pipeline::Pipeline::new(
-        store.clone(),
-        jobs_vault,
-        artifacts.clone(),
-        kuatia_infrastructure::sifen_soap::client::SoapClientConfig {
+    let reads = Arc::new(kuatia_projections::reads::Reads::new(store.clone()));
+    let pipeline = Pipeline::new(SifenPorts {
+        store: store.clone(),
+        vault: jobs_vault,
+        artifacts: artifacts.clone(),
+        config: reads.clone(),
+        series: reads.clone(),
+        sifen: Arc::new(SoapConnector::new(SoapClientConfig {
             connect_timeout_ms: config.sifen_connect_timeout_ms,
             read_timeout_ms: config.sifen_read_timeout_ms,
             extra_roots_file: config.sifen_extra_roots_file.clone(),
             ..Default::default()
-        },
-    )
+        })),
+        signer: Arc::new(OpensslSigner),
+        destinations: Arc::new(TenantDestinations::new(destinations.clone(), reads.clone())),
+        clock: Arc::new(SystemClock),
+    })
     .with_retry_scale(config.sifen_retry_scale)
-    .with_destinations(destinations.clone())
     .with_lots(
-        crate::pipeline::LotSettings {
+        LotSettings {
             window: Duration::from_millis(config.sifen_lot_window_ms),
             poll: Duration::from_millis(config.sifen_lot_poll_ms.unwrap_or(if config.demo_mode() {
                 1_000

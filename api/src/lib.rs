@@ -19,14 +19,12 @@ pub mod lookup;
 pub mod metrics;
 pub mod middleware;
 pub mod openapi;
-pub mod pipeline;
 pub mod printing;
 pub mod rate_limit;
 pub mod routes;
 pub mod sandbox;
 pub mod schema;
 pub mod serve;
-pub mod sifen_build;
 pub mod state;
 pub mod webhooks;
 

@@ -59,8 +59,8 @@ use zeroize::Zeroizing;
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorCode};
 use crate::routes::documents::{self as intake, Refusal, issues_json};
-use crate::sifen_build::{self, SigningSetup};
 use crate::state::AppState;
+use kuatia_application::process::build::{self as sifen_build, SigningSetup};
 
 /// The watermark across every page of a preview's PDF.
 pub const WATERMARK: &str = "SIN VALOR FISCAL";

@@ -20,6 +20,7 @@ pub mod idempotency;
 pub mod identity;
 pub mod jobs;
 pub mod printables;
+pub mod process;
 pub mod projection;
 pub mod rate_limit;
 pub mod trace_context;

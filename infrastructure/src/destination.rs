@@ -7,10 +7,15 @@
 //! an IPv6 address that embeds an IPv4 one (IPv4-mapped, IPv4-compatible, NAT64, 6to4) is judged
 //! by the IPv4 address it leads to.
 //!
-//! Pure: no IO. Resolving a host and pinning the address checked is the caller's
-//! (`webhooks::check_destination`).
+//! The table and the rules are pure; resolving a host and pinning the address checked is
+//! `webhooks::check_destination`'s, and [`TenantDestinations`] puts both behind the
+//! workflows' port.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use async_trait::async_trait;
+use kuatia_application::process::ports::{Destinations, TenantReads};
+use kuatia_domain::tenancy::TenantId;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
 
 /// A special-purpose range: its prefix, its length and what it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -226,6 +231,44 @@ impl Policy {
             check_addresses: production || !self.demo_unrestricted,
             allow: self.allow.clone(),
         }
+    }
+}
+
+/// The destination policy behind the workflows' [`Destinations`] port: the tenant's rules
+/// (production or demo, from [`TenantReads`]) under the operator's policy, then the URL checked
+/// now ([`crate::webhooks::check_destination`]).
+pub struct TenantDestinations {
+    policy: Arc<Policy>,
+    tenants: Arc<dyn TenantReads>,
+}
+
+impl TenantDestinations {
+    /// The operator's policy, applied to each tenant as `tenants` says it is.
+    pub fn new(policy: Arc<Policy>, tenants: Arc<dyn TenantReads>) -> Self {
+        Self { policy, tenants }
+    }
+}
+
+impl std::fmt::Debug for TenantDestinations {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TenantDestinations")
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl Destinations for TenantDestinations {
+    async fn check(&self, tenant: TenantId, url: &str) -> Result<Option<SocketAddr>, String> {
+        let production = self
+            .tenants
+            .is_production(tenant)
+            .await
+            .map_err(|e| e.to_string())?;
+        crate::webhooks::check_destination(url, &self.policy.rules(production))
+            .await
+            .map(|d| d.pinned)
+            .map_err(|e| e.to_string())
     }
 }
 

@@ -10,6 +10,7 @@ pub mod configuration;
 pub mod documents;
 pub mod event_type_counts;
 pub mod number_series;
+pub mod reads;
 pub mod registry;
 pub mod runtime;
 pub mod stream_index;

@@ -27,9 +27,9 @@ impl NumberSeries {
     pub const NAME: &'static str = "number_series";
 }
 
-/// The message of the refusal when a number is not its series' next (the transform job
-/// recognises it and draws again).
-pub const NOT_NEXT: &str = "not the series' next number";
+/// The message of the refusal when a number is not its series' next (the process managers
+/// recognise it and draw again): the port's words.
+pub use kuatia_application::process::ports::NOT_NEXT;
 
 #[async_trait]
 impl Projection for NumberSeries {

@@ -435,7 +435,8 @@ pub async fn prepare(state: &AppState, caller: &Caller, body: &[u8]) -> Result<P
     if routing.channel == ChannelKind::Sifen
         && validation.errors.is_empty()
         && let Some(sifen) = channel.sifen.as_ref()
-        && let Err(issue) = crate::sifen_build::check_buildable(&document, &ruc, &company.profile, sifen, now)
+        && let Err(issue) =
+            kuatia_application::process::build::check_buildable(&document, &ruc, &company.profile, sifen, now)
     {
         validation.errors.push(issue);
     }

@@ -29,6 +29,7 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use kuatia_application::process::ports;
 use openssl::error::ErrorStack;
 use openssl::hash::MessageDigest;
 use openssl::pkey::{Id, PKey, Private};
@@ -473,6 +474,37 @@ fn push_signature(
     xml.push_str(&key.cert_base64);
     xml.push_str(SIGNATURE_CLOSE);
     Ok(digest_value)
+}
+
+/// OpenSSL behind the workflows' signing ports (`kuatia_application::process::ports`).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct OpensslSigner;
+
+impl ports::Signer for OpensslSigner {
+    fn key(&self, pem: &[u8]) -> Result<std::sync::Arc<dyn ports::SigningKey>, String> {
+        SigningKey::from_pem(pem)
+            .map(|key| std::sync::Arc::new(key) as std::sync::Arc<dyn ports::SigningKey>)
+            .map_err(|e| e.to_string())
+    }
+}
+
+impl ports::SigningKey for SigningKey {
+    fn sign_de(&self, unsigned: &str) -> Result<ports::SignedXml, String> {
+        sign_de(unsigned, self)
+            .map(|signed| ports::SignedXml {
+                xml: signed.xml,
+                digest_value: signed.digest_value,
+            })
+            .map_err(|e| e.to_string())
+    }
+
+    fn append_qr(&self, signed: &mut String, qr_url: &str) -> Result<(), String> {
+        append_qr(signed, qr_url).map_err(|e| e.to_string())
+    }
+
+    fn sign_event(&self, unsigned: &str) -> Result<String, String> {
+        sign_event(unsigned, self).map_err(|e| e.to_string())
+    }
 }
 
 #[cfg(test)]

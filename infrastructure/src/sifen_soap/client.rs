@@ -22,6 +22,7 @@ use super::messages::{
     self, DeQuery, DeReception, EventReception, LotQuery, LotReception, LotResult, RucQuery,
 };
 use super::{Delivery, Environment, Service, SoapError};
+pub use kuatia_domain::sifen::exchange::Answered;
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 use tracing::Instrument;
@@ -112,17 +113,6 @@ impl std::fmt::Debug for ClientIdentity {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("ClientIdentity([redacted])")
     }
-}
-
-/// A typed answer and the body it was read from (kept as the `channel_response` artifact).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Answered<T> {
-    /// The typed result.
-    pub result: T,
-    /// HTTP status.
-    pub status: u16,
-    /// The answer as received.
-    pub raw: String,
 }
 
 /// SIFEN's web services at one base URL.

@@ -12,6 +12,7 @@
 //! a document. The simulator that answers these messages lives in [`crate::sifen_sim`].
 
 pub mod client;
+pub mod gateway;
 pub mod messages;
 pub(crate) mod xml;
 
@@ -22,7 +23,9 @@ pub mod fuzzing {
 }
 
 pub use client::{ClientIdentity, SifenClient, SoapClientConfig};
+pub use gateway::SoapConnector;
 pub use kuatia_domain::sifen::answers::{Meaning, Operation, Transport};
+pub use kuatia_domain::sifen::exchange::{Delivery, SoapError, codes};
 pub use messages::{
     ContainedDe, DeQuery, DeReception, DocumentStatus, EventOutcome, EventReception, LotDocument, LotQuery,
     LotReception, LotResult, LotState, ResultCode, RucQuery, Taxpayer,
@@ -152,182 +155,4 @@ impl Service {
     pub fn name(self) -> &'static str {
         self.table_operation().name()
     }
-}
-
-/// Where a failed exchange leaves the request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Delivery {
-    /// The request never left: it may be sent again as it is.
-    NotSent,
-    /// It was (or may have been) sent and no usable answer came back: SIFEN may have processed
-    /// it. Reconcile by CDC (siConsDE, or siResultLoteDE with `dCDC`) before sending it again.
-    Unknown,
-}
-
-/// What can go wrong in an exchange with SIFEN. Answers SIFEN gives with its own codes
-/// (rejections included) are not errors: they are the typed results of [`messages`].
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SoapError {
-    /// The answer is not a SOAP envelope (an HTML error page, an empty or truncated body, …).
-    #[error("the answer (HTTP {status}) is not a SOAP envelope ({snippet})")]
-    NotSoap {
-        /// HTTP status.
-        status: u16,
-        /// The body's size and SHA-256 (`messages::body_digest`), never its text: the
-        /// endpoint is a tenant's, and this reaches the document's events.
-        snippet: String,
-    },
-    /// A SOAP Fault (1.2 or 1.1).
-    #[error("SOAP fault (HTTP {status}) {code}: {reason}")]
-    Fault {
-        /// HTTP status.
-        status: u16,
-        /// `Code/Value` (1.2) or `faultcode` (1.1), e.g. `env:Receiver`.
-        code: String,
-        /// `Code/Subcode/Value`, when present.
-        subcode: Option<String>,
-        /// `Reason/Text` or `faultstring`.
-        reason: String,
-        /// The `Detail` content as written, when present.
-        detail: Option<String>,
-    },
-    /// A SOAP envelope, but not the answer expected (another root, a required field missing).
-    #[error("unexpected SOAP answer (HTTP {status}): {reason}")]
-    UnexpectedResponse {
-        /// HTTP status.
-        status: u16,
-        /// What is wrong.
-        reason: String,
-        /// The body's size and SHA-256, never its text.
-        snippet: String,
-    },
-    /// The request could not be built (not a well-formed rDE, too many documents, …): a bug
-    /// or bad input on our side; nothing was sent.
-    #[error("invalid request: {0}")]
-    InvalidRequest(String),
-    /// The client could not be configured (a certificate or key that cannot be read).
-    #[error("client configuration: {0}")]
-    Config(String),
-    /// No connection could be made (refused, DNS, TLS handshake, connect timeout): the request
-    /// was not sent.
-    #[error("not sent to {url}: {reason}")]
-    NotSent {
-        /// Where.
-        url: String,
-        /// Why, for the logs.
-        reason: String,
-    },
-    /// The request was sent (or may have been) and no complete answer came: read timeout,
-    /// connection closed or reset while waiting, a body cut short.
-    #[error("sent to {url}, outcome unknown: {reason}")]
-    OutcomeUnknown {
-        /// Where.
-        url: String,
-        /// Whether it was a timeout (as opposed to a connection dropped).
-        timeout: bool,
-        /// Why, for the logs.
-        reason: String,
-    },
-}
-
-impl SoapError {
-    /// Whether the request may have been processed. Anything but "never left" counts as
-    /// unknown: an HTML 502 from a proxy, a fault or a garbled body do not prove that SIFEN did
-    /// not process the request.
-    pub fn delivery(&self) -> Delivery {
-        match self {
-            Self::InvalidRequest(_) | Self::Config(_) | Self::NotSent { .. } => Delivery::NotSent,
-            Self::NotSoap { .. }
-            | Self::Fault { .. }
-            | Self::UnexpectedResponse { .. }
-            | Self::OutcomeUnknown { .. } => Delivery::Unknown,
-        }
-    }
-
-    /// Whether trying again later can help (an operational failure, not a bug on our side).
-    pub fn is_transient(&self) -> bool {
-        !matches!(self, Self::InvalidRequest(_) | Self::Config(_))
-    }
-
-    /// The transport outcome of the answers table (`kuatia_domain::sifen::answers`), every
-    /// one an operational failure; `None` for a request that could not be built or a client
-    /// that could not be configured (our side: nothing left).
-    pub fn transport(&self) -> Option<Transport> {
-        Some(match self {
-            Self::InvalidRequest(_) | Self::Config(_) => return None,
-            Self::NotSent { reason, .. } => {
-                let reason = reason.to_ascii_lowercase();
-                if self.is_timeout() {
-                    Transport::TimeoutBeforeSending
-                } else if reason.contains("tls")
-                    || reason.contains("certificate")
-                    || reason.contains("handshake")
-                {
-                    Transport::Tls
-                } else {
-                    Transport::Refused
-                }
-            }
-            Self::OutcomeUnknown { .. } => Transport::TimeoutAfterSending,
-            Self::NotSoap { status, .. } if *status >= 500 => Transport::Http5xx,
-            Self::NotSoap { .. } => Transport::NotSoap,
-            Self::Fault { .. } => Transport::SoapFault,
-            Self::UnexpectedResponse { .. } => Transport::Unexpected,
-        })
-    }
-
-    /// Whether the request timed out (at connect or while waiting for the answer).
-    pub fn is_timeout(&self) -> bool {
-        match self {
-            Self::OutcomeUnknown { timeout, .. } => *timeout,
-            Self::NotSent { reason, .. } => reason.contains("timed out"),
-            _ => false,
-        }
-    }
-
-    /// The HTTP status of the answer, when there was one.
-    pub fn http_status(&self) -> Option<u16> {
-        match self {
-            Self::NotSoap { status, .. }
-            | Self::Fault { status, .. }
-            | Self::UnexpectedResponse { status, .. } => Some(*status),
-            _ => None,
-        }
-    }
-}
-
-/// SIFEN result codes this crate and the simulator name (BRIEF §6.3).
-pub mod codes {
-    /// XML malformado.
-    pub const MALFORMED: &str = "0160";
-    /// Servidor de procesamiento no disponible.
-    pub const SERVER_UNAVAILABLE: &str = "0161";
-    /// Autorización del DE satisfactoria.
-    pub const DE_APPROVED: &str = "0260";
-    /// Lote recibido con éxito.
-    pub const LOT_RECEIVED: &str = "0300";
-    /// Lote no encolado para procesamiento.
-    pub const LOT_NOT_QUEUED: &str = "0301";
-    /// Número de lote inexistente.
-    pub const LOT_UNKNOWN: &str = "0360";
-    /// Lote en procesamiento.
-    pub const LOT_PROCESSING: &str = "0361";
-    /// Procesamiento de lote concluido.
-    pub const LOT_DONE: &str = "0362";
-    /// Lote con tipos de DE distintos.
-    pub const LOT_MIXED_TYPES: &str = "0363";
-    /// Consulta extemporánea de lote (after 48 h).
-    pub const LOT_EXPIRED: &str = "0364";
-    /// CDC no existe en SIFEN o ha sido rechazado.
-    pub const CDC_NOT_FOUND: &str = "0420";
-    /// CDC encontrado.
-    pub const CDC_FOUND: &str = "0422";
-    /// RUC inexistente.
-    pub const RUC_NOT_FOUND: &str = "0500";
-    /// RUC encontrado.
-    pub const RUC_FOUND: &str = "0502";
-    /// Evento registrado correctamente.
-    pub const EVENT_REGISTERED: &str = "0600";
-    /// CDC duplicado.
-    pub const DUPLICATE_CDC: &str = "1001";
 }

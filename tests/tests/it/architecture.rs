@@ -141,3 +141,239 @@ fn the_published_error_catalogue_matches_the_code() {
         assert!(doc.contains(&row), "docs/errors.md lacks the row {row}");
     }
 }
+
+/// The `.rs` files under `dir`, by module path (`routes::documents`, `process::sifen::lots`).
+fn modules(dir: &std::path::Path) -> std::collections::BTreeMap<String, PathBuf> {
+    fn walk(dir: &std::path::Path, prefix: &[String], out: &mut std::collections::BTreeMap<String, PathBuf>) {
+        let mut entries: Vec<_> = std::fs::read_dir(dir)
+            .expect("a source folder")
+            .map(|e| e.expect("an entry").path())
+            .collect();
+        entries.sort();
+        for path in entries {
+            let name = path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or_default()
+                .to_owned();
+            if path.is_dir() {
+                let mut inner = prefix.to_vec();
+                inner.push(name);
+                walk(&path, &inner, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let mut module = prefix.to_vec();
+                if !matches!(name.as_str(), "mod" | "lib" | "main") {
+                    module.push(name);
+                }
+                out.insert(module.join("::"), path);
+            }
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    walk(dir, &[], &mut out);
+    out
+}
+
+/// The code of a file without its comments and its `#[cfg(test)]` module (tests may reach
+/// anything).
+fn code_of(path: &std::path::Path) -> String {
+    let text = std::fs::read_to_string(path).expect("a source file");
+    let text = text.split("\n#[cfg(test)]\nmod tests").next().unwrap_or_default();
+    text.lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Which files of the crate in `dir` each file uses: every `crate::a::b` path and every
+/// `super::` path, resolved to the deepest module that has a file. A module folder counts as one
+/// unit with its own file (`sifen.rs` and `sifen/lots.rs`: a parent and its children may use each
+/// other, as Rust's privacy expects).
+fn module_graph(dir: &std::path::Path) -> std::collections::BTreeMap<String, BTreeSet<String>> {
+    let files = modules(dir);
+    let unit = |module: &str| -> String {
+        // The top-level module a path belongs to, below the crate's flat folders: `routes::x`
+        // stays `routes::x`, `process::sifen::lots` becomes `process::sifen`.
+        let parts: Vec<&str> = module.split("::").collect();
+        let depth = if matches!(parts.first(), Some(&("routes" | "process" | "lookup"))) {
+            2
+        } else {
+            1
+        };
+        parts[..parts.len().min(depth)].join("::")
+    };
+    let resolve = |path: &str| -> Option<String> {
+        let parts: Vec<&str> = path.split("::").collect();
+        (1..=parts.len())
+            .rev()
+            .map(|n| parts[..n].join("::"))
+            .find(|m| files.contains_key(m))
+    };
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':';
+    let mut graph = std::collections::BTreeMap::new();
+    for (module, path) in &files {
+        if module.is_empty() {
+            continue;
+        }
+        let code = code_of(path);
+        let mut uses = BTreeSet::new();
+        // The path after `crate::` or `super::` at `at`, without a function or macro called at
+        // its end (`crate::openapi()` is the crate root's function, not the `openapi` module).
+        let path_at = |at: usize| -> String {
+            let rest: String = code[at..].chars().take_while(|c| word(*c)).collect();
+            let called = code[at + rest.len()..].starts_with(['(', '!']);
+            let rest = rest.trim_end_matches(':');
+            match rest.rsplit_once("::") {
+                Some((head, _)) if called => head.to_owned(),
+                None if called => String::new(),
+                _ => rest.to_owned(),
+            }
+        };
+        for (at, _) in code.match_indices("crate::") {
+            let rest = path_at(at + 7);
+            if let Some(target) = resolve(&rest) {
+                uses.insert(unit(&target));
+            }
+        }
+        for (at, _) in code.match_indices("super::") {
+            let mut base: Vec<&str> = module.split("::").collect();
+            if !path.ends_with("mod.rs") {
+                base.pop();
+            }
+            let rest = path_at(at + 7);
+            let full = match (base.is_empty(), rest.is_empty()) {
+                (true, _) => rest.clone(),
+                (false, true) => base.join("::"),
+                (false, false) => format!("{}::{rest}", base.join("::")),
+            };
+            if let Some(target) = resolve(&full) {
+                uses.insert(unit(&target));
+            }
+        }
+        let me = unit(module);
+        uses.remove(&me);
+        uses.remove("");
+        graph.entry(me).or_insert_with(BTreeSet::new).extend(uses);
+    }
+    graph
+}
+
+/// The import circles of a module graph: each strongly connected set of more than one unit.
+fn circles(graph: &std::collections::BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    let reach = |from: &str| -> BTreeSet<String> {
+        let mut seen = BTreeSet::new();
+        let mut queue = VecDeque::from([from.to_owned()]);
+        while let Some(m) = queue.pop_front() {
+            for next in graph.get(&m).into_iter().flatten() {
+                if seen.insert(next.clone()) {
+                    queue.push_back(next.clone());
+                }
+            }
+        }
+        seen
+    };
+    let mut found: Vec<Vec<String>> = Vec::new();
+    for m in graph.keys() {
+        let mine = reach(m);
+        if !mine.contains(m) || found.iter().any(|c| c.contains(m)) {
+            continue;
+        }
+        let circle: Vec<String> = mine.into_iter().filter(|o| reach(o).contains(m)).collect();
+        found.push(circle);
+    }
+    found
+}
+
+#[test]
+fn no_import_circle_between_the_files_of_api_or_application() {
+    for krate in ["api", "application"] {
+        let graph = module_graph(&workspace_root().join(krate).join("src"));
+        assert!(graph.len() > 10, "{krate}: the module graph was read ({graph:?})");
+        let circles = circles(&graph);
+        assert!(circles.is_empty(), "{krate} has import circles: {circles:?}");
+    }
+}
+
+#[test]
+fn the_circle_check_finds_a_circle() {
+    let mut graph = std::collections::BTreeMap::new();
+    graph.insert("a".to_owned(), BTreeSet::from(["b".to_owned()]));
+    graph.insert("b".to_owned(), BTreeSet::from(["c".to_owned()]));
+    graph.insert("c".to_owned(), BTreeSet::from(["a".to_owned()]));
+    graph.insert("d".to_owned(), BTreeSet::from(["a".to_owned()]));
+    assert_eq!(
+        circles(&graph),
+        vec![vec!["a".to_owned(), "b".to_owned(), "c".to_owned()]]
+    );
+}
+
+/// What `api` may name of the read models and of the adapters: the composition root builds
+/// adapters, the CLI runs operator commands, and query handlers read read models. The process
+/// managers and the intake use case live in `application` behind ports.
+#[test]
+fn api_holds_no_workflow_and_builds_no_adapter_outside_the_composition_root() {
+    let src = workspace_root().join("api/src");
+    // Files that may name them: the composition root, the CLI, the lookup service's own wiring,
+    // and the read-only query handlers.
+    let allowed = |module: &str| {
+        matches!(module, "compose" | "cli" | "demo" | "serve" | "metrics")
+            || module.starts_with("lookup")
+            || module.starts_with("routes::")
+    };
+    let adapters = [
+        "kuatia_projections::",
+        "kuatia_infrastructure::sifen_soap",
+        "kuatia_infrastructure::sifen::sign",
+        "kuatia_infrastructure::webhooks",
+        "kuatia_infrastructure::delivery",
+        "SifenClient",
+        "SigningKey",
+    ];
+    let mut offenders = Vec::new();
+    for (module, path) in modules(&src) {
+        if allowed(&module) {
+            continue;
+        }
+        let code = code_of(&path);
+        for adapter in adapters {
+            if code.contains(adapter) {
+                offenders.push(format!("{module}: {adapter}"));
+            }
+        }
+    }
+    // Not moved yet (issue 27): each is a process manager or an adapter still in `api`.
+    let not_yet: BTreeSet<&str> = [
+        "autoimpresor: kuatia_projections::",
+        "autoimpresor: kuatia_infrastructure::webhooks",
+        "delivery: kuatia_projections::",
+        "delivery: kuatia_infrastructure::delivery",
+        "destinations: kuatia_projections::",
+        "printing: kuatia_projections::",
+        "sandbox: kuatia_projections::",
+        "sandbox: kuatia_infrastructure::sifen_soap",
+        "sandbox: kuatia_infrastructure::sifen::sign",
+        "sandbox: SifenClient",
+        "sandbox: SigningKey",
+        "webhooks: kuatia_projections::",
+        "webhooks: kuatia_infrastructure::webhooks",
+        "auth: kuatia_projections::",
+        "middleware: kuatia_projections::",
+        "state: kuatia_projections::",
+        "invitation_page: kuatia_projections::",
+        "rate_limit: kuatia_projections::",
+    ]
+    .into_iter()
+    .collect();
+    let offenders: Vec<String> = offenders
+        .into_iter()
+        .filter(|o| !not_yet.contains(o.as_str()))
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "api names adapters outside the composition root: {offenders:?}"
+    );
+    assert!(
+        !src.join("pipeline.rs").exists() && !src.join("sifen_build.rs").exists(),
+        "the SIFEN process manager lives in application::process"
+    );
+}

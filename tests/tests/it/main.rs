@@ -26,6 +26,7 @@ mod sifen_answers;
 mod sifen_lots;
 mod sifen_pipeline;
 mod sifen_rules;
+mod sifen_scenarios;
 mod sifen_soap;
 mod sifen_xml;
 mod store;

@@ -1,24 +1,26 @@
-//! Building and signing one DE: the DE from the canonical document and its issuer, the XMLDSig,
-//! the QR appended (BRIEF §3–§5). The pipeline runs it for real documents; the sandbox for
-//! previews. CPU work: call it off the async runtime.
+//! Building and signing one DE: the DE from the canonical document and its issuer (the CDC and
+//! its check digit, the security code), the XMLDSig through the [`SigningKey`] port, the QR
+//! appended. The SIFEN process manager runs it for real documents; the sandbox for previews.
+//! CPU work: call it off the async runtime.
 
 use chrono::{DateTime, Utc};
-use kuatia_application::artifacts::sha256_hex;
 use kuatia_domain::channel::SifenEnvironment;
 use kuatia_domain::document::aggregate::DocumentNumber;
 use kuatia_domain::document::canonical::CanonicalDocument;
 use kuatia_domain::sifen::de::{self, DeInput, Issuer};
 use kuatia_domain::sifen::qr::{self, Csc, QrData};
-use kuatia_infrastructure::sifen::sign::{self, SigningKey};
 use rand::Rng;
+
+use super::ports::SigningKey;
+use crate::artifacts::sha256_hex;
 
 /// What signing needs besides the document.
 pub struct SigningSetup<'a> {
     /// The issuer as the DE names it.
     pub issuer: &'a Issuer,
-    /// The certificate's private key and chain (parsed once per configuration: parsing a PEM
-    /// costs OpenSSL more than the signature).
-    pub key: &'a SigningKey,
+    /// The certificate's private key (made once per configuration: parsing a PEM costs more
+    /// than the signature).
+    pub key: &'a dyn SigningKey,
     /// `IdCSC` (`0001`).
     pub csc_id: &'a str,
     /// The CSC's secret.
@@ -80,7 +82,10 @@ pub fn build_and_sign(
     })
     .map_err(|e| format!("the DE cannot be built: {e}"))?;
     let unsigned_sha256 = sha256_hex(built.xml.as_bytes());
-    let signed = sign::sign_de(&built.xml, setup.key).map_err(|e| format!("signing: {e}"))?;
+    let signed = setup
+        .key
+        .sign_de(&built.xml)
+        .map_err(|e| format!("signing: {e}"))?;
     let url = qr::qr_url(
         &QrData {
             environment: setup.environment,
@@ -99,7 +104,10 @@ pub fn build_and_sign(
     )
     .map_err(|e| format!("the QR: {e}"))?;
     let mut xml = signed.xml;
-    sign::append_qr(&mut xml, &url).map_err(|e| format!("the QR: {e}"))?;
+    setup
+        .key
+        .append_qr(&mut xml, &url)
+        .map_err(|e| format!("the QR: {e}"))?;
     Ok(Signed {
         series,
         number: DocumentNumber {
@@ -117,8 +125,8 @@ pub fn build_and_sign(
 }
 
 /// Builds, unsigned, the DE a `sifen` document would become, so that intake refuses what the
-/// pipeline could not build (issue 25: what validation accepts, the builder builds; a document
-/// is never stuck `queued` by a build that fails for ever). The issuer is the company's
+/// pipeline could not build (what validation accepts, the builder builds; a document is never
+/// stuck `queued` by a build that fails for ever). The issuer is the company's
 /// configuration as the DE names it, at a placeholder establishment and point 001 with number 1
 /// (the document's own fields decide whether it can be built; the issuer's are checked when
 /// they are saved); the error is the builder's, as an intake issue with its JSON path.

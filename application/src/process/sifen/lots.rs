@@ -1,4 +1,4 @@
-//! SIFEN lots (BRIEF §6.2, GMP items 2–5): the first attempts of a numbering turn (one series:
+//! SIFEN lots (siRecepLoteDE, siResultLoteDE; SET's good-practice guide, GMP, items 2–5): the first attempts of a numbering turn (one series:
 //! one issuer, one type) go to SIFEN together as one siRecepLoteDE, and a `sifen.lot` job polls
 //! siResultLoteDE for their verdicts.
 //!
@@ -25,15 +25,14 @@
 //! while a lot holding it is still processing.
 
 use super::{Heard, JobFailure, Outcome, Pipeline, Setup, TenantId, outcome_commands, retry};
+use crate::documents;
+use crate::jobs::{Backoff, Job, NewJob};
+use crate::process::ports::{Clock, SifenGateway};
+use crate::worker::JobHandler;
 use async_trait::async_trait;
-use chrono::Utc;
-use kuatia_application::documents;
-use kuatia_application::jobs::{Backoff, Job, NewJob};
-use kuatia_application::worker::JobHandler;
 use kuatia_domain::document::aggregate::{DocumentState, DocumentStatus};
-use kuatia_infrastructure::sifen_soap::Meaning;
-use kuatia_infrastructure::sifen_soap::client::SifenClient;
-use kuatia_infrastructure::sifen_soap::messages::{LotDocument, LotQuery, MAX_LOT_DOCUMENTS};
+use kuatia_domain::sifen::answers::Meaning;
+use kuatia_domain::sifen::exchange::{LotDocument, LotQuery, MAX_LOT_DOCUMENTS};
 use std::sync::Arc;
 use std::time::Duration;
 use uuid::Uuid;
@@ -91,9 +90,14 @@ impl Pipeline {
     /// Sends recorded first attempts (document id, signed XML) as one lot. Received (0300): the
     /// lot's poll is queued, then each document hears the lot number. Otherwise each hears an
     /// operational failure.
-    pub(super) async fn send_lot(&self, key: &LotKey, client: &SifenClient, lot: &[(Uuid, &str)]) -> Heard {
+    pub(super) async fn send_lot(
+        &self,
+        key: &LotKey,
+        client: &dyn SifenGateway,
+        lot: &[(Uuid, &str)],
+    ) -> Heard {
         let xmls: Vec<&str> = lot.iter().map(|(_, xml)| *xml).collect();
-        let d_id = u64::try_from(Utc::now().timestamp_millis()).unwrap_or(1);
+        let d_id = u64::try_from(self.clock.now().timestamp_millis()).unwrap_or(1);
         let failed =
             |reason: String, raw: Option<String>| Heard::Answer(Outcome::Failed(reason), raw.map(Arc::from));
         match client.send_lot(d_id, &xmls).await {
@@ -110,7 +114,7 @@ impl Pipeline {
                 );
                 job.max_attempts = 1_000;
                 job.run_at =
-                    Some(Utc::now() + chrono::Duration::from_std(self.lots.poll).unwrap_or_default());
+                    Some(self.clock.now() + chrono::Duration::from_std(self.lots.poll).unwrap_or_default());
                 match &self.jobs {
                     Some(jobs) => match jobs.enqueue(&job).await {
                         Ok(_) => Heard::InLot {
@@ -161,7 +165,12 @@ pub(super) fn split<T>(documents: &[T], size: impl Fn(&T) -> usize) -> Vec<&[T]>
 
 /// A document's verdict in a finished lot: its entry read with the answers table (an
 /// approval held from before confirmed with siConsDE, as siRecepDE's).
-pub(super) async fn lot_outcome(client: &SifenClient, cdc: &str, entry: &LotDocument) -> Outcome {
+pub(super) async fn lot_outcome(
+    client: &dyn SifenGateway,
+    clock: &dyn Clock,
+    cdc: &str,
+    entry: &LotDocument,
+) -> Outcome {
     let message = entry
         .results
         .first()
@@ -169,6 +178,7 @@ pub(super) async fn lot_outcome(client: &SifenClient, cdc: &str, entry: &LotDocu
         .unwrap_or_default();
     super::verdict(
         client,
+        clock,
         cdc,
         entry.meaning(),
         entry.approved_before(),
@@ -232,7 +242,7 @@ impl SifenLot {
         };
         let setup = p.setup(tenant, first).await?;
         let client = p.client(&setup)?;
-        let d_id = u64::try_from(Utc::now().timestamp_millis()).unwrap_or(1);
+        let d_id = u64::try_from(p.clock.now().timestamp_millis()).unwrap_or(1);
         let answer = client
             .lot_result(d_id, &LotQuery::Number(number.clone()))
             .await
@@ -268,7 +278,7 @@ impl SifenLot {
             let cdc = state_of.cdc.clone().unwrap_or_default();
             let found = answer.result.documents.iter().find(|d| d.cdc == cdc);
             let outcome = match (meaning, found) {
-                (Meaning::Approved, Some(entry)) => lot_outcome(&client, &cdc, entry).await,
+                (Meaning::Approved, Some(entry)) => lot_outcome(&*client, &*p.clock, &cdc, entry).await,
                 (Meaning::Approved, None) => Outcome::Failed(format!(
                     "SIFEN {}: the concluded lot {number} does not list this CDC",
                     answer.result.code

@@ -1,5 +1,7 @@
-//! The SIFEN pipeline: the two job handlers that take a queued document to a verdict
-//! (ARCHITECTURE "Side effects", DECISIONS §5, BRIEF §6.4).
+//! The SIFEN process manager: the job handlers that take a queued document to a verdict, and
+//! send its cancelación or inutilización. It works through ports only ([`SifenPorts`]): the
+//! configuration and number series read models, SIFEN's web services, the signer, the
+//! destination policy, the clock (docs/sifen-channel.md).
 //!
 //! - [`Prepare`] (`sifen.prepare`): the jobs of one series waiting at the same time share a
 //!   *turn*: it draws the series' next number once, numbers the documents in queue order, builds
@@ -41,23 +43,16 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, TimeDelta, Utc};
-use kuatia_application::artifacts::ArtifactStore;
-use kuatia_application::combine::{Combiner, Waiting};
-use kuatia_application::documents::{self, DocumentsError, SIFEN_EVENT, SIFEN_PREPARE, SIFEN_SUBMIT};
-use kuatia_application::event_store::{EventMetadata, SharedStore, StoreError};
-use kuatia_application::jobs::{Backoff, Job, JobQueue};
-use kuatia_application::vault::{Vault, VaultError};
-use kuatia_application::worker::{JobFailure, JobHandler};
-use kuatia_domain::company::IssuancePoint;
 use kuatia_domain::document::aggregate::{
     ArtifactKind, Document, DocumentCommand, DocumentState, DocumentStatus, FiscalEventKind,
+    SUBMISSION_HORIZON,
 };
 use kuatia_domain::ruc::Ruc;
+use kuatia_domain::sifen::answers::Meaning;
 use kuatia_domain::sifen::de::Issuer;
 use kuatia_domain::sifen::event::{self as sifen_event, EventInput, EventKind};
+use kuatia_domain::sifen::exchange::{LotQuery, SoapError};
 use kuatia_domain::tenancy::TenantId;
-use kuatia_projections::configuration as config;
-use kuatia_projections::number_series;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -65,10 +60,18 @@ use tokio::sync::oneshot;
 use tracing::Instrument;
 use uuid::Uuid;
 
-use crate::sifen_build::{self, Signed, SigningSetup};
-use kuatia_infrastructure::sifen::sign::{self, SigningKey};
-use kuatia_infrastructure::sifen_soap::client::{ClientIdentity, SifenClient, SoapClientConfig};
-use kuatia_infrastructure::sifen_soap::{Meaning, SoapError};
+use super::build::{self, Signed, SigningSetup};
+use super::ports::{
+    Clock, ConfigurationReads, Destinations, NOT_NEXT, NumberSeries, SifenConnector, SifenGateway, Signer,
+    SigningKey,
+};
+use crate::artifacts::ArtifactStore;
+use crate::combine::{Combiner, Waiting};
+use crate::documents::{self, DocumentsError, SIFEN_EVENT, SIFEN_PREPARE, SIFEN_SUBMIT};
+use crate::event_store::{EventMetadata, SharedStore, StoreError};
+use crate::jobs::{Backoff, Job, JobQueue};
+use crate::vault::{Vault, VaultError};
+use crate::worker::{JobFailure, JobHandler};
 
 mod lots;
 
@@ -77,11 +80,8 @@ pub use lots::{LotSettings, SIFEN_LOT, SifenLot};
 /// The actor recorded on the pipeline's events.
 const ACTOR: &str = "system:sifen";
 
-/// Give up retrying this long after signing (DECISIONS §5).
-const HORIZON_HOURS: i64 = 60;
-
 /// Delay before the automatic attempt after the `failures`-th operational failure: 30 s, 2 min,
-/// 10 min, 30 min, 1 h, then every 2 h (DECISIONS §5).
+/// 10 min, 30 min, 1 h, then every 2 h.
 pub fn retry_delay(failures: u32) -> TimeDelta {
     match failures {
         0 | 1 => TimeDelta::seconds(30),
@@ -104,15 +104,42 @@ pub fn series_key(
     format!("{company_id}:{timbrado}:{establishment}:{point}:{doc_type}")
 }
 
-/// What both handlers share.
+/// The ports the SIFEN process manager works through.
+#[derive(Clone)]
+pub struct SifenPorts {
+    /// The event store (documents are loaded and changed through it).
+    pub store: SharedStore,
+    /// Sealed secrets: the certificates' keys, the CSCs.
+    pub vault: Vault,
+    /// Signed XML, SIFEN's answers, normalized payloads.
+    pub artifacts: Arc<dyn ArtifactStore>,
+    /// The configuration read models.
+    pub config: Arc<dyn ConfigurationReads>,
+    /// The number series read model.
+    pub series: Arc<dyn NumberSeries>,
+    /// SIFEN's web services.
+    pub sifen: Arc<dyn SifenConnector>,
+    /// Makes signing keys.
+    pub signer: Arc<dyn Signer>,
+    /// The destination policy channel endpoints are checked against when sending.
+    pub destinations: Arc<dyn Destinations>,
+    /// The time.
+    pub clock: Arc<dyn Clock>,
+}
+
+/// What the handlers share.
 #[derive(Clone)]
 pub struct Pipeline {
     store: SharedStore,
     vault: Vault,
     artifacts: Arc<dyn ArtifactStore>,
-    soap: SoapClientConfig,
-    /// SOAP clients by (endpoint, certificate): building one sets up TLS.
-    clients: Arc<Mutex<HashMap<(String, Uuid), SifenClient>>>,
+    config: Arc<dyn ConfigurationReads>,
+    series: Arc<dyn NumberSeries>,
+    sifen: Arc<dyn SifenConnector>,
+    signer: Arc<dyn Signer>,
+    clock: Arc<dyn Clock>,
+    /// Gateways by (endpoint, certificate): opening one sets up TLS.
+    clients: Arc<Mutex<HashMap<(String, Uuid), Arc<dyn SifenGateway>>>>,
     /// Setups by configuration version (`setup`).
     setups: Arc<Mutex<HashMap<SetupKey, Arc<Setup>>>>,
     /// Transforms of one series in this process take turns, several documents per turn (other
@@ -128,7 +155,7 @@ pub struct Pipeline {
     /// Where the lot polls are queued (lots are off without it).
     jobs: Option<Arc<dyn JobQueue>>,
     /// The destination policy channel endpoints are checked against when sending.
-    destinations: Arc<kuatia_infrastructure::destination::Policy>,
+    destinations: Arc<dyn Destinations>,
 }
 
 impl std::fmt::Debug for Pipeline {
@@ -143,7 +170,7 @@ fn retry(message: impl std::fmt::Display) -> JobFailure {
 }
 
 /// A sealed secret that does not open stays so until an operator gives the master key that
-/// sealed it (issue 26): the document fails visibly with the reason (`failed_terminal`,
+/// sealed it: the document fails visibly with the reason (`failed_terminal`,
 /// `document.failed`) instead of waiting in `queued` with nothing said. A store failure is
 /// retried.
 pub(crate) fn unopened(document: Uuid, what: &str, e: VaultError) -> JobFailure {
@@ -177,18 +204,17 @@ fn document_id(job: &Job) -> Result<Uuid, JobFailure> {
 }
 
 impl Pipeline {
-    /// A pipeline over the store, the vault (certificates, CSCs) and the artifact store.
-    pub fn new(
-        store: SharedStore,
-        vault: Vault,
-        artifacts: Arc<dyn ArtifactStore>,
-        soap: SoapClientConfig,
-    ) -> Self {
+    /// A pipeline over its ports; lots off, the retry schedule as decided.
+    pub fn new(ports: SifenPorts) -> Self {
         Self {
-            store,
-            vault,
-            artifacts,
-            soap,
+            store: ports.store,
+            vault: ports.vault,
+            artifacts: ports.artifacts,
+            config: ports.config,
+            series: ports.series,
+            sifen: ports.sifen,
+            signer: ports.signer,
+            clock: ports.clock,
             clients: Arc::default(),
             setups: Arc::default(),
             series_turns: Arc::default(),
@@ -199,15 +225,8 @@ impl Pipeline {
             },
             gate: Arc::default(),
             jobs: None,
-            destinations: Arc::default(),
+            destinations: ports.destinations,
         }
-    }
-
-    /// The destination policy channel endpoints are checked against (default: no allow-list,
-    /// demo tenants checked too).
-    pub fn with_destinations(mut self, policy: Arc<kuatia_infrastructure::destination::Policy>) -> Self {
-        self.destinations = policy;
-        self
     }
 
     /// Sends the first attempts of a turn as lots, polled through `sifen.lot` jobs queued on
@@ -271,8 +290,7 @@ impl Pipeline {
         id: Uuid,
         acts: impl FnOnce(&DocumentState) -> bool,
     ) -> Result<Option<DocumentState>, JobFailure> {
-        let store =
-            kuatia_application::aggregate::AggregateStore::<Document>::new(self.store.clone(), tenant);
+        let store = crate::aggregate::AggregateStore::<Document>::new(self.store.clone(), tenant);
         let loaded = store
             .load_to_act(
                 &kuatia_domain::document::aggregate::stream_id(tenant, id),
@@ -323,7 +341,9 @@ impl Pipeline {
     /// secrets, each time — and a configuration change made through any instance is seen at once.
     async fn setup(&self, tenant: TenantId, state: &DocumentState) -> Result<Setup, JobFailure> {
         let routing = &state.routing;
-        let company = config::company(&self.store, tenant, routing.company_id)
+        let company = self
+            .config
+            .company(tenant, routing.company_id)
             .await
             .map_err(retry)?
             .ok_or_else(|| JobFailure::Permanent(format!("no company of document {}", state.document_id)))?;
@@ -364,45 +384,44 @@ impl Pipeline {
         &self,
         tenant: TenantId,
         state: &DocumentState,
-        company: config::CompanyRow,
+        company: super::ports::CompanyConfig,
     ) -> Result<Setup, JobFailure> {
         let routing = &state.routing;
         let permanent =
             |what: &str| JobFailure::Permanent(format!("{what} of document {}", state.document_id));
-        let channel = config::channel(&self.store, tenant, routing.channel_id)
+        let channel = self
+            .config
+            .channel(tenant, routing.channel_id)
             .await
             .map_err(retry)?
-            .ok_or_else(|| permanent("no channel"))?
-            .channel;
+            .ok_or_else(|| permanent("no channel"))?;
         let sifen = channel
             .sifen
             .clone()
             .ok_or_else(|| permanent("no sifen settings"))?;
-        let branch = config::branch(&self.store, tenant, routing.branch_id)
+        let branch = self
+            .config
+            .branch(tenant, routing.branch_id)
             .await
             .map_err(retry)?
-            .ok_or_else(|| permanent("no branch"))?
-            .branch;
-        let point = config::issuance_point(&self.store, tenant, routing.issuance_point_id)
+            .ok_or_else(|| permanent("no branch"))?;
+        let point = self
+            .config
+            .issuance_point(tenant, routing.issuance_point_id)
             .await
             .map_err(retry)?
             .ok_or_else(|| permanent("no issuance point"))?;
-        let point = IssuancePoint {
-            point_id: point.id,
-            branch_id: point.branch_id,
-            code: point.code,
-            name: point.name,
-            is_default: point.is_default,
-        };
         let ruc = Ruc::parse(&company.ruc).map_err(|_| permanent("an unreadable company RUC"))?;
         let issuer = Issuer::from_config(&ruc, &company.profile, &branch, &point, &sifen);
-        let certificate = config::certificate(&self.store, tenant, sifen.certificate_id)
+        let certificate = self
+            .config
+            .certificate(tenant, sifen.certificate_id)
             .await
             .map_err(retry)?
             .ok_or_else(|| permanent("no certificate"))?;
         let pem = self
             .vault
-            .get(tenant, certificate.record.secret_id)
+            .get(tenant, certificate.secret_id)
             .await
             .map_err(|e| unopened(state.document_id, "the certificate's private key", e))?;
         let csc = self
@@ -415,18 +434,16 @@ impl Pipeline {
         // endpoint must lead to public (or allow-listed) addresses now, and the client is pinned
         // to the address checked. A refusal is retried (it may be DNS, and it is logged with the
         // reason); only demo tenants of a service without public signup connect as they resolve.
-        let rules = crate::destinations::rules(&self.store, &self.destinations, tenant)
+        let pinned = self
+            .destinations
+            .check(tenant, &channel.endpoint)
             .await
-            .map_err(retry)?;
-        let pinned = kuatia_infrastructure::webhooks::check_destination(&channel.endpoint, &rules)
-            .await
-            .map_err(|e| retry(format!("the sifen channel's endpoint: {e}")))?
-            .pinned;
-        let key = SigningKey::from_pem(&pem).map_err(|e| {
+            .map_err(|e| retry(format!("the sifen channel's endpoint: {e}")))?;
+        let key = self.signer.key(&pem).map_err(|e| {
             JobFailure::Permanent(format!("document {}: the signing key: {e}", state.document_id))
         })?;
         Ok(Setup {
-            key: Arc::new(key),
+            key,
             issuer,
             endpoint: channel.endpoint.clone(),
             certificate_id: sifen.certificate_id,
@@ -435,10 +452,11 @@ impl Pipeline {
             environment: sifen.environment,
             pem: pem.to_vec(),
             pinned,
+            certificate_valid: (certificate.facts.not_before, certificate.facts.not_after),
         })
     }
 
-    fn client(&self, setup: &Setup) -> Result<SifenClient, JobFailure> {
+    fn client(&self, setup: &Setup) -> Result<Arc<dyn SifenGateway>, JobFailure> {
         let key = (setup.endpoint.clone(), setup.certificate_id);
         if let Some(client) = self
             .clients
@@ -448,8 +466,9 @@ impl Pipeline {
         {
             return Ok(client.clone());
         }
-        let identity = ClientIdentity::from_pem(setup.pem.clone());
-        let client = SifenClient::pinned(&setup.endpoint, &self.soap, Some(&identity), None, setup.pinned)
+        let client = self
+            .sifen
+            .connect(&setup.endpoint, &setup.pem, setup.pinned)
             .map_err(|e| JobFailure::Retry(format!("the SIFEN client: {e}")))?;
         self.clients
             .lock()
@@ -473,11 +492,34 @@ struct Setup {
     environment: kuatia_domain::channel::SifenEnvironment,
     /// The certificate's private key and chain, PEM (the SOAP client's TLS identity).
     pem: Vec<u8>,
-    /// The same, parsed for signing.
-    key: Arc<SigningKey>,
+    /// The same, made a signing key.
+    key: Arc<dyn SigningKey>,
     /// For a production tenant, the endpoint's address the destination policy checked when the
     /// setup was read: its SIFEN client connects there and nowhere else (docs/security.md).
     pinned: Option<std::net::SocketAddr>,
+    /// The certificate's validity (not before, not after).
+    certificate_valid: (DateTime<Utc>, DateTime<Utc>),
+}
+
+impl Setup {
+    /// Refuses to sign with a certificate that is not valid now: SIFEN rejects a DE whose
+    /// certificate was not valid when it was signed (rule 2450, field I002), so the document
+    /// would burn its number on a certain rejection. Its certificate may have expired after
+    /// intake checked the channel.
+    fn check_certificate(&self, document: Uuid, now: DateTime<Utc>) -> Result<(), JobFailure> {
+        let (from, until) = self.certificate_valid;
+        if now < from || now > until {
+            return Err(JobFailure::Permanent(format!(
+                "document {document}: the certificate {} is not valid now (valid from {} until {}): \
+                 SIFEN rejects a DE signed with it (2450); upload a valid certificate and issue the \
+                 document again",
+                self.certificate_id,
+                from.to_rfc3339(),
+                until.to_rfc3339()
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// `sifen.prepare`.
@@ -498,12 +540,12 @@ fn build_and_sign(
 ) -> Result<Signed, JobFailure> {
     let signing = SigningSetup {
         issuer: &setup.issuer,
-        key: &setup.key,
+        key: &*setup.key,
         csc_id: &setup.csc_id,
         csc: &setup.csc,
         environment: setup.environment,
     };
-    sifen_build::build_and_sign(&state.document, &signing, series, number, now)
+    build::build_and_sign(&state.document, &signing, series, number, now)
         .map_err(|what| JobFailure::Permanent(format!("document {}: {what}", state.document_id)))
 }
 
@@ -545,7 +587,7 @@ impl Pipeline {
             code: "document_build_failed".to_owned(),
             message,
             field: Some("sifen".to_owned()),
-            at: Utc::now(),
+            at: self.clock.now(),
         };
         match self.run(job.tenant_id, id, vec![command]).await {
             Ok(()) => Ok(()),
@@ -579,6 +621,7 @@ impl Prepare {
             _ => return Ok(()),
         }
         let setup = Arc::new(p.setup(tenant, &state).await?);
+        setup.check_certificate(id, p.clock.now())?;
         let doc_type = state
             .document
             .doc_type
@@ -711,8 +754,11 @@ impl Pipeline {
         };
         metrics::histogram!("kuatia_sifen_numbering_turn_documents").record(preparing.len() as f64);
         let preparing = Arc::new(preparing);
-        let results = match number_series::next_number(&self.store, tenant, series).await {
-            Ok(first) => self.number_and_record(tenant, series, first, &preparing).await,
+        let results = match self.series.next_number(tenant, series).await {
+            Ok(first) => {
+                self.number_and_record(tenant, series, first.unwrap_or(1), &preparing)
+                    .await
+            }
             Err(e) => preparing.iter().map(|_| Err(retry(&e))).collect(),
         };
         let mut sending = Vec::new();
@@ -744,7 +790,7 @@ impl Pipeline {
         first: u64,
         preparing: &Arc<Vec<Preparing>>,
     ) -> Vec<Result<(Arc<str>, DocumentState), JobFailure>> {
-        let now = Utc::now();
+        let now = self.clock.now();
         let signed = sign_turn(preparing, series, first, now).await;
         // The signed bytes are stored (concurrently) before anything refers to them.
         // So is the normalized payload (the canonical document as kept, defaults applied).
@@ -759,7 +805,7 @@ impl Pipeline {
                     let put = tokio::spawn(async move {
                         let xml_sha = artifacts.put(stored.as_bytes()).await?;
                         let payload_sha = artifacts.put(&payload).await?;
-                        Ok::<_, kuatia_application::artifacts::ArtifactError>((
+                        Ok::<_, crate::artifacts::ArtifactError>((
                             xml_sha,
                             (payload_sha, payload.len() as u64),
                         ))
@@ -806,7 +852,7 @@ impl Pipeline {
                     // Another instance drew this number first, an earlier document of the turn
                     // failed, or the document changed: start over.
                     Some((Err(DocumentsError::Store(StoreError::Projection { message, .. })), number))
-                        if message.contains(number_series::NOT_NEXT) =>
+                        if message.contains(NOT_NEXT) =>
                     {
                         Err(retry(format!("number {number} was taken; drawing again")))
                     }
@@ -851,10 +897,10 @@ impl Pipeline {
         tenant: TenantId,
         preparing: &[Preparing],
         key: &lots::LotKey,
-        client: &SifenClient,
+        client: &Arc<dyn SifenGateway>,
         group: &[Sending],
     ) -> Vec<Result<(), JobFailure>> {
-        let now = Utc::now();
+        let now = self.clock.now();
         let heard: Vec<Heard> = if self.lots_on() && group.len() > 1 {
             let mut heard = Vec::with_capacity(group.len());
             for lot in lots::split(group, |s| s.xml.len()) {
@@ -862,7 +908,7 @@ impl Pipeline {
                     lot.iter().map(|s| (preparing[s.index].id, &*s.xml)).collect();
                 // The lot's request continues its first document's trace.
                 let sent = self
-                    .send_lot(key, client, &documents)
+                    .send_lot(key, &**client, &documents)
                     .instrument(preparing[lot[0].index].span.clone())
                     .await;
                 heard.extend(lot.iter().map(|_| sent.clone()));
@@ -874,11 +920,11 @@ impl Pipeline {
                 .iter()
                 .enumerate()
                 .map(|(i, s)| {
-                    let (client, xml) = (client.clone(), s.xml.clone());
+                    let (client, clock, xml) = (client.clone(), self.clock.clone(), s.xml.clone());
                     let cdc = s.state.cdc.clone().unwrap_or_default();
                     let span = preparing[s.index].span.clone();
                     tokio::spawn(
-                        async move { send_alone(&client, d_id + i as u64, &cdc, &xml).await }
+                        async move { send_alone(&*client, &*clock, d_id + i as u64, &cdc, &xml).await }
                             .instrument(span),
                     )
                 })
@@ -1019,14 +1065,14 @@ async fn sign_turn(
 }
 
 /// The normalized payload artifact's bytes: the canonical document as kept (defaults applied),
-/// JSON (DECISIONS §8).
-pub(crate) fn normalized_payload(state: &DocumentState) -> Result<Vec<u8>, JobFailure> {
+/// JSON.
+pub fn normalized_payload(state: &DocumentState) -> Result<Vec<u8>, JobFailure> {
     serde_json::to_vec(&state.document)
         .map_err(|e| JobFailure::Permanent(format!("the canonical document: {e}")))
 }
 
 /// Records the normalized payload artifact, stored before under `sha256`; once per document.
-pub(crate) fn normalized_payload_artifact(
+pub fn normalized_payload_artifact(
     state: &DocumentState,
     sha256: String,
     size: u64,
@@ -1129,7 +1175,7 @@ impl JobHandler for Submit {
     async fn run(&self, job: &Job) -> Result<(), JobFailure> {
         let p = &self.0;
         let (tenant, id, state) = p.document(job).await?;
-        let now = Utc::now();
+        let now = p.clock.now();
         match state.status {
             DocumentStatus::Submitting => p.resend(tenant, id, state).await,
             DocumentStatus::Retrying => {
@@ -1163,7 +1209,7 @@ impl Pipeline {
     /// is asked for the CDC first, and the answer recorded instead of sending when it has one.
     /// Otherwise the next attempt goes on record before the stored signed bytes leave.
     async fn resend(&self, tenant: TenantId, id: Uuid, mut state: DocumentState) -> Result<(), JobFailure> {
-        let now = Utc::now();
+        let now = self.clock.now();
         let cdc = state
             .cdc
             .clone()
@@ -1172,7 +1218,7 @@ impl Pipeline {
         let client = self.client(&setup)?;
         let d_id = u64::try_from(now.timestamp_millis()).unwrap_or(1);
         if state.attempts > 0
-            && let Some((outcome, raw)) = reconcile(&client, d_id, &cdc).await
+            && let Some((outcome, raw)) = reconcile(&*client, &*self.clock, d_id, &cdc).await
         {
             return record(self, tenant, id, &state, outcome, raw).await;
         }
@@ -1195,7 +1241,7 @@ impl Pipeline {
             Err(e) => return Err(retry(e)),
         }
         state.attempts = attempt;
-        let (outcome, raw) = send_alone(&client, d_id + 2, &cdc, &xml).await;
+        let (outcome, raw) = send_alone(&*client, &*self.clock, d_id + 2, &cdc, &xml).await;
         record(self, tenant, id, &state, outcome, raw).await
     }
 
@@ -1223,7 +1269,13 @@ impl Pipeline {
 }
 
 /// Sends one signed DE alone (siRecepDE): SIFEN's verdict, or the operational failure.
-async fn send_alone(client: &SifenClient, d_id: u64, cdc: &str, xml: &str) -> (Outcome, Option<String>) {
+async fn send_alone(
+    client: &dyn SifenGateway,
+    clock: &dyn Clock,
+    d_id: u64,
+    cdc: &str,
+    xml: &str,
+) -> (Outcome, Option<String>) {
     match client.send_de(d_id, xml).await {
         Ok(answer) => {
             let r = &answer.result;
@@ -1231,6 +1283,7 @@ async fn send_alone(client: &SifenClient, d_id: u64, cdc: &str, xml: &str) -> (O
             let message = r.results.first().map(|r| r.message.clone()).unwrap_or_default();
             let outcome = verdict(
                 client,
+                clock,
                 cdc,
                 r.meaning(),
                 r.is_duplicate(),
@@ -1247,7 +1300,7 @@ async fn send_alone(client: &SifenClient, d_id: u64, cdc: &str, xml: &str) -> (O
 
 /// An exchange that failed on the wire, as the reason of an operational failure: the answers
 /// table's transport outcome (`not sent (refused): …`), which the document detail explains.
-pub(crate) fn transport_failure(e: &SoapError) -> String {
+fn transport_failure(e: &SoapError) -> String {
     match e.transport() {
         Some(t) => t.reason(&e.to_string()),
         None => format!("not sent: {e}"),
@@ -1260,7 +1313,8 @@ pub(crate) fn transport_failure(e: &SoapError) -> String {
 /// of an approval whose answer we never heard) is confirmed with siConsDE, whose authorisation
 /// is taken; until siConsDE answers "approved", it is an operational failure, never a rejection.
 async fn verdict(
-    client: &SifenClient,
+    client: &dyn SifenGateway,
+    clock: &dyn Clock,
     cdc: &str,
     meaning: Meaning,
     approved_before: bool,
@@ -1270,7 +1324,7 @@ async fn verdict(
 ) -> Outcome {
     match meaning {
         Meaning::Approved if approved_before => {
-            let d_id = u64::try_from(Utc::now().timestamp_millis()).unwrap_or(1);
+            let d_id = u64::try_from(clock.now().timestamp_millis()).unwrap_or(1);
             match asking(|| client.query_de(d_id, cdc), |a| a.result.meaning()).await {
                 Ok(found) if found.result.meaning() == Meaning::Approved => Outcome::Accepted {
                     code: found.result.code.clone(),
@@ -1339,7 +1393,12 @@ where
 /// sending: approved (0422), the CDC's verdict in a finished lot, or an operational failure —
 /// a lot still processing, or any answer that settles nothing (no answer, 0161/0162, a 5xx, a
 /// body we cannot read, a code the table does not list), asked again on the retry schedule.
-async fn reconcile(client: &SifenClient, d_id: u64, cdc: &str) -> Option<(Outcome, Option<String>)> {
+async fn reconcile(
+    client: &dyn SifenGateway,
+    clock: &dyn Clock,
+    d_id: u64,
+    cdc: &str,
+) -> Option<(Outcome, Option<String>)> {
     let answer = match asking(|| client.query_de(d_id, cdc), |a| a.result.meaning()).await {
         Ok(answer) => answer,
         Err(e) => {
@@ -1372,7 +1431,7 @@ async fn reconcile(client: &SifenClient, d_id: u64, cdc: &str) -> Option<(Outcom
     }
     // Known absent: a lot holding it may still be processing, or have decided it (GMP item 3:
     // the lot is found by one of its CDCs).
-    let query = kuatia_infrastructure::sifen_soap::messages::LotQuery::Cdc(cdc.to_owned());
+    let query = LotQuery::Cdc(cdc.to_owned());
     let answer = match asking(|| client.lot_result(d_id + 1, &query), |a| a.result.meaning()).await {
         Ok(answer) => answer,
         Err(e) => {
@@ -1389,7 +1448,7 @@ async fn reconcile(client: &SifenClient, d_id: u64, cdc: &str) -> Option<(Outcom
         Meaning::Absent => None,
         Meaning::Approved => {
             let outcome = match r.documents.iter().find(|d| d.cdc == cdc) {
-                Some(found) => lots::lot_outcome(client, cdc, found).await,
+                Some(found) => lots::lot_outcome(client, clock, cdc, found).await,
                 None => Outcome::Failed(format!(
                     "SIFEN {}: {} (the lot holding the CDC does not list it; asked again later)",
                     r.code, r.message
@@ -1475,7 +1534,7 @@ fn outcome_commands(
     outcome: Outcome,
     response: Option<&Response>,
 ) -> Vec<DocumentCommand> {
-    let now = Utc::now();
+    let now = p.clock.now();
     let mut commands = Vec::new();
     if let Some(response) = response {
         commands.push(response_artifact(state, response, now));
@@ -1498,9 +1557,7 @@ fn outcome_commands(
             at: now,
         },
         Outcome::Failed(reason) => {
-            let horizon = state
-                .signed_at
-                .map_or(now, |s| s + TimeDelta::hours(HORIZON_HOURS));
+            let horizon = state.signed_at.map_or(now, |s| s + SUBMISSION_HORIZON);
             if now >= horizon {
                 DocumentCommand::GiveUp { reason, at: now }
             } else {
@@ -1528,7 +1585,7 @@ fn build_and_sign_event(
     state: &DocumentState,
     kind: FiscalEventKind,
     reason: &str,
-    pem: &[u8],
+    key: &dyn SigningKey,
     event_id: u64,
     now: DateTime<Utc>,
 ) -> Result<String, JobFailure> {
@@ -1569,8 +1626,8 @@ fn build_and_sign_event(
         kind: event_kind,
     })
     .map_err(|e| permanent(format!("the event cannot be built: {e}")))?;
-    let key = SigningKey::from_pem(pem).map_err(|e| permanent(format!("the signing key: {e}")))?;
-    sign::sign_event(&unsigned, &key).map_err(|e| permanent(format!("signing the event: {e}")))
+    key.sign_event(&unsigned)
+        .map_err(|e| permanent(format!("signing the event: {e}")))
 }
 
 #[async_trait]
@@ -1592,15 +1649,15 @@ impl JobHandler for SifenEvent {
         };
         let setup = p.setup(tenant, &state).await?;
         let client = p.client(&setup)?;
-        let now = Utc::now();
+        let now = p.clock.now();
         let d_id = u64::try_from(now.timestamp_millis()).unwrap_or(1);
         let event_id = u64::try_from(now.timestamp())
             .unwrap_or(1)
             .clamp(1, sifen_event::MAX_EVENT_ID);
         let signed = {
-            let (state, pem, reason) = (state.clone(), setup.pem.clone(), pending.reason.clone());
+            let (state, key, reason) = (state.clone(), setup.key.clone(), pending.reason.clone());
             tokio::task::spawn_blocking(move || {
-                build_and_sign_event(&state, pending.kind, &reason, &pem, event_id, now)
+                build_and_sign_event(&state, pending.kind, &reason, &*key, event_id, now)
             })
             .await
             .map_err(|e| retry(format!("the signing task: {e}")))??
@@ -1629,7 +1686,7 @@ impl JobHandler for SifenEvent {
                 return Err(retry(format!("SIFEN {code}: {message}")));
             }
         };
-        let at = Utc::now();
+        let at = p.clock.now();
         let verdict = match (pending.kind, registered) {
             (FiscalEventKind::Cancellation, true) => DocumentCommand::RecordCancelled {
                 code,

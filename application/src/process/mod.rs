@@ -1,0 +1,13 @@
+//! The process managers: job handlers that take a document from one state to the next by
+//! talking to the world (SIFEN, a printer, a mail server, an integrator's endpoint) and
+//! recording what happened as the document's events. Each works through the ports of
+//! [`ports`] and those the application already has (the event store, the job queue, the
+//! artifact store, the vault); `kuatia_api::compose` builds their adapters.
+//!
+//! - [`sifen`]: numbering, building and signing, sending (alone or in lots), reconciling before
+//!   any resend, polling lots, and the cancelación / inutilización events.
+//! - [`build`]: one DE built and signed (the SIFEN process and the sandbox both use it).
+
+pub mod build;
+pub mod ports;
+pub mod sifen;
