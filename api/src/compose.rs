@@ -5,7 +5,8 @@
 //! an adapter.
 
 use anyhow::Context;
-use kuatia_application::process::ports::SystemClock;
+use kuatia_application::intake::IntakePorts;
+use kuatia_application::process::ports::{Clock, SystemClock};
 use kuatia_application::process::sifen::{LotSettings, Pipeline, SifenPorts};
 use kuatia_application::upcast;
 use kuatia_application::worker::{WorkerConfig, WorkerPool};
@@ -196,6 +197,9 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     let lookup_addr = lookup.as_ref().map(|l| l.addr);
 
     let limiter = Arc::new(kuatia_application::rate_limit::RateLimiter::new(store.clone()));
+    // The read models behind the use cases' read ports, and the clock they all read.
+    let reads = Arc::new(kuatia_projections::reads::Reads::new(store.clone()));
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let artifact_location = config.artifact_location()?;
     let artifacts: Arc<dyn kuatia_application::artifacts::ArtifactStore> = Arc::new(
         kuatia_infrastructure::artifacts::ObjectArtifacts::open(&artifact_location)
@@ -230,7 +234,13 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
             config.pfx_workers,
             config.pfx_queue,
         )),
-        snapshots: Arc::default(),
+        intake: IntakePorts {
+            reads: reads.clone(),
+            config: reads.clone(),
+            series: reads.clone(),
+            registry: Arc::new(kuatia_infrastructure::lookup::StoreRegistry(store.clone())),
+            clock: clock.clone(),
+        },
         artifacts: artifacts.clone(),
         printer: printer.clone(),
         artifact_urls,
@@ -293,7 +303,6 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         runtime::RuntimeConfig::default(),
         shutdown.clone(),
     );
-    let reads = Arc::new(kuatia_projections::reads::Reads::new(store.clone()));
     let pipeline = Pipeline::new(SifenPorts {
         store: store.clone(),
         vault: jobs_vault,
@@ -308,7 +317,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         })),
         signer: Arc::new(OpensslSigner),
         destinations: Arc::new(TenantDestinations::new(destinations.clone(), reads.clone())),
-        clock: Arc::new(SystemClock),
+        clock: clock.clone(),
     })
     .with_retry_scale(config.sifen_retry_scale)
     .with_lots(

@@ -301,7 +301,7 @@ pub async fn autoimpresor_printable(
         .map(|b| b.branch);
     Ok(AutoimpresorPrintable {
         document: state.document.clone(),
-        issuer: print_issuer(&company, branch.as_ref()),
+        issuer: print_issuer(&company.ruc, &company.profile, branch.as_ref()),
         authorization: auto.authorization,
         valid_from: auto.valid_from,
         valid_to: auto.valid_to,
@@ -315,10 +315,10 @@ pub async fn autoimpresor_printable(
 /// when the branch has one of its own. Shared by regeneration and the sandbox preview
 /// (`crate::sandbox`), so both print what the autoimpresor channel prints.
 pub(crate) fn print_issuer(
-    company: &config::CompanyRow,
+    ruc: &str,
+    profile: &kuatia_domain::company::CompanyProfile,
     branch: Option<&kuatia_domain::company::Branch>,
 ) -> PrintIssuer {
-    let profile = &company.profile;
     // As the autoimpresor channel writes it on the first render (`crate::autoimpresor`), so a
     // regenerated printable shows the same address.
     let address = branch
@@ -332,7 +332,7 @@ pub(crate) fn print_issuer(
     PrintIssuer {
         legal_name: profile.legal_name.clone(),
         trade_name: profile.trade_name.clone(),
-        ruc: company.ruc.clone(),
+        ruc: ruc.to_owned(),
         address: address.trim().to_owned(),
         phone: optional(&profile.phone),
         email: optional(&profile.email),

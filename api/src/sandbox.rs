@@ -39,9 +39,7 @@ use kuatia_domain::sifen::de::Issuer;
 use kuatia_infrastructure::selfsigned::SelfSigned;
 use kuatia_infrastructure::sifen::sign::SigningKey;
 use kuatia_infrastructure::sifen_sim::{self, CscEntry, SimConfig};
-use kuatia_infrastructure::sifen_soap::client::{
-    Answered, ClientIdentity, MAX_ANSWER_BYTES, SifenClient, SoapClientConfig,
-};
+use kuatia_infrastructure::sifen_soap::client::{Answered, ClientIdentity, MAX_ANSWER_BYTES, SifenClient};
 use kuatia_infrastructure::sifen_soap::messages::{self, DeReception};
 use kuatia_infrastructure::sifen_soap::{Service, SoapError};
 use kuatia_projections::configuration as read;
@@ -124,40 +122,7 @@ impl Mode {
     const ALL: [Mode; 3] = [Self::DemoSimulated, Self::SifenDev, Self::AutoimpresorTest];
 }
 
-/// Where `sifen_dev` previews go.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SifenTarget {
-    /// A SIFEN simulator started for each preview on a loopback port, with the preview's CSC,
-    /// stopped when the answer is in: nothing is kept, not even by the simulator.
-    OwnSimulator,
-    /// A SIFEN test endpoint's base URL (`https://sifen-test.set.gov.py`, a simulator's
-    /// `http://host:port`).
-    Url(String),
-}
-
-/// The sandbox's settings.
-#[derive(Debug, Clone)]
-pub struct Sandbox {
-    /// Where `sifen_dev` sends.
-    pub sifen_target: SifenTarget,
-    /// Timeouts of the SOAP client.
-    pub soap: SoapClientConfig,
-}
-
-impl Default for Sandbox {
-    fn default() -> Self {
-        Self {
-            sifen_target: SifenTarget::OwnSimulator,
-            // A person waits for the answer: shorter than the pipeline's 15 s / 45 s.
-            soap: SoapClientConfig {
-                connect_timeout_ms: 5_000,
-                read_timeout_ms: 30_000,
-                total_timeout_ms: 40_000,
-                ..SoapClientConfig::default()
-            },
-        }
-    }
-}
+pub use crate::state::{Sandbox, SifenTarget};
 
 /// One artifact, inline (contract §2.9).
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -614,7 +579,7 @@ async fn company_setup(
         None => Mode::of(channel),
     };
     let tenant = caller.tenant;
-    let company = &prepared.company;
+    let company = &prepared.snapshot.company;
     let branch = read::branch(&state.store, tenant, routing.branch_id)
         .await?
         .map(|b| b.branch)
@@ -674,7 +639,7 @@ async fn company_setup(
         }
         (_, Some(auto)) if channel == ChannelKind::Autoimpresor => (
             ChannelSetup::Autoimpresor {
-                issuer: crate::printing::print_issuer(company, Some(&branch)),
+                issuer: crate::printing::print_issuer(&company.ruc, &company.profile, Some(&branch)),
                 authorization: auto.authorization.clone(),
                 valid_from: auto.valid_from,
                 valid_to: auto.valid_to,

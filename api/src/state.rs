@@ -36,8 +36,9 @@ pub struct AppState {
     /// The pool PFX uploads are opened in, with the reader that opens them (`KUATIA_PFX_WORKERS`,
     /// `KUATIA_PFX_QUEUE`).
     pub pfx_slots: Arc<kuatia_application::vault::PfxSlots>,
-    /// Companies' configuration as intake last read it.
-    pub snapshots: Arc<kuatia_projections::configuration::SnapshotCache>,
+    /// What the intake use case reads through (companies as snapshots kept by configuration
+    /// version, branches, points, number series, the taxpayer registry) and its clock.
+    pub intake: kuatia_application::intake::IntakePorts,
     /// Where documents' files are stored.
     pub artifacts: Arc<dyn kuatia_application::artifacts::ArtifactStore>,
     /// Renders KuDE and autoimpresor PDFs.
@@ -51,5 +52,40 @@ pub struct AppState {
     /// otherwise their `accept_url` is given to the inviter.
     pub mail_configured: bool,
     /// The sandbox preview's settings (where `sifen_dev` sends).
-    pub sandbox: Arc<crate::sandbox::Sandbox>,
+    pub sandbox: Arc<Sandbox>,
+}
+
+/// Where `sifen_dev` previews go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SifenTarget {
+    /// A SIFEN simulator started for each preview on a loopback port, with the preview's CSC,
+    /// stopped when the answer is in: nothing is kept, not even by the simulator.
+    OwnSimulator,
+    /// A SIFEN test endpoint's base URL (`https://sifen-test.set.gov.py`, a simulator's
+    /// `http://host:port`).
+    Url(String),
+}
+
+/// The sandbox's settings (the preview itself is `crate::sandbox`).
+#[derive(Debug, Clone)]
+pub struct Sandbox {
+    /// Where `sifen_dev` sends.
+    pub sifen_target: SifenTarget,
+    /// Timeouts of the SOAP client.
+    pub soap: kuatia_infrastructure::sifen_soap::SoapClientConfig,
+}
+
+impl Default for Sandbox {
+    fn default() -> Self {
+        Self {
+            sifen_target: SifenTarget::OwnSimulator,
+            // A person waits for the answer: shorter than the pipeline's 15 s / 45 s.
+            soap: kuatia_infrastructure::sifen_soap::SoapClientConfig {
+                connect_timeout_ms: 5_000,
+                read_timeout_ms: 30_000,
+                total_timeout_ms: 40_000,
+                ..kuatia_infrastructure::sifen_soap::SoapClientConfig::default()
+            },
+        }
+    }
 }

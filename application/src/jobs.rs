@@ -15,7 +15,7 @@ use serde_json::Value;
 use std::time::Duration;
 use uuid::Uuid;
 
-use crate::event_store::StoreError;
+use crate::records::StoreError;
 
 /// A job to write.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -10,8 +10,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use crate::event_store::{ProjectionKind, RecordedEvent, StoreError};
 use crate::jobs::NewJob;
+use crate::records::{ProjectionKind, RecordedEvent, StoreError};
 
 /// A value bound to or read from SQL. UUIDs and timestamps map to native types on PostgreSQL and
 /// to text on SQLite.

@@ -8,6 +8,7 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use kuatia_application::event_store::{ProjectionKind, RecordedEvent, SharedStore, StoreError};
+use kuatia_application::process::ports::CompanyConfig;
 use kuatia_application::projection::{Projection, SqlTx, SqlValue};
 use kuatia_domain::certificate::CertificateRecord;
 use kuatia_domain::channel::{BranchWithPoints, EmissionChannel};
@@ -628,20 +629,8 @@ pub async fn locations(
     Ok(out)
 }
 
-/// What intake needs of a company's configuration, read together.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CompanySnapshot {
-    /// The company (its `config_version` names this snapshot).
-    pub company: CompanyRow,
-    /// Its channels, in creation order.
-    pub channels: Vec<EmissionChannel>,
-    /// Its branches with their points.
-    pub locations: Vec<BranchWithPoints>,
-    /// Its certificates, newest first.
-    pub certificates: Vec<CertificateRecord>,
-    /// Whether print settings were saved.
-    pub print_settings_saved: bool,
-}
+/// What intake needs of a company's configuration, read together: the intake port's type.
+pub use kuatia_application::process::ports::CompanySnapshot;
 
 /// Company snapshots kept per process, keyed by tenant and company and reused while the
 /// company's `config_version` stays the same — so intake reads one row, not six tables, per
@@ -656,7 +645,7 @@ impl SnapshotCache {
     /// At most this many companies are kept; past it the cache starts over.
     const CAPACITY: usize = 10_000;
 
-    fn get(&self, tenant: TenantId, company: &CompanyRow) -> Option<std::sync::Arc<CompanySnapshot>> {
+    fn get(&self, tenant: TenantId, company: &CompanyConfig) -> Option<std::sync::Arc<CompanySnapshot>> {
         let entries = self
             .entries
             .lock()
@@ -689,6 +678,12 @@ pub async fn company_snapshot(
 ) -> Result<Option<std::sync::Arc<CompanySnapshot>>, StoreError> {
     let Some(company) = company(store, tenant, company_id).await? else {
         return Ok(None);
+    };
+    let company = CompanyConfig {
+        id: company.id,
+        ruc: company.ruc,
+        profile: company.profile,
+        config_version: company.config_version,
     };
     if let Some(hit) = cache.get(tenant, &company) {
         return Ok(Some(hit));

@@ -1,27 +1,83 @@
-//! The read ports of the process managers (`kuatia_application::process::ports`), answered from
+//! The read ports of the process managers (`kuatia_application::process::ports`) and of intake
+//! (`kuatia_application::intake`), answered from
 //! the read models: the configuration, the number series, the tenants.
 
 use async_trait::async_trait;
 use kuatia_application::event_store::{SharedStore, StoreError};
-use kuatia_application::process::ports::{CompanyConfig, ConfigurationReads, NumberSeries, TenantReads};
+use kuatia_application::intake::{DocumentFacts, IntakeReads};
+use kuatia_application::process::ports::{
+    CompanyConfig, CompanySnapshot, ConfigurationReads, NumberSeries, TenantReads,
+};
 use kuatia_domain::certificate::CertificateRecord;
 use kuatia_domain::channel::EmissionChannel;
 use kuatia_domain::company::{Branch, IssuancePoint};
 use kuatia_domain::tenancy::TenantId;
+use std::sync::Arc;
 use uuid::Uuid;
 
-use crate::{configuration as config, number_series};
+use crate::{configuration as config, documents, number_series};
 
-/// The read models behind the process managers' read ports.
+/// The read models behind the process managers' and intake's read ports.
 #[derive(Clone)]
 pub struct Reads {
     store: SharedStore,
+    /// Company snapshots by configuration version (intake reads one row per request, not six
+    /// tables).
+    snapshots: Arc<config::SnapshotCache>,
 }
 
 impl Reads {
     /// Over the store the read models live in.
     pub fn new(store: SharedStore) -> Self {
-        Self { store }
+        Self {
+            store,
+            snapshots: Arc::default(),
+        }
+    }
+}
+
+fn facts(row: documents::DocumentRow) -> DocumentFacts {
+    DocumentFacts {
+        status: row.status,
+        cdc: row.cdc,
+        number: row.number,
+        external_id: row.external_id,
+        grand_total: row.grand_total,
+    }
+}
+
+#[async_trait]
+impl IntakeReads for Reads {
+    async fn company_snapshot(
+        &self,
+        tenant: TenantId,
+        company: Uuid,
+    ) -> Result<Option<Arc<CompanySnapshot>>, StoreError> {
+        config::company_snapshot(&self.store, &self.snapshots, tenant, company).await
+    }
+
+    async fn document(&self, tenant: TenantId, id: Uuid) -> Result<Option<DocumentFacts>, StoreError> {
+        Ok(documents::document(&self.store, tenant, id).await?.map(facts))
+    }
+
+    async fn document_with_cdc(
+        &self,
+        tenant: TenantId,
+        cdc: &str,
+    ) -> Result<Option<DocumentFacts>, StoreError> {
+        let filter = documents::Filter {
+            cdc: Some(cdc.to_owned()),
+            ..documents::Filter::default()
+        };
+        Ok(documents::list(&self.store, tenant, &filter, 1)
+            .await?
+            .into_iter()
+            .next()
+            .map(facts))
+    }
+
+    async fn credit_note_totals(&self, tenant: TenantId, cdc: &str) -> Result<Vec<String>, StoreError> {
+        documents::credit_notes_of(&self.store, tenant, cdc).await
     }
 }
 

@@ -1,14 +1,10 @@
-//! Contract §4.4: document intake and reading (DECISIONS §4–§5).
+//! The documents endpoints: intake, reading, retry, cancel and inutilize.
 //!
-//! Intake runs in stages, each refusing with every issue it finds:
-//! 1. structure — the body is a CanonicalDocumentV1: every problem its published JSON Schema
-//!    finds at once, then serde's parse (`crate::schema::canonical_document`);
-//! 2. routing — company (or the key's), channel, branch and point, defaults resolved
-//!    (`domain::document::routing`);
-//! 3. readiness of the routed channel (`domain::channel`), certificate included, and what the
-//!    document's type needs of it (a remisión on `sifen`: the channel's `remision_notice`);
-//! 4. business validation (`domain::document::validation`; on `sifen`, places are checked against
-//!    SET's geographic table there, `domain::geography`).
+//! Intake runs in stages, each refusing with every issue it finds: 1. structure here — the body
+//! is a CanonicalDocumentV1: every problem its published JSON Schema finds at once, then serde's
+//! parse (`crate::schema::canonical_document`); then the intake use case
+//! (`kuatia_application::intake`): 2. routing, 3. readiness of the routed channel, 4. business
+//! validation; and it stores the document once under its Idempotency-Key and external_id.
 //!
 //! `POST /v1/documents/validate` answers all of them as `{valid, errors, warnings, routing}`.
 //! `POST /v1/documents` refuses stages 1–3 and the configuration-dependent rules of stage 4 with
@@ -21,19 +17,16 @@ use axum::extract::{FromRequest, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
-use kuatia_application::documents::{self, DocumentsError, Intake};
-use kuatia_application::external_ids::{self, ExternalClaim, ExternalId};
-use kuatia_application::idempotency::{self, Claim};
+use kuatia_application::documents::{self, DocumentsError};
+use kuatia_application::idempotency;
+use kuatia_application::intake::{self, Prepared, ReceiveError, Received};
 use kuatia_domain::access::Permission;
-use kuatia_domain::certificate::Check;
-use kuatia_domain::channel::{ChannelKind, EmissionChannel, ReadinessContext};
+use kuatia_domain::channel::ChannelKind;
 use kuatia_domain::document::aggregate::DocumentStatus;
 use kuatia_domain::document::canonical::{self, CanonicalDocument};
 use kuatia_domain::document::issues::Issue;
-use kuatia_domain::document::routing::{self, Requested, Routing};
-use kuatia_domain::document::validation::{self, RegistryAnswer, Validation, ValidationContext};
-use kuatia_domain::ruc::Ruc;
-use kuatia_projections::configuration::{self as read, CompanyRow};
+use kuatia_domain::document::routing::Routing;
+use kuatia_domain::document::validation::Validation;
 use kuatia_projections::documents::{self as read_docs, DocumentRow};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -106,6 +99,26 @@ impl From<kuatia_application::event_store::StoreError> for Refusal {
     }
 }
 
+impl From<intake::Refusal> for Refusal {
+    fn from(refusal: intake::Refusal) -> Self {
+        match refusal {
+            intake::Refusal::Routing(issues) => Self::Routing(issues),
+            intake::Refusal::NotReady {
+                routing,
+                issues,
+                certificate,
+            } => Self::NotReady {
+                routing,
+                issues,
+                certificate,
+            },
+            intake::Refusal::NoSuchCompany => Self::Api(ApiError::not_found("no such company")),
+            intake::Refusal::Internal(message) => Self::Api(ApiError::new(ErrorCode::InternalError, message)),
+            intake::Refusal::Store(e) => Self::Api(e.into()),
+        }
+    }
+}
+
 impl Refusal {
     /// The error `POST /v1/documents` answers.
     pub fn into_error(self) -> ApiError {
@@ -140,314 +153,23 @@ fn first_message(issues: &[Issue]) -> String {
     issues.first().map(|i| i.message.clone()).unwrap_or_default()
 }
 
-/// A document that passed structure, routing and readiness, with its business validation.
-#[derive(Debug)]
-pub struct Prepared {
-    /// The document as sent.
-    pub document: CanonicalDocument,
-    /// The body's hash as canonical JSON (`idempotency::request_hash`).
-    pub request_hash: String,
-    /// Where it goes.
-    pub routing: Routing,
-    /// The company.
-    pub company: CompanyRow,
-    /// The routed channel.
-    pub channel: EmissionChannel,
-    /// Business errors and warnings.
-    pub validation: Validation,
-}
-
-/// Readiness checks that routing has not already covered, as issues.
-fn readiness_issues(checks: Vec<Check>) -> (Vec<Issue>, bool) {
-    let mut certificate = false;
-    let issues = checks
-        .into_iter()
-        .filter(|c| !c.ok && c.name != "branch" && c.name != "issuance_point")
-        .map(|c| {
-            certificate |= c.name == "certificate";
-            let code = if c.name == "certificate" {
-                "certificate_not_ready"
-            } else {
-                "configuration_not_ready"
-            };
-            Issue::new(format!("configuration.{}", c.name), code, c.message)
-        })
-        .collect();
-    (issues, certificate)
-}
-
-/// An autoimpresor range that earlier documents used up: refused at intake, nothing stored.
-/// The channel's configured `next_number` opens the series; from then on the series' own count
-/// says what is left (a document racing another for the last number is refused by the channel's
-/// job instead, as `failed_terminal` with a `configuration_error`).
-async fn used_up_range(
-    state: &AppState,
-    tenant: kuatia_domain::tenancy::TenantId,
-    routing: &Routing,
-    settings: &kuatia_domain::channel::AutoimpresorSettings,
-) -> Result<Option<Issue>, Refusal> {
-    let branch = read::branch(&state.store, tenant, routing.branch_id).await?;
-    let point = read::issuance_point(&state.store, tenant, routing.issuance_point_id).await?;
-    let (Some(branch), Some(point)) = (branch, point) else {
-        return Ok(None);
-    };
-    let series =
-        crate::autoimpresor::series_key(routing.company_id, settings, &branch.branch.code, &point.code);
-    let next = kuatia_projections::number_series::next_number_opt(&state.store, tenant, &series)
-        .await?
-        .unwrap_or(settings.next_number);
-    Ok((next > settings.range_end).then(|| {
-        Issue::new(
-            "configuration.autoimpresor",
-            "configuration_not_ready",
-            format!(
-                "the authorised range {}–{} of timbrado {} is exhausted; configure a new range on the channel",
-                settings.range_start, settings.range_end, settings.timbrado
-            ),
-        )
-    }))
-}
-
-/// `associated_document` against the tenant's own documents (issue 25): a `document_id` names
-/// one SIFEN approved, whose CDC is filled in; a credit or debit note's CDC of the company's own
-/// RUC that kuatia never issued is a warning (issued elsewhere, or mistyped: SIFEN refuses a note
-/// whose invoice it does not hold). Business errors and warnings, added to validation's.
-async fn resolve_associated(
-    state: &AppState,
-    tenant: kuatia_domain::tenancy::TenantId,
-    document: &mut CanonicalDocument,
-    ruc: &Ruc,
-) -> Result<(Vec<Issue>, Vec<Issue>), Refusal> {
-    use kuatia_domain::document::canonical::DocumentType;
-    use kuatia_domain::document::issues::codes;
-    let (mut errors, mut warnings) = (Vec::new(), Vec::new());
-    let note = matches!(
-        document.doc_type,
-        DocumentType::CreditNote | DocumentType::DebitNote
-    );
-    let credit_note = document.doc_type == DocumentType::CreditNote;
-    let total = document.totals.grand_total.get();
-    let Some(associated) = document.associated_document.as_mut() else {
-        return Ok((errors, warnings));
-    };
-    // The tenant's document referred to, when it is one.
-    let mut referred: Option<DocumentRow> = None;
-    if let Some(id) = associated.document_id {
-        let found = read_docs::document(&state.store, tenant, id).await?;
-        let approved = found
-            .as_ref()
-            .filter(|d| d.status == DocumentStatus::Accepted.as_str())
-            .and_then(|d| d.cdc.clone());
-        match (approved, found) {
-            (Some(cdc), _) if associated.cdc.as_deref().is_some_and(|c| c.trim() != cdc) => errors.push(Issue::new(
-                "associated_document.cdc",
-                codes::NOT_ALLOWED,
-                format!("document {id} has CDC {cdc}: give document_id or cdc, not two that disagree"),
-            )),
-            (Some(cdc), found) => {
-                associated.cdc = Some(cdc);
-                referred = found;
-            }
-            (None, found) => errors.push(Issue::new(
-                "associated_document.document_id",
-                codes::ASSOCIATED_DOCUMENT_NOT_FOUND,
-                match found {
-                    None => format!("no document {id} in this tenant"),
-                    Some(d) => format!(
-                        "document {id} is {}: only a document SIFEN approved (accepted) has a CDC to refer to",
-                        d.status
-                    ),
-                },
-            )),
-        }
-    } else if note
-        && let Some(cdc) = associated.cdc.as_deref().map(str::trim)
-        && cdc.len() == 44
-        && cdc.get(2..10).map(|r| r.trim_start_matches('0')) == Some(ruc.number().trim_start_matches('0'))
-    {
-        let filter = read_docs::Filter {
-            cdc: Some(cdc.to_owned()),
-            ..read_docs::Filter::default()
-        };
-        referred = read_docs::list(&state.store, tenant, &filter, 1)
-            .await?
-            .into_iter()
-            .next();
-        if referred.is_none() {
-            warnings.push(Issue::new(
-                "associated_document.cdc",
-                codes::ASSOCIATED_DOCUMENT_UNKNOWN,
-                format!(
-                    "kuatia issued no document with CDC {cdc}: if it was issued elsewhere this is fine, otherwise check it (SIFEN refuses a note whose invoice it does not hold)"
-                ),
-            ));
-        }
+/// Who the caller is, as the intake use case needs it.
+fn requester(caller: &Caller) -> intake::Requester {
+    intake::Requester {
+        tenant: caller.tenant,
+        company_scope: caller.company_id,
+        metadata: caller.metadata(),
     }
-    // Rule 2417: the credit notes of an invoice, this one and the live ones before it, add up to
-    // at most the invoice's total.
-    if credit_note
-        && let Some(invoice) = &referred
-        && let Some(cdc) = invoice.cdc.as_deref()
-        && let Ok(invoice_total) = invoice.grand_total.parse::<rust_decimal::Decimal>()
-    {
-        let earlier: rust_decimal::Decimal = read_docs::credit_notes_of(&state.store, tenant, cdc)
-            .await?
-            .iter()
-            .filter_map(|t| t.parse::<rust_decimal::Decimal>().ok())
-            .sum();
-        if total + earlier > invoice_total {
-            let name = invoice.number.as_deref().unwrap_or(invoice.external_id.as_str());
-            errors.push(Issue::new(
-                "totals.grand_total",
-                codes::CREDIT_NOTE_EXCEEDS_INVOICE,
-                if earlier.is_zero() {
-                    format!(
-                        "a credit note adjusts at most its invoice's total: {total} is more than {invoice_total}, the total of {name} (rule 2417)"
-                    )
-                } else {
-                    format!(
-                        "the credit notes of {name} would add up to {}: its earlier credit notes already credit {earlier} of its total {invoice_total}, so at most {} is left (rule 2417)",
-                        total + earlier,
-                        (invoice_total - earlier).max(rust_decimal::Decimal::ZERO)
-                    )
-                },
-            ));
-        }
-    }
-    Ok((errors, warnings))
 }
 
-/// Runs stages 1–4 on a body.
+/// Stage 1 here (the body is a CanonicalDocumentV1: every problem its published JSON Schema
+/// finds, then serde's parse), stages 2–4 in the intake use case.
 pub async fn prepare(state: &AppState, caller: &Caller, body: &[u8]) -> Result<Prepared, Refusal> {
     let value: Value = serde_json::from_slice(body)
         .map_err(|_| Refusal::Structure(canonical::parse(body).err().unwrap_or_default()))?;
     let request_hash = idempotency::request_hash(&value);
-    let mut document = crate::schema::canonical_document(value).map_err(Refusal::Structure)?;
-
-    let company_id = caller.company_scope(document.company_id)?.ok_or_else(|| {
-        Refusal::Routing(vec![Issue::new(
-            "company_id",
-            routing::MISSING_CONFIGURATION,
-            "company_id is required unless the API key is scoped to a company",
-        )])
-    })?;
-    let snapshot = read::company_snapshot(&state.store, &state.snapshots, caller.tenant, company_id)
-        .await?
-        .ok_or_else(|| {
-            Refusal::Routing(vec![Issue::new(
-                "company_id",
-                routing::UNKNOWN_REFERENCE,
-                "no such company in this tenant",
-            )])
-        })?;
-    let locations = &snapshot.locations;
-    let requested = Requested {
-        branch_id: document.branch_id,
-        issuance_point_id: document.issuance_point_id,
-        channel: document.channel,
-    };
-    let routing =
-        routing::route(company_id, requested, &snapshot.channels, locations).map_err(Refusal::Routing)?;
-    let channel = snapshot
-        .channels
-        .iter()
-        .find(|c| c.channel_id == routing.channel_id)
-        .cloned()
-        .ok_or_else(|| {
-            Refusal::Api(ApiError::new(
-                ErrorCode::InternalError,
-                "the routed channel vanished",
-            ))
-        })?;
-
-    let company = snapshot.company.clone();
-    let ruc = Ruc::parse(&company.ruc).map_err(|_| {
-        Refusal::Api(ApiError::new(
-            ErrorCode::InternalError,
-            "a stored RUC is unreadable",
-        ))
-    })?;
-    let certificates = &snapshot.certificates;
-    let print_settings_saved = snapshot.print_settings_saved;
-    let now = Utc::now();
-    let ctx = ReadinessContext {
-        ruc: &ruc,
-        branches: locations,
-        certificates,
-        print_settings_saved,
-        now,
-        today: kuatia_domain::local_time::paraguay_today(now),
-    };
-    let mut checks = channel.readiness(&ctx);
-    checks.extend(channel.document_checks(document.doc_type));
-    let (issues, certificate) = readiness_issues(checks);
-    if !issues.is_empty() {
-        return Err(Refusal::NotReady {
-            routing,
-            issues,
-            certificate,
-        });
-    }
-
-    if let Some(settings) = channel.autoimpresor.as_ref()
-        && let Some(issue) = used_up_range(state, caller.tenant, &routing, settings).await?
-    {
-        return Err(Refusal::NotReady {
-            routing,
-            issues: vec![issue],
-            certificate: false,
-        });
-    }
-
-    let certificate_expires_in_days = channel.sifen.as_ref().and_then(|s| {
-        certificates
-            .iter()
-            .find(|c| c.certificate_id == s.certificate_id)
-            .map(|c| c.facts.validate(&ruc, now).expires_in_days)
-    });
-    // The buyer's RUC against the taxpayer registry (a warning, never a refusal).
-    let buyer_registry = match document
-        .buyer
-        .as_ref()
-        .and_then(|b| b.ruc.as_deref())
-        .and_then(|r| Ruc::parse(r).ok())
-    {
-        Some(buyer) => kuatia_infrastructure::lookup::registry_answer(state.store.as_ref(), &buyer).await,
-        None => RegistryAnswer::NotLoaded,
-    };
-    let (reference_errors, reference_warnings) =
-        resolve_associated(state, caller.tenant, &mut document, &ruc).await?;
-    let mut validation = validation::validate(
-        &document,
-        &ValidationContext {
-            channel: routing.channel,
-            company_ruc: &ruc,
-            environment: channel.sifen.as_ref().map(|s| s.environment),
-            now,
-            certificate_expires_in_days,
-            buyer_registry,
-        },
-    );
-    validation.errors.extend(reference_errors);
-    validation.warnings.extend(reference_warnings);
-    // What validation accepts, the builder builds (issue 25): a sifen document's DE is built here,
-    // unsigned, so that one the pipeline could not build is refused now, not stuck later.
-    if routing.channel == ChannelKind::Sifen
-        && validation.errors.is_empty()
-        && let Some(sifen) = channel.sifen.as_ref()
-        && let Err(issue) =
-            kuatia_application::process::build::check_buildable(&document, &ruc, &company.profile, sifen, now)
-    {
-        validation.errors.push(issue);
-    }
-    Ok(Prepared {
-        document,
-        request_hash,
-        routing,
-        company,
-        channel,
-        validation,
-    })
+    let document = crate::schema::canonical_document(value).map_err(Refusal::Structure)?;
+    Ok(intake::prepare(&state.intake, &requester(caller), document, request_hash).await?)
 }
 
 /// The routing part of a validation response.
@@ -680,11 +402,6 @@ async fn intake_view(state: &AppState, caller: &Caller, id: Uuid) -> Result<Valu
     Ok(serde_json::to_value(DocumentView::from(row)).unwrap_or(Value::Null))
 }
 
-/// How long a request waits for another one holding its Idempotency-Key.
-const IN_FLIGHT_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
-/// A claim older than this whose owner never finished is taken over.
-const ABANDONED_AFTER: chrono::Duration = chrono::Duration::seconds(30);
-
 /// Receives a document: 201 with its status (`queued`, or `validation_failed` with the errors).
 #[utoipa::path(
     post,
@@ -717,111 +434,58 @@ pub async fn create_document(
     let prepared = prepare(&state, &caller, &body)
         .await
         .map_err(Refusal::into_error)?;
-    let hash = prepared.request_hash.clone();
-    let started = std::time::Instant::now();
-    let document_id = loop {
-        match idempotency::claim(&state.store, caller.tenant, &key, &hash, Utc::now()).await? {
-            Claim::Claimed { document_id } => break document_id,
-            Claim::Stored { document_id } => {
-                return Ok(created(intake_view(&state, &caller, document_id).await?, true));
-            }
-            Claim::Replay { response } => return Ok(created(response, true)),
-            Claim::Mismatch => {
-                return Err(ApiError::validation(
-                    "Idempotency-Key was already used with another request body",
-                )
-                .with_status(StatusCode::CONFLICT));
-            }
-            Claim::InFlight {
-                document_id,
-                claimed_at,
-            } => {
-                if Utc::now() - claimed_at > ABANDONED_AFTER {
-                    // Its owner died: finish its work under the same document id (an existing
-                    // document is found, never duplicated).
-                    break document_id;
-                }
-                if started.elapsed() > IN_FLIGHT_WAIT {
-                    return Err(ApiError::new(
-                        ErrorCode::ConflictError,
-                        "a request with this Idempotency-Key is still in progress; retry shortly",
-                    ));
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-            }
-        }
-    };
-    // One live document per external_id of a company and type (issue 26): a second one would be
-    // a second fiscal document for the same sale.
-    let external = ExternalId {
-        company_id: prepared.routing.company_id,
-        doc_type: prepared.document.doc_type.as_str(),
-        external_id: &prepared.document.external_id,
-    };
-    if let ExternalClaim::Held {
-        document_id: existing,
-    } = external_ids::claim(&state.store, caller.tenant, &external, document_id, Utc::now()).await?
-    {
-        let _ = idempotency::release(&state.store, caller.tenant, &key, document_id).await;
-        return Err(ApiError::new(
-            ErrorCode::ConflictError,
-            format!(
-                "external_id {:?} already names {} {existing} of this company, which is not finished without effect: \
-                 a second one would be a second fiscal document. Ask for it (GET /v1/documents/{existing}), or send \
-                 another external_id; once it ends validation_failed, rejected, failed_terminal or invalidated the \
-                 external_id is free again",
-                external.external_id, external.doc_type
-            ),
-        )
-        .with_details(json!({"existing_document_id": existing})));
-    }
-    let external_owned = (
-        external.company_id,
-        external.doc_type.to_owned(),
-        external.external_id.to_owned(),
-    );
     // The answer is built from what was decided, not read back: the row intake leaves behind
     // (its status, version and time come from the append).
-    let mut row = DocumentRow::after_intake(
-        document_id,
-        &prepared.routing,
-        &prepared.document,
-        prepared.validation.errors.clone(),
-        prepared.validation.warnings.clone(),
-    );
-    let intake = Intake {
-        document_id,
-        routing: prepared.routing,
-        document: prepared.document,
-        errors: prepared.validation.errors,
-        warnings: prepared.validation.warnings,
+    let row = |id: Uuid, routing: &Routing, document: &CanonicalDocument, validation: &Validation| {
+        DocumentRow::after_intake(
+            id,
+            routing,
+            document,
+            validation.errors.clone(),
+            validation.warnings.clone(),
+        )
     };
-    let view =
-        match documents::receive(&state.store, caller.tenant, intake, caller.metadata(), Utc::now()).await {
-            Ok(Some(stored)) => {
-                row.status = stored.status.as_str().to_owned();
-                row.version = stored.version as i64;
-                row.created_at = stored.recorded_at;
-                row.updated_at = stored.recorded_at;
-                serde_json::to_value(DocumentView::from(row)).unwrap_or(Value::Null)
-            }
-            // Taken over from a request that died after storing it: answer its intake.
-            Ok(None) => intake_view(&state, &caller, document_id).await?,
-            Err(e) => {
-                let _ = idempotency::release(&state.store, caller.tenant, &key, document_id).await;
-                let external = ExternalId {
-                    company_id: external_owned.0,
-                    doc_type: &external_owned.1,
-                    external_id: &external_owned.2,
-                };
-                let _ = external_ids::release(&state.store, caller.tenant, &external, document_id).await;
-                return Err(match e {
-                    DocumentsError::Store(e) => e.into(),
-                    other => ApiError::new(ErrorCode::ConflictError, other.to_string()),
-                });
-            }
-        };
-    Ok(created(view, false))
+    let received = intake::receive(
+        &state.store,
+        &*state.intake.clock,
+        &requester(&caller),
+        &key,
+        prepared,
+        row,
+    )
+    .await;
+    match received {
+        Ok(Received::Created {
+            view: mut row,
+            stored,
+        }) => {
+            row.status = stored.status.as_str().to_owned();
+            row.version = stored.version as i64;
+            row.created_at = stored.recorded_at;
+            row.updated_at = stored.recorded_at;
+            let view = serde_json::to_value(DocumentView::from(row)).unwrap_or(Value::Null);
+            Ok(created(view, false))
+        }
+        // Taken over from a request that died after storing it: answer its intake.
+        Ok(Received::TakenOver { document_id }) => {
+            Ok(created(intake_view(&state, &caller, document_id).await?, false))
+        }
+        Ok(Received::StoredBefore { document_id }) => {
+            Ok(created(intake_view(&state, &caller, document_id).await?, true))
+        }
+        Ok(Received::Replay(response)) => Ok(created(response, true)),
+        Err(ReceiveError::KeyReused) => {
+            Err(ApiError::validation(ReceiveError::KeyReused.to_string()).with_status(StatusCode::CONFLICT))
+        }
+        Err(e @ (ReceiveError::InFlight | ReceiveError::Conflict(_))) => {
+            Err(ApiError::new(ErrorCode::ConflictError, e.to_string()))
+        }
+        Err(e @ ReceiveError::ExternalIdHeld { existing, .. }) => {
+            Err(ApiError::new(ErrorCode::ConflictError, e.to_string())
+                .with_details(json!({"existing_document_id": existing})))
+        }
+        Err(ReceiveError::Store(e)) => Err(e.into()),
+    }
 }
 
 /// `GET /v1/documents` query (contract §4.4).

@@ -8,6 +8,7 @@
 //!   any resend, polling lots, and the cancelación / inutilización events.
 //! - [`build`]: one DE built and signed (the SIFEN process and the sandbox both use it).
 
+pub mod autoimpresor;
 pub mod build;
 pub mod ports;
 pub mod sifen;

@@ -7,7 +7,7 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use kuatia_domain::certificate::CertificateRecord;
-use kuatia_domain::channel::EmissionChannel;
+use kuatia_domain::channel::{BranchWithPoints, EmissionChannel};
 use kuatia_domain::company::{Branch, CompanyProfile, IssuancePoint};
 use kuatia_domain::sifen::exchange::{
     Answered, DeQuery, DeReception, EventReception, LotQuery, LotReception, LotResult, SoapError,
@@ -47,6 +47,22 @@ pub struct CompanyConfig {
     pub profile: CompanyProfile,
     /// Stream version of the last change to anything of its configuration.
     pub config_version: i64,
+}
+
+/// What intake needs of a company's configuration, read together (one snapshot per
+/// configuration version).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompanySnapshot {
+    /// The company (its `config_version` names this snapshot).
+    pub company: CompanyConfig,
+    /// Its channels, in creation order.
+    pub channels: Vec<EmissionChannel>,
+    /// Its branches with their points.
+    pub locations: Vec<BranchWithPoints>,
+    /// Its certificates, newest first.
+    pub certificates: Vec<CertificateRecord>,
+    /// Whether print settings were saved.
+    pub print_settings_saved: bool,
 }
 
 /// The configuration read models, as the workflows read them. `None`: no such record of the

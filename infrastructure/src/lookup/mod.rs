@@ -15,7 +15,9 @@ pub mod live;
 pub mod quota;
 pub mod registry;
 
+use kuatia_application::event_store::SharedStore;
 use kuatia_application::event_store::{Store, StoreError};
+use kuatia_application::intake::TaxpayerRegistry;
 use kuatia_application::projection::SqlValue;
 use kuatia_domain::document::validation::RegistryAnswer;
 use kuatia_domain::ruc::Ruc;
@@ -33,6 +35,23 @@ pub async fn registry_answer(store: &dyn Store, ruc: &Ruc) -> RegistryAnswer {
             tracing::warn!(error = %err, "reading the taxpayer registry failed; no registry warning");
             RegistryAnswer::NotLoaded
         }
+    }
+}
+
+/// The registry behind intake's [`TaxpayerRegistry`] port: [`registry_answer`] over the store.
+#[derive(Clone)]
+pub struct StoreRegistry(pub SharedStore);
+
+impl std::fmt::Debug for StoreRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StoreRegistry")
+    }
+}
+
+#[async_trait::async_trait]
+impl TaxpayerRegistry for StoreRegistry {
+    async fn answer(&self, ruc: &Ruc) -> RegistryAnswer {
+        registry_answer(self.0.as_ref(), ruc).await
     }
 }
 

@@ -354,6 +354,7 @@ fn api_holds_no_workflow_and_builds_no_adapter_outside_the_composition_root() {
         "sandbox: kuatia_infrastructure::sifen::sign",
         "sandbox: SifenClient",
         "sandbox: SigningKey",
+        "state: kuatia_infrastructure::sifen_soap",
         "webhooks: kuatia_projections::",
         "webhooks: kuatia_infrastructure::webhooks",
         "auth: kuatia_projections::",
