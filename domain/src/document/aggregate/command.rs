@@ -350,7 +350,7 @@ impl std::fmt::Display for DocumentNumber {
     }
 }
 
-/// Kinds of artifact (DECISIONS §8).
+/// Kinds of artifact (docs/artifacts.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ArtifactKind {
@@ -390,7 +390,7 @@ impl std::fmt::Display for ArtifactKind {
     }
 }
 
-/// Who a delivery is for (contract §2.6).
+/// Who a delivery is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DeliveryTarget {

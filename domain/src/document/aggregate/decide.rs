@@ -13,15 +13,15 @@ use crate::channel::ChannelKind;
 use crate::check_digit::modulo11;
 use crate::document::canonical::DocumentType;
 
-/// How long after signing a document may stay unanswered before it is given up (DECISIONS §5:
-/// automatic attempts "until 60 h after signing; then `failed_terminal`").
+/// How long after signing a document may stay unanswered before it is given up: automatic
+/// attempts continue until 60 h after signing, then the document is `failed_terminal`.
 pub const SUBMISSION_HORIZON: TimeDelta = TimeDelta::hours(60);
 
 /// Characters a cancellation or inutilización reason may have, once trimmed (SIFEN `mOtEve`).
 pub const REASON_CHARS: RangeInclusive<usize> = 5..=500;
 
-/// How long after SIFEN's approval an accepted document may be cancelled (DECISIONS §5: 48 h for
-/// invoices and autofacturas, 168 h for the rest).
+/// How long after SIFEN's approval an accepted document may be cancelled: 48 h for invoices and
+/// autofacturas, 168 h for the rest.
 pub fn cancellation_window(doc_type: DocumentType) -> TimeDelta {
     match doc_type {
         DocumentType::Invoice | DocumentType::Autofactura => TimeDelta::hours(48),
@@ -32,7 +32,7 @@ pub fn cancellation_window(doc_type: DocumentType) -> TimeDelta {
     }
 }
 
-/// Refuses a CDC that is not the one of this document: SIFEN's shape (BRIEF §1.1), the type, the
+/// Refuses a CDC that is not the one of this document: SIFEN's shape (44 characters), the type, the
 /// establishment, point, number and security code in their places, and the check digit.
 pub(super) fn check_cdc(
     cdc: &str,

@@ -19,7 +19,7 @@ use crate::document::canonical::{CanonicalDocument, DeliveryChannel, DocumentTyp
 use crate::document::issues::Issue;
 use crate::document::routing::Routing;
 
-/// The contract's document statuses (§2.7), exactly.
+/// The contract's document statuses, exactly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DocumentStatus {

@@ -39,7 +39,7 @@ fn numbers_and_cdcs_must_have_sifens_shape_and_agree() {
         with(|n| n.number = "0000000".into()),
         Err(malformed("number", "7 digits, 0000001 to 9999999"))
     );
-    // The manual's own worked example (BRIEF §1.2).
+    // The manual's own worked example of a CDC.
     let manual = DocumentNumber {
         timbrado: "12345678".into(),
         establishment: "001".into(),
