@@ -146,9 +146,9 @@ fn groups() -> Vec<Group> {
             about: "A document's whole life: intake, the SIFEN or autoimpresor pipeline, \
                     cancellation and inutilization, artifacts and deliveries. \
                     `GET /v1/documents/{id}/timeline` shows these.",
-            source: include_str!("document/aggregate.rs"),
+            source: include_str!("document/aggregate/event.rs"),
             enum_name: "DocumentEvent",
-            samples: samples(crate::document::aggregate::tests::samples()),
+            samples: samples(crate::document::aggregate::test_support::samples()),
         },
         Group {
             stream_type: "webhook_endpoint",
