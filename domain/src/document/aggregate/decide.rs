@@ -281,7 +281,9 @@ impl Document {
                 _ => Err(refused),
             },
             DocumentCommand::GiveUp { reason, at } => match s.status {
-                S::Retrying => match s.give_up_not_before() {
+                // From submitting too: an attempt that fails past the horizon ends the document
+                // there, with no retry scheduled beyond it.
+                S::Retrying | S::Submitting => match s.give_up_not_before() {
                     Some(not_before) if at < not_before => Err(DocumentError::GiveUpTooEarly { not_before }),
                     _ => one(DocumentEvent::DocumentFailedTerminally { reason, at }),
                 },

@@ -41,7 +41,7 @@
 //! | submitting | `RecordOperationalFailure` | retrying | `DocumentRetryScheduled` |
 //! | retrying | `RetryNow` | retrying | `DocumentRetryRequested` |
 //! | retrying | `ResumeSubmission` | submitting | `DocumentSubmissionResumed` |
-//! | retrying, 60 h after signing | `GiveUp` | failed_terminal | `DocumentFailedTerminally` |
+//! | submitting or retrying, 60 h after signing | `GiveUp` | failed_terminal | `DocumentFailedTerminally` |
 //! | queued (autoimpresor) | `StartRendering` | rendering | `DocumentRenderingStarted` |
 //! | rendering | `RecordRendered` | accepted | `DocumentRendered` |
 //! | queued, transforming | `RefuseIssuance` | failed_terminal | `DocumentIssuanceRefused` |

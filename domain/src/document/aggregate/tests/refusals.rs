@@ -124,11 +124,11 @@ fn resume_submission_is_refused_but_in_retrying() {
 }
 
 #[test]
-fn give_up_is_refused_but_in_retrying() {
+fn give_up_is_refused_but_in_submitting_or_retrying() {
     table(
         || give_up(t(3) + SUBMISSION_HORIZON),
         |s| match s {
-            Situation::Retrying => Expect::Events,
+            Situation::Retrying | Situation::Submitting => Expect::Events,
             Situation::FailedTerminal => Expect::Nothing,
             _ => Expect::Refused,
         },

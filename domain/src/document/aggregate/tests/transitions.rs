@@ -223,6 +223,21 @@ fn a_retrying_document_resumes_submission() {
     assert_eq!(state.next_attempt_at, None);
 }
 
+/// An attempt whose operational failure comes past the horizon gives up from `submitting`
+/// (the process manager records it instead of a retry no one would make).
+#[test]
+fn submitting_is_given_up_from_60_hours_after_signing_on() {
+    let horizon = t(3) + SUBMISSION_HORIZON;
+    TestFramework::<Document>::with(())
+        .given(invoice(Situation::Submitting))
+        .when(give_up(horizon))
+        .then_expect_events(vec![failed_terminally()]);
+    TestFramework::<Document>::with(())
+        .given(invoice(Situation::Submitting))
+        .when(give_up(horizon - TimeDelta::seconds(1)))
+        .then_expect_error(DocumentError::GiveUpTooEarly { not_before: horizon });
+}
+
 #[test]
 fn retrying_is_given_up_from_60_hours_after_signing_on() {
     let horizon = t(3) + SUBMISSION_HORIZON;
