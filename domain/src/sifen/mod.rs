@@ -2,8 +2,9 @@
 //!
 //! [`cdc`] is the document's key (`DE@Id`), [`de`] writes the unsigned `rDE` XML from a
 //! canonical document and the issuer's configuration, [`qr`] builds the `dCarQR` URL from the
-//! values the XML holds, [`event`] writes the unsigned cancelación and inutilización events, and
-//! [`answers`] is the one table of what each SIFEN answer means.
+//! values the XML holds, [`event`] writes the unsigned cancelación and inutilización events,
+//! [`answers`] is the one table of what each SIFEN answer means, and [`facts`] holds the code
+//! tables, limits and literals of SIFEN that intake validation and the DE builder share.
 //! Nothing here does IO, reads a clock or draws randomness: the security code, the signing time,
 //! the event id and the sequence number come in as arguments.
 
@@ -12,4 +13,5 @@ pub mod cdc;
 pub mod codes;
 pub mod de;
 pub mod event;
+pub mod facts;
 pub mod qr;
