@@ -74,7 +74,7 @@
 //!   already expired included (its refusal is readiness's business, not validation's).
 
 use chrono::{DateTime, NaiveDate, TimeDelta, Utc};
-use rust_decimal::{Decimal, RoundingStrategy};
+use rust_decimal::Decimal;
 use serde::Serialize;
 
 use super::canonical::{
@@ -88,6 +88,11 @@ use crate::geography::{self, PlaceError};
 use crate::local_time;
 use crate::ruc::{Ruc, RucError};
 use crate::sifen::de::is_sifen_email;
+use crate::sifen::facts::{
+    self, AMOUNT_LIMIT, CITY_CODES, CITY_NAME_MAX, DEPARTMENT_CODES, ESTABLISHMENT_DIGITS, Length,
+    MAX_DECIMALS, MAX_ITEMS, PARAGUAY, PRESENCE_CODES, QUANTITY_LIMIT, TEST_ISSUER_NAME, TIMBRADO_DIGITS,
+    half_up,
+};
 
 /// What validation needs besides the document; built per request, it lives as long as the call.
 #[derive(Debug, Clone)]
@@ -193,11 +198,6 @@ struct Profile {
     taxed: bool,
 }
 
-/// iMotEmi of credit and debit notes.
-const NOTE_REASONS: &[u8] = &[1, 2, 3, 4, 5, 6, 7, 8];
-/// iMotEmiNR of a remisión (XSD `tiMotivTras`).
-const REMISION_REASONS: &[u8] = &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 99];
-
 /// The table of BRIEF §3.5 for one type.
 fn profile(doc_type: DocumentType) -> Profile {
     use Need::{NotAllowed, Optional, Required};
@@ -224,12 +224,12 @@ fn profile(doc_type: DocumentType) -> Profile {
             ..base
         },
         DocumentType::CreditNote | DocumentType::DebitNote => Profile {
-            reason: (Required, NOTE_REASONS),
+            reason: (Required, &facts::NOTE_REASON_CODES),
             associated_document: Required,
             ..base
         },
         DocumentType::Remision => Profile {
-            reason: (Required, REMISION_REASONS),
+            reason: (Required, &facts::REMISION_REASON_CODES),
             transport: Required,
             priced: false,
             ..base
@@ -262,56 +262,16 @@ pub fn operation_type(buyer: &Party) -> OperationType {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Limits.
+// Limits of kuatia's own rules (SIFEN's tables and limits are in `crate::sifen::facts`).
 
-/// SIFEN's gCamItem occurs 1 to 999 times.
-const MAX_ITEMS: usize = 999;
 /// Rule 1321: an unnamed buyer only below this total (PYG).
 const ANONYMOUS_LIMIT: i64 = 60_000_000;
-/// Rule 1321's exception: iTipTra 13, medical samples.
-const MEDICAL_SAMPLES: u8 = 13;
 /// Rule 1150: at most this many hours before sending.
 const PAST_WINDOW_HOURS: i64 = 720;
 /// Rule 1151: at most this many hours after sending.
 const FUTURE_WINDOW_HOURS: i64 = 120;
 /// Warn about the certificate this many days ahead.
 const CERTIFICATE_WARNING_DAYS: i64 = 30;
-/// Decimal places of quantities and unit prices (`tdCantProSer`, `tMontoBase`).
-const MAX_DECIMALS: u32 = 8;
-/// Amounts stay below 10^15 (`tMontoBase`: 23 digits, 8 of them decimals).
-const MAX_AMOUNT: i64 = 1_000_000_000_000_000;
-/// Quantities stay below 10^10 (`tdCantProSer`).
-const MAX_QUANTITY: i64 = 10_000_000_000;
-/// dNomEmi in SIFEN's test environment (rule 1263).
-const TEST_ISSUER_NAME: &str = "DE generado en ambiente de prueba - sin valor comercial ni fiscal";
-/// Paraguay's ISO alpha-3 code.
-const PARAGUAY: &str = "PRY";
-/// iIndPres.
-const PRESENCE_CODES: &[u8] = &[1, 2, 3, 4, 5, 6, 9];
-/// iTipTra.
-const TRANSACTION_TYPES: std::ops::RangeInclusive<u8> = 1..=13;
-/// Department codes (XSD `Departamentos_v141`).
-const DEPARTMENTS: std::ops::RangeInclusive<u16> = 1..=20;
-/// City codes (XSD `tCiudad`: up to 5 digits).
-const CITIES: std::ops::RangeInclusive<u32> = 1..=99_999;
-/// City names (XSD `tDesCiudad`).
-const CITY_NAME_MAX: usize = 30;
-/// cUniMed (XSD `Unidades_Medida_v141`).
-const UNITS: &[u16] = &[
-    77, 79, 83, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 102, 103, 104, 108, 109,
-    110, 111, 112, 113, 114, 115, 116, 117, 118, 119, 120, 121, 122, 123, 124, 125, 126, 127, 128, 129, 130,
-    131, 132, 133, 134, 135, 136, 137, 138, 139, 140, 569, 625, 660, 666, 869, 885, 891, 2329, 2366,
-];
-/// `payment_terms.card.brand` (iDenTarj).
-const CARD_BRANDS: &[&str] = &[
-    "visa",
-    "mastercard",
-    "american_express",
-    "maestro",
-    "panal",
-    "cabal",
-    "other",
-];
 
 // ---------------------------------------------------------------------------------------------
 // Small helpers.
@@ -355,6 +315,11 @@ fn text_length(out: &mut Vec<Issue>, field: &str, value: &str, min: usize, max: 
             format!("{field} must have {min} to {max} characters, not {trimmed}"),
         );
     }
+}
+
+/// A text of [`Length`] `length` ([`text_length`]).
+fn text_of(out: &mut Vec<Issue>, field: &str, value: &str, length: Length) {
+    text_length(out, field, value, length.min, length.max);
 }
 
 /// `min..=max` ASCII characters, each accepted by `allowed`.
@@ -525,7 +490,7 @@ fn vendor_rules(seller: &Party, ctx: &ValidationContext<'_>, out: &mut Vec<Issue
     if required(out, "seller.legal_name", seller.legal_name.is_some(), WHY)
         && let Some(name) = &seller.legal_name
     {
-        text_length(out, "seller.legal_name", name, 4, 60);
+        text_of(out, "seller.legal_name", name, facts::SELLER_NAME);
     }
     address_rules(out, "seller", seller, Some(WHY), true);
     if ctx.channel == ChannelKind::Sifen {
@@ -535,11 +500,12 @@ fn vendor_rules(seller: &Party, ctx: &ValidationContext<'_>, out: &mut Vec<Issue
 
 fn document_number_rules(out: &mut Vec<Issue>, field: &str, number: Option<&str>) {
     if let Some(number) = number {
+        let Length { min, max } = facts::ID_NUMBER;
         pattern_issue(
             out,
             field,
-            pattern(number, 1, 20, alphanumeric_or_dash),
-            "1 to 20 letters, digits or dashes",
+            pattern(number, min, max, alphanumeric_or_dash),
+            &format!("{min} to {max} letters, digits or dashes"),
         );
     }
 }
@@ -552,7 +518,7 @@ fn address_rules(out: &mut Vec<Issue>, prefix: &str, party: &Party, needed: Opti
         required(out, &field("address"), party.address.is_some(), why);
     }
     if let Some(address) = &party.address {
-        text_length(out, &field("address"), address, 1, 255);
+        text_of(out, &field("address"), address, facts::ADDRESS);
     }
     if needed.is_some() || party.address.is_some() {
         let why = "an address comes with its house number (rule 1330)";
@@ -569,15 +535,16 @@ fn address_rules(out: &mut Vec<Issue>, prefix: &str, party: &Party, needed: Opti
         }
     }
     if let Some(number) = &party.house_number {
+        let Length { min, max } = facts::HOUSE_NUMBER;
         pattern_issue(
             out,
             &field("house_number"),
-            pattern(number, 1, 6, u8::is_ascii_digit),
-            "1 to 6 digits (0 when the house has no number)",
+            pattern(number, min, max, u8::is_ascii_digit),
+            &format!("{min} to {max} digits (0 when the house has no number)"),
         );
     }
     if let Some(code) = party.department_code
-        && !DEPARTMENTS.contains(&code)
+        && !DEPARTMENT_CODES.contains(&code)
     {
         push(
             out,
@@ -587,7 +554,7 @@ fn address_rules(out: &mut Vec<Issue>, prefix: &str, party: &Party, needed: Opti
         );
     }
     if let Some(code) = party.city_code
-        && !CITIES.contains(&code)
+        && !CITY_CODES.contains(&code)
     {
         push(
             out,
@@ -617,7 +584,7 @@ fn place_rules(out: &mut Vec<Issue>, prefix: &str, party: &Party) {
     let (Some(department), Some(city)) = (party.department_code, party.city_code) else {
         return;
     };
-    if party.address.is_none() || !DEPARTMENTS.contains(&department) || !CITIES.contains(&city) {
+    if party.address.is_none() || !DEPARTMENT_CODES.contains(&department) || !CITY_CODES.contains(&city) {
         return;
     }
     match geography::resolve(department, None, city) {
@@ -705,7 +672,7 @@ fn buyer_rules(
         );
     }
     if let Some(name) = &buyer.legal_name {
-        text_length(out, "buyer.legal_name", name, 4, 255);
+        text_of(out, "buyer.legal_name", name, facts::NAME);
     }
     if ctx.channel == ChannelKind::Sifen {
         sifen_contact_rules(buyer, out);
@@ -734,7 +701,7 @@ fn buyer_rules(
 /// print these fields as given.
 fn sifen_contact_rules(buyer: &Party, out: &mut Vec<Issue>) {
     if let Some(name) = &buyer.trade_name {
-        text_length(out, "buyer.trade_name", name, 4, 255);
+        text_of(out, "buyer.trade_name", name, facts::TRADE_NAME);
     }
     if let Some(email) = &buyer.email {
         pattern_issue(
@@ -876,7 +843,7 @@ fn country_rules(buyer: &Party, op: OperationType, out: &mut Vec<Issue>) {
         return;
     }
     if let Some(code) = country
-        && !crate::sifen::de::is_sifen_country(code)
+        && facts::country(code).is_none()
     {
         // Found by the fuzzer: "ARO" passed here and the DE builder refused it.
         push(
@@ -916,7 +883,7 @@ fn country_rules(buyer: &Party, op: OperationType, out: &mut Vec<Issue>) {
 
 /// Rule 1321: an unnamed buyer only below 60 000 000 PYG, unless the goods are medical samples.
 fn anonymous_limit(doc: &CanonicalDocument, grand_total: Option<Decimal>, out: &mut Vec<Issue>) {
-    if doc.transaction_type == Some(MEDICAL_SAMPLES) {
+    if doc.transaction_type == Some(facts::MEDICAL_SAMPLES) {
         return;
     }
     if let Some(total) = grand_total
@@ -973,10 +940,6 @@ fn autofactura_buyer_rules(buyer: &Party, ctx: &ValidationContext<'_>, out: &mut
 // ---------------------------------------------------------------------------------------------
 // Lines and totals (DECISIONS §4, BRIEF §3.6).
 
-fn half_up(value: Decimal) -> Decimal {
-    value.round_dp_with_strategy(0, RoundingStrategy::MidpointAwayFromZero)
-}
-
 fn below(value: Decimal, limit: i64) -> bool {
     value.abs() < Decimal::from(limit)
 }
@@ -995,7 +958,7 @@ fn out_of_range(out: &mut Vec<Issue>, field: &str, value: impl std::fmt::Display
 /// expected one (see the module's decisions).
 fn settle(out: &mut Vec<Issue>, field: &str, declared: Amount, expected: Option<Decimal>) -> Option<Decimal> {
     let value = declared.get();
-    if !below(value, MAX_AMOUNT) {
+    if !below(value, AMOUNT_LIMIT) {
         out_of_range(out, field, declared);
         return expected;
     }
@@ -1087,10 +1050,10 @@ fn sum(values: &[Option<Decimal>]) -> Option<Decimal> {
 fn line_fields(i: usize, item: &Item, profile: &Profile, out: &mut Vec<Issue>) {
     text_length(out, &format!("items[{i}].description"), &item.description, 1, 120);
     if let Some(code) = &item.code {
-        text_length(out, &format!("items[{i}].code"), code, 1, 50);
+        text_of(out, &format!("items[{i}].code"), code, facts::ITEM_CODE);
     }
     if let Some(unit) = item.unit
-        && !UNITS.contains(&unit)
+        && facts::unit(unit).is_none()
     {
         push(
             out,
@@ -1117,7 +1080,7 @@ fn line_fields(i: usize, item: &Item, profile: &Profile, out: &mut Vec<Issue>) {
 /// The quantity, when it can take part in the arithmetic.
 fn quantity_rules(i: usize, item: &Item, out: &mut Vec<Issue>) -> Option<Decimal> {
     let field = format!("items[{i}].quantity");
-    let quantity = factor(out, &field, item.quantity, MAX_QUANTITY)?;
+    let quantity = factor(out, &field, item.quantity, QUANTITY_LIMIT)?;
     if quantity <= Decimal::ZERO {
         push(
             out,
@@ -1139,7 +1102,7 @@ fn line_amounts(
     out: &mut Vec<Issue>,
 ) -> (Option<Decimal>, Option<Decimal>) {
     let price_field = format!("items[{i}].unit_price");
-    let price = factor(out, &price_field, item.unit_price, MAX_AMOUNT).filter(|p| {
+    let price = factor(out, &price_field, item.unit_price, AMOUNT_LIMIT).filter(|p| {
         let ok = !p.is_sign_negative();
         if !ok {
             push(
@@ -1155,7 +1118,7 @@ fn line_amounts(
     // None: a factor is unusable (already an issue); Some(None): the product is too large.
     let product = quantity
         .zip(price)
-        .map(|(q, p)| q.checked_mul(p).map(half_up).filter(|t| below(*t, MAX_AMOUNT)));
+        .map(|(q, p)| q.checked_mul(p).map(half_up).filter(|t| below(*t, AMOUNT_LIMIT)));
     if let Some(None) = product {
         push(
             out,
@@ -1311,7 +1274,7 @@ fn method_rules(terms: &PaymentTerms, out: &mut Vec<Issue>) {
         );
     }
     if let Some(details) = &terms.card
-        && !CARD_BRANDS.contains(&details.brand.as_str())
+        && facts::card_brand(&details.brand).is_none()
     {
         push(
             out,
@@ -1320,7 +1283,7 @@ fn method_rules(terms: &PaymentTerms, out: &mut Vec<Issue>) {
             format!(
                 "card brand {:?} is not one of {}",
                 details.brand,
-                CARD_BRANDS.join(", ")
+                facts::card_brand_names().collect::<Vec<_>>().join(", ")
             ),
         );
     }
@@ -1341,13 +1304,14 @@ fn method_rules(terms: &PaymentTerms, out: &mut Vec<Issue>) {
         );
     }
     if let Some(details) = &terms.check {
+        let Length { min, max } = facts::CHECK_NUMBER;
         pattern_issue(
             out,
             "payment_terms.check.number",
-            pattern(&details.number, 1, 8, u8::is_ascii_digit),
-            "1 to 8 digits",
+            pattern(&details.number, min, max, u8::is_ascii_digit),
+            &format!("{min} to {max} digits"),
         );
-        text_length(out, "payment_terms.check.bank", &details.bank, 4, 20);
+        text_of(out, "payment_terms.check.bank", &details.bank, facts::CHECK_BANK);
     }
 }
 
@@ -1387,14 +1351,22 @@ fn printed_fields(a: &AssociatedDocument) -> [PrintedField<'_>; 5] {
         v.as_deref().map(|s| (s, n))
     }
     [
-        ("timbrado", a.timbrado.is_some(), digits(&a.timbrado, 8)),
+        (
+            "timbrado",
+            a.timbrado.is_some(),
+            digits(&a.timbrado, TIMBRADO_DIGITS),
+        ),
         (
             "establishment",
             a.establishment.is_some(),
-            digits(&a.establishment, 3),
+            digits(&a.establishment, ESTABLISHMENT_DIGITS),
         ),
-        ("point", a.point.is_some(), digits(&a.point, 3)),
-        ("number", a.number.is_some(), digits(&a.number, 7)),
+        ("point", a.point.is_some(), digits(&a.point, ESTABLISHMENT_DIGITS)),
+        (
+            "number",
+            a.number.is_some(),
+            digits(&a.number, facts::NUMBER_DIGITS),
+        ),
         ("issue_date", a.issue_date.is_some(), None),
     ]
 }
@@ -1544,7 +1516,7 @@ fn constancia_rules(a: &AssociatedDocument, out: &mut Vec<Issue>) {
         a.constancia_type.is_some(),
         "1 (not a taxpayer) or 2 (microproducer)",
     ) && let Some(t) = a.constancia_type
-        && !matches!(t, 1 | 2)
+        && facts::constancia_type(t).is_none()
     {
         push(
             out,
@@ -1554,19 +1526,21 @@ fn constancia_rules(a: &AssociatedDocument, out: &mut Vec<Issue>) {
         );
     }
     if let Some(number) = &a.constancia_number {
+        let n = facts::CONSTANCIA_NUMBER_DIGITS;
         pattern_issue(
             out,
             "associated_document.constancia_number",
-            pattern(number, 11, 11, u8::is_ascii_digit),
-            "11 digits",
+            pattern(number, n, n, u8::is_ascii_digit),
+            &format!("{n} digits"),
         );
     }
     if let Some(control) = &a.constancia_control {
+        let n = facts::CONSTANCIA_CONTROL_LENGTH;
         pattern_issue(
             out,
             "associated_document.constancia_control",
-            pattern(control, 8, 8, alphanumeric_or_dash),
-            "8 letters, digits or dashes",
+            pattern(control, n, n, alphanumeric_or_dash),
+            &format!("{n} letters, digits or dashes"),
         );
     }
 }
@@ -1651,13 +1625,16 @@ fn type_field_rules(doc: &CanonicalDocument, ctx: &ValidationContext<'_>, out: &
         );
     }
     if let Some(t) = doc.transaction_type
-        && !TRANSACTION_TYPES.contains(&t)
+        && facts::transaction_type(t).is_none()
     {
         push(
             out,
             "transaction_type",
             codes::INVALID_CODE,
-            format!("transaction_type {t} is not 1 to 13 (iTipTra)"),
+            format!(
+                "transaction_type {t} is not 1 to {} (iTipTra)",
+                facts::TRANSACTION_TYPES.len()
+            ),
         );
     }
 }

@@ -8,7 +8,7 @@
 use crate::documents::{Ready, hours_ago, id, ready_at, send};
 use kuatia_domain::document::canonical::sample_invoice;
 use kuatia_domain::sifen::cdc::Cdc;
-use kuatia_domain::sifen::de::TEST_ISSUER_NAME;
+use kuatia_domain::sifen::facts::TEST_ISSUER_NAME;
 use kuatia_infrastructure::sifen_sim::{self, SimConfig};
 use kuatia_tests::{ScratchDir, TestApp, TestDb};
 use reqwest::Method;
