@@ -19,6 +19,7 @@ pub mod hash;
 pub mod idempotency;
 pub mod identity;
 pub mod jobs;
+pub mod mac;
 pub mod printables;
 pub mod projection;
 pub mod rate_limit;
