@@ -1,5 +1,5 @@
 //! The SOAP 1.2 messages of SIFEN's web services, as pure functions: request builders and
-//! answer parsers (BRIEF §6, the `WS_*.xsd` files).
+//! answer parsers (the `WS_*.xsd` files).
 //!
 //! Requests follow the manual's example (`soap:Envelope`, an empty `soap:Header`, the request
 //! root with SIFEN's default namespace). Signed content (`rDE`, `rGesEve`) is checked to be
@@ -18,9 +18,9 @@ use base64::Engine;
 use kuatia_domain::sifen::answers::{self, Meaning, Operation, Status};
 use std::io::Write;
 
-/// Most DEs in one lot (BRIEF §6.2).
+/// Most DEs in one lot.
 pub const MAX_LOT_DOCUMENTS: usize = 50;
-/// Most events in one siRecepEvento message (BRIEF §7).
+/// Most events in one siRecepEvento message.
 pub const MAX_EVENTS: usize = 15;
 /// Largest `dId` (15 digits).
 pub const MAX_D_ID: u64 = 999_999_999_999_999;
@@ -81,7 +81,7 @@ pub fn recep_de(d_id: u64, signed_rde: &str) -> Result<String, SoapError> {
     )))
 }
 
-/// The name of the single entry of a lot's zip file. SIFEN does not specify it (BRIEF §11.3);
+/// The name of the single entry of a lot's zip file. SIFEN does not specify it;
 /// RSHK writes `DE_ddMMyyyy.xml`.
 pub fn lot_entry_name(date: chrono::NaiveDate) -> String {
     format!("DE_{}.xml", date.format("%d%m%Y"))
@@ -324,8 +324,7 @@ impl DeReception {
     }
 
     /// Whether SIFEN refused the DE because its CDC was already approved (1001/1002): an
-    /// approval held from before, whose authorisation is asked for with siConsDE (BRIEF §6.4
-    /// item 6).
+    /// approval held from before, whose authorisation is asked for with siConsDE.
     pub fn is_duplicate(&self) -> bool {
         answers::approved_before(
             Operation::RecepDe,
