@@ -1,5 +1,5 @@
 //! Authentication and tenant scoping, in one extractor that every tenant route takes, so that no
-//! handler can forget either (contract §5, DECISIONS §2).
+//! handler can forget either.
 //!
 //! [`Caller`] resolves, in this order:
 //! 1. credentials ([`Credentials`]): `Authorization: Bearer <API key>`, else the `kuatia_session`
@@ -9,7 +9,7 @@
 //! 2. `X-Tenant-Id`: missing or not a UUID → 400 `validation_error`; a tenant the key does not
 //!    belong to, or the session's user is not a member of → 403 `permission_error`. Every tenant
 //!    route needs the header, also with a cookie: a cross-site form cannot send it, which is the
-//!    CSRF defence for cookie sessions (DECISIONS §2).
+//!    CSRF defence for cookie sessions.
 //!
 //! Handlers then ask for what they need with [`Caller::require`] (403 `permission_error`). The key
 //! is looked up by its SHA-256, so the comparison of secrets never happens byte by byte in our

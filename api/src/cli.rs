@@ -1,4 +1,4 @@
-//! The `kuatia` command line (DECISIONS §1).
+//! The `kuatia` command line.
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
@@ -38,7 +38,7 @@ pub enum Command {
     /// Read the event log.
     #[command(subcommand)]
     Events(EventsCommand),
-    /// Run the SIFEN simulator (DECISIONS §9): SIFEN's SOAP services, checks and codes, with
+    /// Run the SIFEN simulator: SIFEN's SOAP services, checks and codes, with
     /// fault injection, for development and tests.
     SifenSim(SifenSimArgs),
     /// The taxpayer (RUC) lookup service: import the registry, generate test registries,

@@ -158,16 +158,22 @@ impl Service {
 /// Starts the invoicing API, the subscription runtime and the job workers.
 pub async fn start(config: Config) -> anyhow::Result<Service> {
     // Trace export for this service's spans, when configured; stopped (flushed) last, below.
-    let otlp = match config.otlp_endpoint.as_deref() {
-        Some(endpoint) => {
+    let otlp = match config.trace_export()? {
+        Some(settings) => {
             if !kuatia_infrastructure::telemetry::is_installed() {
                 tracing::warn!(
-                    "KUATIA_OTLP_ENDPOINT is set but the trace layer is not installed; no span will be exported"
+                    "an OTLP endpoint is set but the trace layer is not installed; no span will be exported"
                 );
             }
-            let exporter = kuatia_infrastructure::telemetry::otlp::OtlpExporter::start(endpoint, "kuatia")
+            let exporter = kuatia_infrastructure::telemetry::otlp::OtlpExporter::start_with(&settings)
                 .context("starting the OTLP trace exporter")?;
-            tracing::info!(endpoint, "exporting traces over OTLP/HTTP");
+            tracing::info!(
+                url = %settings.url,
+                service = %settings.service_name,
+                sampler = ?settings.sampler,
+                headers = settings.headers.len(),
+                "exporting traces over OTLP/HTTP"
+            );
             Some(exporter)
         }
         None => None,
@@ -177,7 +183,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     let jobs = database.jobs();
     let sealer = sealer(&config)?;
     let vault = kuatia_application::vault::Vault::new(store.clone(), Arc::new(sealer));
-    // The master key is proven before anything runs (DECISIONS §11): a wrong one would leave
+    // The master key is proven before anything runs: a wrong one would leave
     // documents waiting on secrets that never open.
     let keys = vault.prove().await.context("proving the master key")?;
     tracing::info!(

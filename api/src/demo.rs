@@ -1,4 +1,4 @@
-//! Demo mode (DECISIONS §1): on first start with the embedded default (or `KUATIA_DEMO=1`), a
+//! Demo mode: on first start with the embedded default (or `KUATIA_DEMO=1`), a
 //! demo tenant that can issue at once, seeded through the same use cases the API runs: a company
 //! (RUC 80069563-1), branch 001 with issuance point 001, a self-signed certificate with that RUC in
 //! its subject, a `sifen` channel (test environment) pointing at the built-in simulator, an
@@ -37,7 +37,7 @@ use crate::state::AppState;
 pub const SLUG: &str = "demo";
 /// The demo company's RUC.
 pub const RUC: &str = "80069563-1";
-/// The CSC of SIFEN's test examples (BRIEF §5), accepted by the simulator.
+/// The CSC of SIFEN's test examples, accepted by the simulator.
 pub const CSC: &str = "ABCD0000000000000000000000000000";
 
 /// What the demo seed left for the person starting the service.

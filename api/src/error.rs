@@ -1,4 +1,4 @@
-//! The error model: one table of codes and HTTP statuses (DECISIONS §6), one body shape.
+//! The error model: one table of codes and HTTP statuses, one body shape.
 //!
 //! Handlers return [`ApiError`]. Its response carries the error in an extension and no body yet;
 //! the request middleware ([`crate::middleware`]) renders the body with the request id, so every
@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-/// Error codes of the contract (§7) and of DECISIONS §6.
+/// The error codes of the API (docs/errors.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {
@@ -179,7 +179,7 @@ impl ApiError {
         self
     }
 
-    /// 429 `rate_limit_error` for a spent bucket (contract §7 details, `Retry-After`).
+    /// 429 `rate_limit_error` for a spent bucket (`Retry-After`).
     pub fn rate_limited(
         decision: &kuatia_application::rate_limit::Decision,
         now: chrono::DateTime<chrono::Utc>,

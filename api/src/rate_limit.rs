@@ -1,5 +1,5 @@
 //! Rate limiting at the edge: which bucket a request counts against, and the `X-RateLimit-*`
-//! headers on its answer (DECISIONS §6). The counting itself is
+//! headers on its answer. The counting itself is
 //! `kuatia_application::rate_limit`.
 //!
 //! Authenticated requests count against their API key (or console user), and against their

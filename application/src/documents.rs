@@ -164,7 +164,7 @@ pub fn job_policy() -> Arc<JobPolicy<Document>> {
                     )),
                     _ => {}
                 }
-                // Customer and issuer delivery (contract §2.6) once the document is accepted, when
+                // Customer and issuer delivery once the document is accepted, when
                 // it asks for any (most documents do not: no job to claim and find nothing to do).
                 if matches!(
                     event,

@@ -1,4 +1,4 @@
-//! One live fiscal document per `external_id` (issue 26; DECISIONS §5 as decided there): within a
+//! One live fiscal document per `external_id` (issue 26): within a
 //! tenant, a company's `external_id` of one document type names at most one document that has not
 //! ended without effect. Posting the same `external_id` with a new `Idempotency-Key` is refused
 //! (409, naming the existing document) instead of issuing a second fiscal document; a document

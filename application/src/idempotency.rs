@@ -1,4 +1,4 @@
-//! `Idempotency-Key` of `POST /v1/documents` (contract §4.4 rules 1–2, DECISIONS §5): per tenant
+//! `Idempotency-Key` of `POST /v1/documents`: per tenant
 //! and key, 24 hours. The same key with the same body (compared as canonical JSON) answers the
 //! original response again; with another body it is refused; requests racing with one key make
 //! one document.

@@ -1,5 +1,5 @@
 //! Users, passwords, sessions and memberships: the use cases behind `/v1/users`,
-//! `/v1/auth/login|logout` and `/v1/memberships` (DECISIONS §2).
+//! `/v1/auth/login|logout` and `/v1/memberships`.
 //!
 //! Users and sessions are credentials and live in plain tables (written with portable SQL
 //! through the store port); memberships are events on the tenant stream. Passwords are hashed

@@ -20,6 +20,7 @@ pub mod idempotency;
 pub mod identity;
 pub mod intake;
 pub mod jobs;
+pub mod mac;
 pub mod printables;
 pub mod process;
 pub mod projection;

@@ -1,5 +1,5 @@
 //! The printables port: a document's PDF, either SIFEN's KuDE (drawn from the signed DE, which
-//! holds everything BRIEF §9 makes mandatory, `dCarQR` included) or the autoimpresor printable
+//! holds everything SIFEN makes mandatory on a KuDE, `dCarQR` included) or the autoimpresor printable
 //! (drawn from the canonical document and the autoimpresor authorization). Rendering is CPU
 //! work: implementations run it off the async runtime.
 

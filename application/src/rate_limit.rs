@@ -1,4 +1,4 @@
-//! Request limits that hold across instances (DECISIONS §6): bucket `requests_minute`, fixed
+//! Request limits that hold across instances: bucket `requests_minute`, fixed
 //! one-minute windows, counted in the database.
 //!
 //! Writing a counter row on every request would put a database commit (and an fsync) on every

@@ -1,4 +1,4 @@
-//! Secrets at rest (DECISIONS §3): certificate keys and chains, the CSC, channel credentials.
+//! Secrets at rest: certificate keys and chains, the CSC, channel credentials.
 //!
 //! A secret is sealed (AES-256-GCM under `KUATIA_MASTER_KEY`, by the [`Sealer`] adapter) and kept
 //! in the plain table `sealed_secrets`, never in an event: events are immutable and readable by
@@ -328,7 +328,7 @@ impl Vault {
     }
 
     /// Proves at start that the master key is the one this database's secrets were sealed
-    /// with (DECISIONS §11): every key id in use is held, and the canary opens; on the first
+    /// with: every key id in use is held, and the canary opens; on the first
     /// start the canary is written. The service refuses to start on an error.
     pub async fn prove(&self) -> Result<KeyCheck, VaultError> {
         use base64::Engine;

@@ -1,4 +1,4 @@
-//! Webhooks (DECISIONS §7): the use cases behind `/v1/webhooks` and the `webhook_deliveries`
+//! Webhooks: the use cases behind `/v1/webhooks` and the `webhook_deliveries`
 //! table the delivery jobs keep.
 //!
 //! An endpoint is an event-sourced configuration record (`kuatia_domain::webhook`); its signing
@@ -27,7 +27,7 @@ pub const WEBHOOK_FANOUT: &str = "webhook.fanout";
 pub const WEBHOOK_DELIVER: &str = "webhook.deliver";
 /// Job kind: warn of certificates that expire in 30, 7 or 1 days (`certificate.expiring`).
 pub const CERTIFICATE_SCAN: &str = "certificate.scan";
-/// Job kind: plan the customer and issuer deliveries of an accepted document (contract §2.6).
+/// Job kind: plan the customer and issuer deliveries of an accepted document.
 pub const DELIVERY_PLAN: &str = "delivery.plan";
 /// Job kind: one customer or issuer delivery through one channel (email, WhatsApp, Telegram).
 pub const DELIVERY_SEND: &str = "delivery.send";
@@ -187,7 +187,7 @@ pub async fn delete_endpoint(
 // Deliveries
 // ---------------------------------------------------------------------------------------------
 
-/// Where a delivery stands (contract §6).
+/// Where a delivery stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DeliveryStatus {

@@ -1,4 +1,4 @@
-//! Roles and what each may do (DECISIONS §2).
+//! Roles and what each may do.
 //!
 //! Endpoints ask for a [`Permission`], never for a role, so the table below is the one place
 //! that says who may do what:

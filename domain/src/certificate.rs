@@ -1,11 +1,11 @@
-//! A company's signing certificate (DECISIONS §3): what kuatia knows of it without its secrets,
+//! A company's signing certificate: what kuatia knows of it without its secrets,
 //! and the checks `POST /v1/certificates/{id}/validate` and channel readiness run.
 //!
 //! Reading a PFX is a protocol concern (infrastructure); what a certificate must satisfy to sign
 //! SIFEN documents and open the mutual-TLS connection is a rule, and lives here: the key matches
 //! the certificate, today is inside the validity period, the key is RSA of at least 2048 bits,
 //! the RUC in the subject (or, for a person, in the subjectAltName) is the company's, and the
-//! extended key usage names clientAuth (SIFEN's TLS needs it; BRIEF §4).
+//! extended key usage names clientAuth (SIFEN's TLS needs it).
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -112,7 +112,7 @@ pub enum CertificateStatus {
 }
 
 impl CertificateFacts {
-    /// Runs every check of DECISIONS §3 for the company whose RUC is `company_ruc`, at `now`.
+    /// Runs every check of the module's list for the company whose RUC is `company_ruc`, at `now`.
     pub fn validate(&self, company_ruc: &Ruc, now: DateTime<Utc>) -> Validation {
         let expires_in_days = (self.not_after - now).num_days();
         let period_ok = self.not_before <= now && now <= self.not_after;

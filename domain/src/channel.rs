@@ -1,4 +1,4 @@
-//! Emission channels (contract §2.12, DECISIONS §3): how a company's documents leave kuatia,
+//! Emission channels: how a company's documents leave kuatia,
 //! either to SIFEN (`sifen`) or as pre-authorised printed invoices (`autoimpresor`), and the
 //! readiness checks that tell an integrator, before the first document, what is still missing.
 //!
@@ -356,7 +356,7 @@ fn location_checks(explicit: Option<(Uuid, Uuid)>, ctx: &ReadinessContext<'_>, c
 }
 
 impl EmissionChannel {
-    /// Every check a document on this channel depends on (DECISIONS §3), in a fixed order.
+    /// Every check a document on this channel depends on, in a fixed order.
     pub fn readiness(&self, ctx: &ReadinessContext<'_>) -> Vec<Check> {
         let mut checks = vec![Check::new("company", true, format!("company RUC {}", ctx.ruc))];
         match (&self.sifen, &self.autoimpresor) {

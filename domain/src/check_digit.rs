@@ -2,7 +2,7 @@
 //!
 //! From the right, digits are weighted 2, 3, …, 11, 2, 3, …; `r = sum mod 11`; the check digit is
 //! `11 − r`, or 0 when `r` is 0 or 1. Letters count as their ASCII code written in decimal (a RUC
-//! may end in A–D). Source and worked examples: `shared/sifen/BRIEF.md` §1.2 and §2.
+//! may end in A–D). Source and worked examples: Manual Técnico v150 §10.2.
 
 /// The check digit of `text` (digits and ASCII letters; anything else is ignored by callers that
 /// validated the format first).

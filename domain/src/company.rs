@@ -1,5 +1,5 @@
 //! The company aggregate: a taxpayer that issues documents, with its branches (establecimientos)
-//! and their issuance points (puntos de expedición) (DECISIONS §3).
+//! and their issuance points (puntos de expedición).
 //!
 //! One stream per company, `company:<tenant>:<RUC number>`, so a RUC is registered once per
 //! tenant (atomically, by the stream's expected version). Branch codes are unique per company and

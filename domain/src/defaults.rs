@@ -1,4 +1,4 @@
-//! Contract rule 4.4.3, decided in DECISIONS §3: a branch, issuance point or channel omitted from
+//! How an omitted reference is resolved: a branch, issuance point or channel omitted from
 //! a document is resolved only when exactly one candidate exists, or exactly one is marked
 //! default; otherwise the document is refused naming the ambiguity. This is the one place that
 //! rule lives.

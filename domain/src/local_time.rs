@@ -1,4 +1,4 @@
-//! Paraguay's civil time, in which SIFEN dates are written (BRIEF §3: no offset in the XML).
+//! Paraguay's civil time, in which SIFEN dates are written (no offset in the XML).
 //!
 //! Since Law 7354 of October 2024 Paraguay keeps UTC−3 all year (it no longer switches between
 //! −4 and −3), so a fixed offset is exact for every date kuatia issues documents on.

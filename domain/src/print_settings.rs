@@ -1,4 +1,4 @@
-//! Print settings of a company's printables (autoimpresor; contract §2.13, DECISIONS §3).
+//! Print settings of a company's printables (autoimpresor).
 
 use base64::Engine;
 use serde::{Deserialize, Serialize};

@@ -94,7 +94,7 @@ impl Ruc {
         self.dv
     }
 
-    /// Whether a taxpayer with this number is a legal entity (80 000 000 and above; DECISIONS §4).
+    /// Whether a taxpayer with this number is a legal entity (80 000 000 and above).
     pub fn is_legal_entity(&self) -> bool {
         self.number.parse::<u64>().is_ok_and(|n| n >= 80_000_000)
     }

@@ -41,7 +41,7 @@ impl std::str::FromStr for TenantId {
     }
 }
 
-/// A tenant's unique, URL-safe name: `^[a-z0-9][a-z0-9-]{1,62}$` (DECISIONS §2).
+/// A tenant's unique, URL-safe name: `^[a-z0-9][a-z0-9-]{1,62}$`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct TenantSlug(String);

@@ -1,4 +1,4 @@
-//! Webhooks (contract §2.14, §4.6, §6; DECISIONS §7): the webhook endpoint aggregate, the event
+//! Webhooks: the webhook endpoint aggregate, the event
 //! names a receiver can subscribe to, which document event raises which of them, and the retry
 //! schedule of a delivery.
 //!

@@ -7,6 +7,7 @@
 //! [`Secret`], whose `Debug` and `Display` print `[redacted]`, so that logging the configuration
 //! never leaks them.
 
+use crate::telemetry::otlp::ExportSettings;
 use figment::Figment;
 use figment::providers::{Env, Format, Toml};
 use serde::Deserialize;
@@ -62,7 +63,7 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// `KUATIA_LISTEN`: the invoicing API. Default `127.0.0.1:8080`.
     pub listen: SocketAddr,
-    // --- Taxpayer lookup service (issue 9, DECISIONS §10; docs/lookup.md) ---
+    // --- Taxpayer lookup service (issue 9; docs/lookup.md) ---
     /// `KUATIA_LOOKUP_ENABLED`: whether `serve` also runs the lookup service. Default true.
     #[serde(deserialize_with = "flag")]
     pub lookup_enabled: bool,
@@ -89,9 +90,31 @@ pub struct Config {
     /// `METRICS_BEARER_TOKEN`: enables `/metrics` behind this bearer token; unset answers 404.
     pub metrics_bearer_token: Option<Secret>,
     /// `KUATIA_OTLP_ENDPOINT`: an OpenTelemetry collector's OTLP/HTTP base URL
-    /// (`http://127.0.0.1:4318`); finished spans are posted as JSON to `<endpoint>/v1/traces`.
+    /// (`http://127.0.0.1:4318`); finished spans are posted as JSON to `<endpoint>/v1/traces`
+    /// (or to the endpoint itself when it ends in `/v1/traces`). kuatia's own name for the
+    /// collector; the OpenTelemetry variables below are read too ([`Config::trace_export`]).
     /// Unset or empty: no trace is exported (trace contexts still propagate). Default unset.
     pub otlp_endpoint: Option<String>,
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT`: the collector's OTLP/HTTP base URL; traces go to
+    /// `<base>/v1/traces`. Default unset.
+    pub otel_exporter_otlp_endpoint: Option<String>,
+    /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`: the traces URL itself, used as it is. Default unset.
+    pub otel_exporter_otlp_traces_endpoint: Option<String>,
+    /// `OTEL_EXPORTER_OTLP_HEADERS`: `key=value,…` (values percent-encoded) sent with every
+    /// export, typically the collector's credentials. Default unset.
+    pub otel_exporter_otlp_headers: Option<Secret>,
+    /// `OTEL_EXPORTER_OTLP_TRACES_HEADERS`: the same for traces only; a key here replaces the
+    /// same key of `OTEL_EXPORTER_OTLP_HEADERS`. Default unset.
+    pub otel_exporter_otlp_traces_headers: Option<Secret>,
+    /// `OTEL_SERVICE_NAME`: the exported spans' `service.name`. Default `kuatia`.
+    #[serde(deserialize_with = "optional_text")]
+    pub otel_service_name: Option<String>,
+    /// `OTEL_TRACES_SAMPLER`: which traces are exported ([`crate::telemetry::otlp::Sampler`]).
+    /// Default `parentbased_always_on`.
+    pub otel_traces_sampler: Option<String>,
+    /// `OTEL_TRACES_SAMPLER_ARG`: the ratio of the `traceidratio` samplers. Default 1.
+    #[serde(deserialize_with = "optional_text")]
+    pub otel_traces_sampler_arg: Option<String>,
     /// `KUATIA_MAX_BODY_BYTES`: largest request body. Default 1 MiB.
     pub max_body_bytes: usize,
     /// `KUATIA_DB_ROLE`: PostgreSQL role the service switches to; empty to stay the login user.
@@ -159,7 +182,7 @@ pub struct Config {
     /// `KUATIA_SIFEN_READ_TIMEOUT_MS`: waiting for SIFEN's answer once sent (past it the outcome
     /// is unknown and the CDC is queried before any resend). Default 45 000.
     pub sifen_read_timeout_ms: u64,
-    /// `KUATIA_SIFEN_RETRY_SCALE`: multiplies the retry schedule of DECISIONS §5 (30 s, 2 min,
+    /// `KUATIA_SIFEN_RETRY_SCALE`: multiplies the SIFEN retry schedule (30 s, 2 min,
     /// …); 1 in production, smaller in tests and simulations. Default 1.
     pub sifen_retry_scale: f64,
     /// `KUATIA_SIFEN_EXTRA_ROOTS_FILE`: a PEM file of root certificates the SIFEN client trusts
@@ -261,6 +284,13 @@ impl Default for Config {
             lookup_cache_entries: 20_000,
             metrics_bearer_token: None,
             otlp_endpoint: None,
+            otel_exporter_otlp_endpoint: None,
+            otel_exporter_otlp_traces_endpoint: None,
+            otel_exporter_otlp_headers: None,
+            otel_exporter_otlp_traces_headers: None,
+            otel_service_name: None,
+            otel_traces_sampler: None,
+            otel_traces_sampler_arg: None,
             max_body_bytes: 1024 * 1024,
             db_role: "kuatia_app".to_owned(),
             db_max_connections: 16,
@@ -332,6 +362,19 @@ impl std::fmt::Debug for Config {
             .field("lookup_cache_entries", &self.lookup_cache_entries)
             .field("metrics_bearer_token", &self.metrics_bearer_token)
             .field("otlp_endpoint", &self.otlp_endpoint)
+            .field("otel_exporter_otlp_endpoint", &self.otel_exporter_otlp_endpoint)
+            .field(
+                "otel_exporter_otlp_traces_endpoint",
+                &self.otel_exporter_otlp_traces_endpoint,
+            )
+            .field("otel_exporter_otlp_headers", &self.otel_exporter_otlp_headers)
+            .field(
+                "otel_exporter_otlp_traces_headers",
+                &self.otel_exporter_otlp_traces_headers,
+            )
+            .field("otel_service_name", &self.otel_service_name)
+            .field("otel_traces_sampler", &self.otel_traces_sampler)
+            .field("otel_traces_sampler_arg", &self.otel_traces_sampler_arg)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("db_role", &self.db_role)
             .field("db_max_connections", &self.db_max_connections)
@@ -414,6 +457,23 @@ fn optional_flag<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Op
     flag(deserializer).map(Some)
 }
 
+/// Reads a setting that is text even when it looks like a number (the environment gives
+/// `OTEL_TRACES_SAMPLER_ARG=0.25` as one).
+fn optional_text<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Text(String),
+        Int(i64),
+        Float(f64),
+    }
+    Ok(Some(match Raw::deserialize(deserializer)? {
+        Raw::Text(t) => t,
+        Raw::Int(n) => n.to_string(),
+        Raw::Float(f) => f.to_string(),
+    }))
+}
+
 impl Config {
     /// Where artifacts are stored (`KUATIA_ARTIFACTS_URL` and the `KUATIA_ARTIFACTS_S3_*`
     /// settings).
@@ -442,7 +502,7 @@ impl Config {
     }
 
     /// Whether demo mode is on: `KUATIA_DEMO` if set, else whether the database is the embedded
-    /// default because `DATABASE_URL` was not given (DECISIONS §1): naming the default's path
+    /// default because `DATABASE_URL` was not given: naming the default's path
     /// explicitly is a real database, never seeded with a demo tenant.
     pub fn demo_mode(&self) -> bool {
         self.demo
@@ -466,9 +526,23 @@ impl Config {
 pub struct ConfigError(String);
 
 /// Environment variables read outside the `KUATIA_` prefix, with the field each sets.
-const UNPREFIXED: [(&str, &str); 2] = [
+const UNPREFIXED: [(&str, &str); 9] = [
     ("DATABASE_URL", "database_url"),
     ("METRICS_BEARER_TOKEN", "metrics_bearer_token"),
+    // OpenTelemetry's own names, which operators already set for every service.
+    ("OTEL_EXPORTER_OTLP_ENDPOINT", "otel_exporter_otlp_endpoint"),
+    (
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        "otel_exporter_otlp_traces_endpoint",
+    ),
+    ("OTEL_EXPORTER_OTLP_HEADERS", "otel_exporter_otlp_headers"),
+    (
+        "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+        "otel_exporter_otlp_traces_headers",
+    ),
+    ("OTEL_SERVICE_NAME", "otel_service_name"),
+    ("OTEL_TRACES_SAMPLER", "otel_traces_sampler"),
+    ("OTEL_TRACES_SAMPLER_ARG", "otel_traces_sampler_arg"),
 ];
 
 impl Config {
@@ -509,10 +583,7 @@ impl Config {
         if config.otlp_endpoint.as_ref().is_some_and(|e| e.trim().is_empty()) {
             config.otlp_endpoint = None;
         }
-        if let Some(endpoint) = &config.otlp_endpoint {
-            crate::telemetry::otlp::traces_url(endpoint)
-                .map_err(|e| ConfigError(format!("KUATIA_OTLP_ENDPOINT: {e}")))?;
-        }
+        config.trace_export()?;
         if config.max_body_bytes < 1024 {
             return Err(ConfigError("KUATIA_MAX_BODY_BYTES must be at least 1024".into()));
         }
@@ -520,6 +591,62 @@ impl Config {
             return Err(ConfigError("KUATIA_DB_MAX_CONNECTIONS must be at least 2".into()));
         }
         Ok(config)
+    }
+
+    /// Where and how traces are exported, from the OpenTelemetry variables and kuatia's alias;
+    /// `None` when no endpoint is set. The traces URL is, the first one set:
+    /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` as it is, `KUATIA_OTLP_ENDPOINT` (a base URL, or the
+    /// traces URL when it ends in `/v1/traces`), `OTEL_EXPORTER_OTLP_ENDPOINT` plus `/v1/traces`.
+    /// Headers, sampler and service name are checked even when nothing is exported, so that a
+    /// mistake shows at start.
+    pub fn trace_export(&self) -> Result<Option<ExportSettings>, ConfigError> {
+        use crate::telemetry::otlp;
+        let set = |value: &Option<String>| {
+            value
+                .as_deref()
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .map(str::to_owned)
+        };
+        let secret = |value: &Option<Secret>| value.as_ref().map(|s| s.expose().to_owned());
+        let headers = |name: &str, value: Option<String>| {
+            otlp::parse_headers(value.as_deref().unwrap_or_default())
+                .map_err(|e| ConfigError(format!("{name}: {e}")))
+        };
+        let mut all = headers(
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            secret(&self.otel_exporter_otlp_headers),
+        )?;
+        for (key, value) in headers(
+            "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+            secret(&self.otel_exporter_otlp_traces_headers),
+        )? {
+            all.retain(|(k, _)| !k.eq_ignore_ascii_case(&key));
+            all.push((key, value));
+        }
+        let sampler = otlp::Sampler::parse(
+            self.otel_traces_sampler.as_deref(),
+            self.otel_traces_sampler_arg.as_deref(),
+        )
+        .map_err(|e| ConfigError(e.to_string()))?;
+        let service_name = set(&self.otel_service_name).unwrap_or_else(|| "kuatia".to_owned());
+        let url = if let Some(url) = set(&self.otel_exporter_otlp_traces_endpoint) {
+            otlp::exact_traces_url(&url)
+                .map_err(|e| ConfigError(format!("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: {e}")))?
+        } else if let Some(endpoint) = set(&self.otlp_endpoint) {
+            otlp::traces_url(&endpoint).map_err(|e| ConfigError(format!("KUATIA_OTLP_ENDPOINT: {e}")))?
+        } else if let Some(base) = set(&self.otel_exporter_otlp_endpoint) {
+            otlp::base_traces_url(&base)
+                .map_err(|e| ConfigError(format!("OTEL_EXPORTER_OTLP_ENDPOINT: {e}")))?
+        } else {
+            return Ok(None);
+        };
+        Ok(Some(ExportSettings {
+            url,
+            headers: all,
+            service_name,
+            sampler,
+        }))
     }
 
     /// Whether the database is the embedded SQLite.
@@ -669,6 +796,82 @@ mod tests {
             jail.set_env("KUATIA_OTLP_ENDPOINT", "collector:4318");
             let err = Config::from_figment(Config::figment(None)).expect_err("no scheme");
             assert!(err.to_string().contains("KUATIA_OTLP_ENDPOINT"), "{err}");
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn the_opentelemetry_variables_set_the_export_and_kuatias_name_stays_an_alias() {
+        use crate::telemetry::otlp::{RootSampler, Sampler};
+        let export = || {
+            Config::from_figment(Config::figment(None))
+                .expect("valid")
+                .trace_export()
+                .expect("valid")
+        };
+        figment::Jail::expect_with(|jail| {
+            assert_eq!(export(), None);
+            // The base URL gets the traces path, always (the specification's rule).
+            jail.set_env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318/");
+            let settings = export().expect("an endpoint is set");
+            assert_eq!(settings.url, "http://collector:4318/v1/traces");
+            assert_eq!(settings.service_name, "kuatia");
+            assert_eq!(settings.sampler, Sampler::default());
+            assert!(settings.headers.is_empty());
+            // kuatia's own name wins over the generic one, the traces URL over both.
+            jail.set_env("KUATIA_OTLP_ENDPOINT", "http://kuatia-collector:4318");
+            assert_eq!(
+                export().expect("set").url,
+                "http://kuatia-collector:4318/v1/traces"
+            );
+            jail.set_env(
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                "https://traces.example/otlp/spans",
+            );
+            assert_eq!(export().expect("set").url, "https://traces.example/otlp/spans");
+            jail.set_env(
+                "OTEL_EXPORTER_OTLP_HEADERS",
+                "Authorization=Basic%20dXNlcjpwYXNz, x-scope=team-a ,,x-tenant=a",
+            );
+            jail.set_env("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "X-Tenant=b");
+            jail.set_env("OTEL_SERVICE_NAME", "kuatia-eu");
+            jail.set_env("OTEL_TRACES_SAMPLER", "parentbased_traceidratio");
+            jail.set_env("OTEL_TRACES_SAMPLER_ARG", "0.25");
+            let config = Config::from_figment(Config::figment(None)).expect("valid");
+            let debug = format!("{config:?}");
+            assert!(!debug.contains("dXNlcjpwYXNz"), "headers are secret: {debug}");
+            let settings = config.trace_export().expect("valid").expect("set");
+            assert!(!format!("{settings:?}").contains("dXNlcjpwYXNz"));
+            assert_eq!(
+                settings.headers,
+                vec![
+                    ("Authorization".to_owned(), "Basic dXNlcjpwYXNz".to_owned()),
+                    ("x-scope".to_owned(), "team-a".to_owned()),
+                    ("X-Tenant".to_owned(), "b".to_owned()),
+                ]
+            );
+            assert_eq!(settings.service_name, "kuatia-eu");
+            assert_eq!(
+                settings.sampler,
+                Sampler {
+                    root: RootSampler::TraceIdRatio(0.25),
+                    parent_based: true
+                }
+            );
+            // Mistakes are refused at start, naming the variable.
+            for (var, value) in [
+                ("OTEL_TRACES_SAMPLER", "jaeger_remote"),
+                ("OTEL_TRACES_SAMPLER_ARG", "1.5"),
+                ("OTEL_EXPORTER_OTLP_HEADERS", "Authorization"),
+                ("OTEL_EXPORTER_OTLP_HEADERS", "bad key=1"),
+                ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "collector:4318"),
+            ] {
+                let before = std::env::var(var).ok();
+                jail.set_env(var, value);
+                let err = Config::from_figment(Config::figment(None)).expect_err(value);
+                assert!(err.to_string().contains(var), "{var}: {err}");
+                jail.set_env(var, before.unwrap_or_default());
+            }
             Ok(())
         });
     }

@@ -1,4 +1,4 @@
-//! Delivery of a document to its customer or issuer (contract §2.6, DECISIONS §7): email over
+//! Delivery of a document to its customer or issuer: email over
 //! SMTP (lettre, rustls), WhatsApp through the Cloud API (`/{phone-number-id}/media` then
 //! `/{phone-number-id}/messages`) and Telegram through the Bot API (`sendDocument`). Base URLs
 //! and tokens come from configuration, so a test points them at a local double that speaks the

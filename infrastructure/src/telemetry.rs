@@ -318,6 +318,211 @@ mod tests {
         }
     }
 
+    /// One request a collector received: its path, headers (names lower-cased) and JSON body.
+    #[derive(Debug)]
+    struct Received {
+        path: String,
+        headers: Vec<(String, String)>,
+        body: serde_json::Value,
+    }
+
+    /// A real OTLP/HTTP collector on a loopback port: answers every request 200 and keeps it.
+    async fn collector() -> (
+        std::net::SocketAddr,
+        std::sync::Arc<std::sync::Mutex<Vec<Received>>>,
+    ) {
+        use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let store = received.clone();
+        tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                let store = store.clone();
+                tokio::spawn(async move {
+                    let mut reader = BufReader::new(socket);
+                    loop {
+                        let mut line = String::new();
+                        if reader.read_line(&mut line).await.unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let path = line.split_whitespace().nth(1).unwrap_or_default().to_owned();
+                        let mut headers = Vec::new();
+                        loop {
+                            let mut line = String::new();
+                            reader.read_line(&mut line).await.unwrap();
+                            let line = line.trim_end();
+                            if line.is_empty() {
+                                break;
+                            }
+                            let (k, v) = line.split_once(':').unwrap();
+                            headers.push((k.trim().to_ascii_lowercase(), v.trim().to_owned()));
+                        }
+                        let length: usize = headers
+                            .iter()
+                            .find(|(k, _)| k == "content-length")
+                            .map_or(0, |(_, v)| v.parse().unwrap());
+                        let mut body = vec![0; length];
+                        reader.read_exact(&mut body).await.unwrap();
+                        store.lock().unwrap().push(Received {
+                            path,
+                            headers,
+                            body: serde_json::from_slice(&body).expect("OTLP JSON"),
+                        });
+                        reader
+                            .get_mut()
+                            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\ncontent-type: application/json\r\n\r\n{}")
+                            .await
+                            .unwrap();
+                    }
+                });
+            }
+        });
+        (addr, received)
+    }
+
+    #[tokio::test]
+    async fn an_export_carries_the_operators_headers_and_service_name_to_a_real_collector() {
+        let _subscriber = subscriber();
+        let (addr, received) = collector().await;
+        let settings = otlp::ExportSettings {
+            url: format!("http://{addr}/custom/traces"),
+            headers: otlp::parse_headers("Authorization=Basic%20dXNlcjpwYXNz,x-scope-orgid=team-a").unwrap(),
+            service_name: "kuatia-eu".into(),
+            sampler: otlp::Sampler::default(),
+        };
+        let exporter = OtlpExporter::start_with(&settings).unwrap();
+        {
+            let root = tracing::info_span!("request", route = "/v1/documents");
+            let _child = root.in_scope(|| tracing::info_span!("child"));
+        }
+        exporter.shutdown(Duration::from_secs(5)).await;
+        let received = received.lock().unwrap();
+        assert_eq!(received.len(), 1, "one batch: {received:?}");
+        let export = &received[0];
+        assert_eq!(export.path, "/custom/traces", "the traces URL is used as it is");
+        let header = |name: &str| {
+            export
+                .headers
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(header("authorization"), Some("Basic dXNlcjpwYXNz"));
+        assert_eq!(header("x-scope-orgid"), Some("team-a"));
+        assert_eq!(header("content-type"), Some("application/json"));
+        let resource = &export.body["resourceSpans"][0]["resource"]["attributes"];
+        assert_eq!(
+            resource[0],
+            serde_json::json!({"key": "service.name", "value": {"stringValue": "kuatia-eu"}})
+        );
+        let spans = export.body["resourceSpans"][0]["scopeSpans"][0]["spans"]
+            .as_array()
+            .unwrap();
+        let mut names: Vec<&str> = spans.iter().map(|s| s["name"].as_str().unwrap()).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["child", "request"]);
+    }
+
+    #[tokio::test]
+    async fn a_ratio_0_sampler_exports_nothing_and_propagates_unsampled() {
+        let _subscriber = subscriber();
+        let (addr, received) = collector().await;
+        let mut settings = otlp::ExportSettings::new(format!("http://{addr}/v1/traces"), "kuatia");
+        settings.sampler = otlp::Sampler::parse(Some("traceidratio"), Some("0")).unwrap();
+        let exporter = OtlpExporter::start_with(&settings).unwrap();
+        {
+            for _ in 0..50 {
+                let root = tracing::info_span!("request");
+                let child = root.in_scope(|| tracing::info_span!("child"));
+                assert!(!context_of(&child).unwrap().sampled);
+            }
+            // Not parent-based: a sampled remote parent does not change the decision.
+            let remote = tracing::info_span!("request", trace_parent = Some(PARENT));
+            let ctx = context_of(&remote).unwrap();
+            assert!(ctx.traceparent().ends_with("-00"), "propagated as unsampled");
+        }
+        exporter.shutdown(Duration::from_secs(5)).await;
+        assert!(received.lock().unwrap().is_empty(), "nothing exported");
+
+        // Parent-based with ratio 0: a sampled remote parent is followed, new traces are not kept.
+        let (addr, received) = collector().await;
+        settings.url = format!("http://{addr}/v1/traces");
+        settings.sampler = otlp::Sampler::parse(Some("parentbased_traceidratio"), Some("0")).unwrap();
+        let exporter = OtlpExporter::start_with(&settings).unwrap();
+        {
+            let _new = tracing::info_span!("new");
+            let _remote = tracing::info_span!("remote", trace_parent = Some(PARENT));
+        }
+        exporter.shutdown(Duration::from_secs(5)).await;
+        let received = received.lock().unwrap();
+        let spans = &received[0].body["resourceSpans"][0]["scopeSpans"][0]["spans"];
+        assert_eq!(spans.as_array().unwrap().len(), 1, "{spans}");
+        assert_eq!(spans[0]["name"], "remote");
+    }
+
+    #[test]
+    fn samplers_decide_as_opentelemetry_says() {
+        use otlp::Sampler;
+        let id = |low: u64| {
+            let mut id = [0xab; 16];
+            id[8..].copy_from_slice(&low.to_be_bytes());
+            id
+        };
+        let on = Sampler::parse(None, None).unwrap();
+        assert_eq!(on, Sampler::default());
+        assert!(on.should_sample(None, &id(u64::MAX)));
+        assert!(!on.should_sample(Some(false), &id(0)), "parent-based by default");
+        let always = Sampler::parse(Some("always_on"), Some("ignored")).unwrap();
+        assert!(always.should_sample(Some(false), &id(0)));
+        let off = Sampler::parse(Some("parentbased_always_off"), None).unwrap();
+        assert!(!off.should_sample(None, &id(0)));
+        assert!(off.should_sample(Some(true), &id(0)));
+        assert!(
+            !Sampler::parse(Some("always_off"), None)
+                .unwrap()
+                .should_sample(Some(true), &id(0))
+        );
+        // A quarter: the trace id's low 8 bytes, halved, below 2^63 / 4.
+        let quarter = Sampler::parse(Some("traceidratio"), Some("0.25")).unwrap();
+        assert!(quarter.should_sample(None, &id((1 << 62) - 2)));
+        assert!(!quarter.should_sample(None, &id(1 << 62)));
+        assert!(!quarter.should_sample(Some(true), &id(u64::MAX)));
+        let all = Sampler::parse(Some("traceidratio"), None).unwrap();
+        assert!(all.should_sample(None, &id(u64::MAX)));
+        let none = Sampler::parse(Some("traceidratio"), Some("0")).unwrap();
+        assert!(!none.should_sample(None, &id(0)));
+        for (name, arg) in [("traceidratio", "-0.1"), ("traceidratio", "x"), ("xray", "")] {
+            assert!(Sampler::parse(Some(name), Some(arg)).is_err(), "{name} {arg}");
+        }
+    }
+
+    #[test]
+    fn header_lists_are_percent_decoded_pairs() {
+        assert_eq!(
+            otlp::parse_headers(" a = 1 ,b=x%2Cy%3Dz+w,, c=").unwrap(),
+            [("a", "1"), ("b", "x,y=z+w"), ("c", "")].map(|(k, v)| (k.to_owned(), v.to_owned()))
+        );
+        assert!(otlp::parse_headers("").unwrap().is_empty());
+        for bad in ["a", "a=%2", "a=%zz", "a=%ff", "b c=1", "a=x\ny"] {
+            assert!(otlp::parse_headers(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_opentelemetry_endpoints_get_their_traces_urls() {
+        assert_eq!(
+            otlp::base_traces_url("http://c:4318").unwrap(),
+            "http://c:4318/v1/traces"
+        );
+        assert_eq!(
+            otlp::base_traces_url("http://c:4318/prefix/").unwrap(),
+            "http://c:4318/prefix/v1/traces"
+        );
+        assert_eq!(otlp::exact_traces_url(" https://c/x ").unwrap(), "https://c/x");
+        assert!(otlp::base_traces_url("c:4318").is_err());
+    }
+
     #[tokio::test]
     async fn a_collector_that_never_answers_costs_dropped_spans_not_waiting() {
         // Accepts connections and never answers.

@@ -1,4 +1,4 @@
-//! The webhook sender (DECISIONS §7): signs a body (`X-Webhook-Signature: t=<unix>,v1=<hex>`,
+//! The webhook sender (docs/webhooks.md): signs a body (`X-Webhook-Signature: t=<unix>,v1=<hex>`,
 //! HMAC-SHA-256 over `<t>.<raw body>`, one `v1` per valid secret), checks where a URL leads, and
 //! POSTs with a 10 s timeout.
 //!
@@ -10,9 +10,6 @@
 //! address that was checked (no second lookup that a rebinding DNS server could answer
 //! differently). Only demo tenants of a service without public signup send anywhere.
 
-use openssl::hash::MessageDigest;
-use openssl::pkey::PKey;
-use openssl::sign::Signer;
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
@@ -21,18 +18,7 @@ pub const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Lower-case hex HMAC-SHA-256 of `<t>.<body>` under `secret`.
 pub fn sign(secret: &[u8], timestamp: i64, body: &[u8]) -> String {
-    let mut message = Vec::with_capacity(body.len() + 12);
-    message.extend_from_slice(timestamp.to_string().as_bytes());
-    message.push(b'.');
-    message.extend_from_slice(body);
-    let mac = PKey::hmac(secret)
-        .and_then(|key| {
-            let mut signer = Signer::new(MessageDigest::sha256(), &key)?;
-            signer.update(&message)?;
-            signer.sign_to_vec()
-        })
-        .expect("HMAC-SHA-256 with any key length cannot fail");
-    hex::encode(mac)
+    kuatia_application::mac::hmac_sha256_hex(secret, &[timestamp.to_string().as_bytes(), b".", body])
 }
 
 /// The `X-Webhook-Signature` value: `t=<unix>` and a `v1=` per secret (current first).

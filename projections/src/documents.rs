@@ -743,7 +743,7 @@ pub async fn count_by_status(store: &SharedStore) -> Result<Vec<(String, i64)>, 
         .collect())
 }
 
-/// The list filters (contract §4.4); `None` means "any".
+/// The list filters; `None` means "any".
 #[derive(Debug, Clone, Default)]
 pub struct Filter {
     /// Company.

@@ -1,4 +1,4 @@
-//! `webhook_fanout` (side effect): the webhook fan-out (DECISIONS §7) as a subscription over the
+//! `webhook_fanout` (side effect): the webhook fan-out as a subscription over the
 //! event stream, in global order.
 //!
 //! For every webhook-raising document event (`kuatia_domain::webhook::webhook_event_type`) of a

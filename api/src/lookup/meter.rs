@@ -1,9 +1,9 @@
-//! Who is asking and whether their month's allowance has room (DECISIONS §10).
+//! Who is asking and whether their month's allowance has room.
 //!
 //! Runs before every `/api` handler: a request with `X-API-Key` counts against the key's plan
 //! (an unknown or revoked key is 401); one without counts against its client IP's anonymous
 //! allowance. A spent allowance answers 429 with `Retry-After` (seconds until the month ends in
-//! Paraguay) and the error body of DECISIONS §6; every answer carries `X-RateLimit-Limit`,
+//! Paraguay) and the API's error body (docs/errors.md); every answer carries `X-RateLimit-Limit`,
 //! `-Remaining` and `-Reset` (unix time of the renewal). The counting itself is
 //! `kuatia_infrastructure::lookup::quota`.
 

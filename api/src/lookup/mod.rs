@@ -1,4 +1,4 @@
-//! The taxpayer lookup service (issue 9, DECISIONS §10): its own listener
+//! The taxpayer lookup service (issue 9): its own listener
 //! (`KUATIA_LOOKUP_LISTEN`, default `127.0.0.1:8081`), router and OpenAPI document
 //! (`/openapi.json`, reference page at `/docs`), next to the invoicing API in the same process.
 //!

@@ -1,4 +1,4 @@
-//! The lookup endpoints (DECISIONS §10): `GET /api/search`, `/api/search/count`,
+//! The lookup endpoints: `GET /api/search`, `/api/search/count`,
 //! `/api/ruc/{ruc_dv_or_ruc}`, and the service's `/health`, `/ready` and `/metrics`.
 //!
 //! Search and exact lookups read the in-memory index of the current registry generation
@@ -23,7 +23,7 @@ use super::LookupState;
 use super::meter::Caller;
 use crate::error::{ApiError, ErrorBody, ErrorCode};
 
-/// A search result (contract §2).
+/// A search result.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SearchItem {

@@ -1,5 +1,5 @@
-//! Contract §4.3: `POST /v1/api-keys`, `GET /v1/api-keys/current`, and `DELETE /v1/api-keys/{id}`
-//! (DECISIONS §2); `GET /v1/api-keys` lists them with their last use, so that an auditor can
+//! `POST /v1/api-keys`, `GET /v1/api-keys/current`, and `DELETE /v1/api-keys/{id}`;
+//! `GET /v1/api-keys` lists them with their last use, so that an auditor can
 //! name the `api_key:<id>` actors of the event log.
 
 use crate::extract::{Path, Query};

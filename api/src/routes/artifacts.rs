@@ -1,4 +1,4 @@
-//! A document's artifacts and their downloads (contract §4.4 rule 5, DECISIONS §8).
+//! A document's artifacts and their downloads.
 //!
 //! - `GET /v1/documents/{id}/artifacts` lists them, each with a presigned `download_url` valid
 //!   for 15 minutes (`KUATIA_ARTIFACT_URL_TTL_SECS`). The detail (`GET /v1/documents/{id}`) lists
@@ -6,7 +6,7 @@
 //! - `GET /v1/documents/{id}/artifacts/{artifactId}/download?expires=&signature=` takes no bearer:
 //!   the signature is the credential. `signature` is the lower-case hex HMAC-SHA256, under the
 //!   server's URL key, of `"<document id>:<artifact id>:<expires>"`; it is checked in constant
-//!   time (`Mac::verify_slice`), and a wrong, malformed or expired one is 403 `permission_error`
+//!   time (`kuatia_application::mac`), and a wrong, malformed or expired one is 403 `permission_error`
 //!   in the contract's error shape, the same answer for each so that nothing is learnt by
 //!   probing. The bytes come from the artifact store, checked against their SHA-256.
 //!
@@ -21,10 +21,8 @@ use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, TimeZone, Utc};
-use hmac::{KeyInit, Mac};
 use kuatia_projections::documents as read_docs;
 use serde::Deserialize;
-use sha2::Sha256;
 use utoipa::IntoParams;
 use uuid::Uuid;
 
@@ -33,17 +31,13 @@ use crate::error::{ApiError, ErrorBody};
 use crate::routes::documents::{ArtifactView, READ_DOCUMENTS};
 use crate::state::AppState;
 
-type HmacSha256 = hmac::Hmac<Sha256>;
-
 /// What the HMAC of a derived URL key is computed over (a fixed label: one purpose, one key).
 const DERIVATION_LABEL: &[u8] = b"kuatia artifact download URLs v1";
 
 /// The URL key derived from the master key: HMAC-SHA256(master key, a fixed label). The master
 /// key itself never signs anything outside the vault.
 pub fn derive_url_key(master_key: &[u8]) -> Vec<u8> {
-    let mut mac = <HmacSha256 as KeyInit>::new_from_slice(master_key).expect("HMAC takes any key length");
-    mac.update(DERIVATION_LABEL);
-    mac.finalize().into_bytes().to_vec()
+    kuatia_application::mac::hmac_sha256(master_key, &[DERIVATION_LABEL]).to_vec()
 }
 
 /// Signs and verifies download URLs.
@@ -70,19 +64,15 @@ impl UrlSigner {
         }
     }
 
-    fn mac(&self, document_id: Uuid, artifact_id: Uuid, expires: i64) -> HmacSha256 {
-        let mut mac = <HmacSha256 as KeyInit>::new_from_slice(&self.key).expect("HMAC takes any key length");
-        mac.update(format!("{document_id}:{artifact_id}:{expires}").as_bytes());
-        mac
+    /// What is signed: `"<document id>:<artifact id>:<expires>"`.
+    fn message(document_id: Uuid, artifact_id: Uuid, expires: i64) -> String {
+        format!("{document_id}:{artifact_id}:{expires}")
     }
 
     /// The hex signature of `"<document id>:<artifact id>:<expires>"`.
     pub fn signature(&self, document_id: Uuid, artifact_id: Uuid, expires: i64) -> String {
-        hex::encode(
-            self.mac(document_id, artifact_id, expires)
-                .finalize()
-                .into_bytes(),
-        )
+        let message = Self::message(document_id, artifact_id, expires);
+        kuatia_application::mac::hmac_sha256_hex(&self.key, &[message.as_bytes()])
     }
 
     /// When a URL signed `now` expires (unix seconds).
@@ -103,10 +93,8 @@ impl UrlSigner {
         let Ok(given) = hex::decode(signature) else {
             return false;
         };
-        let valid = self
-            .mac(document_id, artifact_id, expires)
-            .verify_slice(&given)
-            .is_ok();
+        let message = Self::message(document_id, artifact_id, expires);
+        let valid = kuatia_application::mac::verify_hmac_sha256(&self.key, &[message.as_bytes()], &given);
         valid && now.timestamp() <= expires
     }
 
@@ -340,7 +328,18 @@ mod tests {
         let exp = signer.expires(now);
         assert_eq!(exp, 1_800_000_900);
         let sig = signer.signature(d, a, exp);
-        assert_eq!(sig.len(), 64);
+        // Computed independently: the derived key is `printf 'kuatia artifact download URLs v1' |
+        // openssl dgst -sha256 -mac HMAC -macopt hexkey:0707…07` (32 bytes of 7), and the
+        // signature `printf '<d>:<a>:1800000900' | openssl dgst -sha256 -mac HMAC -macopt
+        // hexkey:<derived key>`.
+        assert_eq!(
+            hex::encode(derive_url_key(&[7; 32])),
+            "6a0a0aa314a354be70dedd2b198dca99fc7c841bfa6eaed75f297b1c56b03173"
+        );
+        assert_eq!(
+            sig,
+            "ce98e95bae3920ae960ca4de88ad946567ee3b6d48f19f32f6bdc9381c5748b6"
+        );
         assert!(signer.verify(d, a, exp, &sig, now));
         assert!(signer.verify(d, a, exp, &sig, now + chrono::TimeDelta::seconds(900)));
         assert!(!signer.verify(d, a, exp, &sig, now + chrono::TimeDelta::seconds(901)));

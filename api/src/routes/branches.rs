@@ -1,4 +1,4 @@
-//! Contract §4.3: `GET|POST /v1/branches`, `GET|POST /v1/issuance-points` (DECISIONS §3).
+//! `GET|POST /v1/branches`, `GET|POST /v1/issuance-points`.
 
 use crate::extract::Query;
 use axum::extract::State;

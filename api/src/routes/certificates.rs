@@ -1,5 +1,4 @@
-//! Contract §4.3: `GET|POST /v1/certificates`, `POST /v1/certificates/{id}/validate`
-//! (DECISIONS §3).
+//! `GET|POST /v1/certificates`, `POST /v1/certificates/{id}/validate`.
 //!
 //! An upload is JSON `{company_id, pfx_base64, password, label?}` or `multipart/form-data` with a
 //! `pfx` file part and the same fields as text parts. The password and the file never reach a log
@@ -331,7 +330,8 @@ impl From<Check> for CheckView {
 pub struct ValidationView {
     /// Every check passed.
     pub valid: bool,
-    /// The checks of DECISIONS §3.
+    /// Every check of the certificate (key matches, validity period, RSA of 2048 bits or more,
+    /// the company's RUC, clientAuth usage), each with its outcome.
     pub checks: Vec<CheckView>,
     /// Whole days until the end of validity (negative once expired).
     pub expires_in_days: i64,

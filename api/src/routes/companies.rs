@@ -1,4 +1,4 @@
-//! Contract §4.3: `GET|POST /v1/companies`, `PATCH /v1/companies/{id}` (DECISIONS §3).
+//! `GET|POST /v1/companies`, `PATCH /v1/companies/{id}`.
 
 use crate::extract::Path;
 use axum::extract::State;

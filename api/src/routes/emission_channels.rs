@@ -1,5 +1,5 @@
-//! Contract §4.3: `GET|POST /v1/emission-channels`, `PATCH /v1/emission-channels/{id}`,
-//! `GET /v1/emission-channels/readiness` (contract §2.12, DECISIONS §3).
+//! `GET|POST /v1/emission-channels`, `PATCH /v1/emission-channels/{id}`,
+//! `GET /v1/emission-channels/readiness`.
 //!
 //! Secrets (`client_secret`, `api_key`, `csc`) are sealed on arrival and never returned: a view
 //! says only whether one is on file. A PATCH changes the fields it names (nested objects merge
@@ -102,7 +102,7 @@ pub struct AutoimpresorRequest {
     pub next_number: Option<u64>,
 }
 
-/// `POST /v1/emission-channels` body (contract §2.12).
+/// `POST /v1/emission-channels` body.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChannelRequest {

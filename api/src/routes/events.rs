@@ -1,5 +1,5 @@
 //! `GET /v1/events`: the tenant's events in global (commit) order, for reconciliation jobs and
-//! auditors (ARCHITECTURE "Read side"). A job keeps the last `position` it read and asks for
+//! auditors. A job keeps the last `position` it read and asks for
 //! `after` it next time; nothing is skipped or repeated, because positions are commit-ordered.
 //! Filters by type, document and company; a company-scoped key reads its company's events only
 //! (what "company's events" means: [`ReadFilter::company`], docs/events.md). Each event carries

@@ -1,4 +1,4 @@
-//! Contract §4.1: `GET /health` and `GET /ready`.
+//! `GET /health` and `GET /ready`.
 
 use axum::Json;
 use axum::extract::State;
@@ -10,7 +10,7 @@ use crate::error::{ApiError, ErrorBody, ErrorCode};
 use crate::state::AppState;
 use kuatia_application::vault::VaultError;
 
-/// Health response (contract §2.16).
+/// Health response.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Health {
     /// `ok`.

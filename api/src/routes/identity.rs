@@ -1,4 +1,4 @@
-//! Contract §4.2: users, console sessions and memberships (DECISIONS §2).
+//! Users, console sessions and memberships.
 
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -305,7 +305,7 @@ pub(crate) fn invitation_error(err: identity::InvitationError) -> ApiError {
 /// Needed by `POST /v1/memberships`.
 pub const CREATE_MEMBERSHIP: Permission = Permission::ManageAccess;
 
-/// Invites a person to the caller's tenant (DECISIONS §11): nobody is added until the invitee,
+/// Invites a person to the caller's tenant: nobody is added until the invitee,
 /// logged in as the invited email, accepts with `POST /v1/invitations/{token}/accept`. The
 /// answer is the same whether or not the email belongs to a registered user. With a mail server
 /// (`KUATIA_SMTP_URL`) the link is emailed; otherwise it is in `accept_url`, for the inviter to

@@ -1,4 +1,4 @@
-//! Contract §4.1: `GET /metrics`, Prometheus text format, behind `METRICS_BEARER_TOKEN`.
+//! `GET /metrics`, Prometheus text format, behind `METRICS_BEARER_TOKEN`.
 
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, header};
@@ -101,7 +101,7 @@ pub async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Resul
             .map_or(0, |(_, n)| *n);
         metrics::gauge!("kuatia_documents", "status" => status.as_str()).set(n as f64);
     }
-    // Webhook deliveries by status (DECISIONS §7), every status so a drained one reads 0.
+    // Webhook deliveries by status, every status so a drained one reads 0.
     let deliveries = kuatia_application::webhooks::counts(&state.store).await?;
     for status in kuatia_application::webhooks::DeliveryStatus::ALL {
         let n = deliveries

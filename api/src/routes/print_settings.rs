@@ -1,4 +1,4 @@
-//! Contract §4.3: `GET|PUT /v1/print-settings` (§2.13, DECISIONS §3), and `PATCH` (issue 26) for
+//! `GET|PUT /v1/print-settings`, and `PATCH` (issue 26) for
 //! changing some settings. Bodies are checked against their published schemas
 //! (`crate::schema`), so every problem comes back at once; the GET answer can be sent back as
 //! it came.
@@ -113,8 +113,8 @@ pub async fn get_print_settings(
 /// GET answer as it came), and they are ignored.
 pub const READ_ONLY_FIELDS: &[&str] = &["id", "tenant_id", "created_at", "updated_at"];
 
-/// The body of `PUT /v1/print-settings`: `company_id` and every setting, as the contract's
-/// PrintSettingsRequest (§2.13); the GET answer's read-only fields are accepted and ignored. Its
+/// The body of `PUT /v1/print-settings`: `company_id` and every setting, as the API's
+/// PrintSettingsRequest; the GET answer's read-only fields are accepted and ignored. Its
 /// schema is [`PrintSettings`]'s with `company_id` added, so the two cannot drift.
 pub struct PrintSettingsRequest;
 

@@ -1,4 +1,4 @@
-//! `POST /v1/documents/{id}/regenerate-pdf` (contract §3, §4.4; DECISIONS §5): a new version of
+//! `POST /v1/documents/{id}/regenerate-pdf`: a new version of
 //! a document's printable (the KuDE of a SIFEN document, the autoimpresor printable PDF). The
 //! request is an event (`PdfRegenerationRequested`) whose job renders and records the new
 //! version (`crate::printing`); earlier versions stay listed.

@@ -1,4 +1,4 @@
-//! Contract §4.5: `POST /v1/sandbox/preview` (DECISIONS §8; `docs/sandbox.md`). The preview
+//! `POST /v1/sandbox/preview` (`docs/sandbox.md`). The preview
 //! itself is `crate::sandbox`; this handler picks whose configuration it runs under and counts
 //! the request.
 //!
@@ -25,7 +25,7 @@ use crate::state::AppState;
 /// Needed by `POST /v1/sandbox/preview` when called with credentials.
 pub const USE_SANDBOX: Permission = Permission::UseSandbox;
 
-/// The body of a preview (contract §2.9): the canonical document's fields (§2.1) plus `mode`.
+/// The body of a preview: the canonical document's fields plus `mode`.
 /// The body itself is optional: empty, or with only `mode`, it previews the sample invoice,
 /// issued now. For the OpenAPI document only; the handler reads the body itself.
 #[derive(Deserialize, ToSchema)]

@@ -1,4 +1,4 @@
-//! Contract §4.2: `POST /v1/tenants`, `GET /v1/tenants/{id}` (DECISIONS §2).
+//! `POST /v1/tenants`, `GET /v1/tenants/{id}`.
 
 use crate::extract::Path;
 use axum::extract::State;

@@ -1,4 +1,4 @@
-//! Contract §4.6 and DECISIONS §7: `/v1/webhooks` — endpoints (create with the secret shown
+//! `/v1/webhooks` — endpoints (create with the secret shown
 //! once, list, patch, logical delete, deactivate, `rotate-secret`), `test`, the deliveries
 //! listing and `replay`.
 //!
@@ -30,7 +30,7 @@ pub const READ_WEBHOOKS: Permission = Permission::ReadConfiguration;
 /// Needed to create, change, test and replay.
 pub const MANAGE_WEBHOOKS: Permission = Permission::ManageConfiguration;
 
-/// `POST /v1/webhooks` body (contract §2.14).
+/// `POST /v1/webhooks` body.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"url": "https://erp.example.com/kuatia", "events": ["document.accepted", "document.rejected"], "description": "ERP"}))]
@@ -113,7 +113,7 @@ pub struct WebhookWithSecret {
     pub secret: String,
 }
 
-/// A delivery (DECISIONS §7).
+/// A delivery.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct DeliveryView {
     /// Id (what `replay` takes).

@@ -1,4 +1,4 @@
-//! One line of a DNIT registry file (`rucN.txt`), read robustly (DECISIONS §10, peers §4.2).
+//! One line of a DNIT registry file (`rucN.txt`), read robustly.
 //!
 //! The format is `RUC|NAME|DV|OLD_RUC|STATE|`: no header, `|` between fields and after the last
 //! one. A name may itself contain `|`, so the RUC is read from the left and the DV, old code and

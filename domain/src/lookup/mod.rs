@@ -1,4 +1,4 @@
-//! The taxpayer lookup service's rules (DECISIONS §10): reading DNIT's registry lines, the search
+//! The taxpayer lookup service's rules: reading DNIT's registry lines, the search
 //! form of names, what a query asks for, how matches rank, plans and their counting month, and
 //! the CSV files of designations and registry matches.
 //!

@@ -1,4 +1,4 @@
-//! Plans, monthly allowances and the month they are counted in (DECISIONS §10).
+//! Plans, monthly allowances and the month they are counted in.
 //!
 //! Requests with an `X-API-Key` count against the key's plan; requests without one count against
 //! an allowance per client IP. Months are calendar months in Paraguay (UTC−3 all year, see

@@ -1,4 +1,4 @@
-//! What a search or lookup request asks for (DECISIONS §10), parsed before anything is searched.
+//! What a search or lookup request asks for, parsed before anything is searched.
 //!
 //! `q` made of digits (dots and spaces allowed, as in `4.567.890`), optionally ending in a letter
 //! A–D and optionally followed by `-DV`, is a RUC: without a DV it matches RUCs by prefix, with

@@ -1,4 +1,4 @@
-//! How well a name matches a text query (DECISIONS §10: exact > prefix > all words > similar).
+//! How well a name matches a text query: exact > prefix > all words > similar.
 //!
 //! Both sides are lists of words in search form ([`crate::lookup::normalize`]). A query word
 //! *matches* a name word when it equals it, is a prefix of it, or (only for query words of

@@ -1,4 +1,4 @@
-//! Registry states and the `state` filter (DECISIONS §10).
+//! Registry states and the `state` filter.
 //!
 //! The registry's own values are kept (in search form, so `Suspensión temporal` and
 //! `SUSPENSION TEMPORAL` are one state). A filter value is compared in the same form, with `_`
@@ -6,8 +6,8 @@
 
 use crate::lookup::normalize::normalize;
 
-/// The states DNIT's files are known to use (peers §4.2); the registry may hold others, which
-/// are then known too.
+/// The states DNIT's files are known to use (as other lookup services list them); the registry
+/// may hold others, which are then known too.
 pub const KNOWN_STATES: [&str; 5] = [
     "ACTIVO",
     "SUSPENSION TEMPORAL",

@@ -16,7 +16,7 @@
 
 use std::fmt;
 
-/// SIFEN's six web services (MT §9, BRIEF §6.2).
+/// SIFEN's six web services (MT §9).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 pub enum Operation {
     /// siRecepDE: one DE, synchronous.

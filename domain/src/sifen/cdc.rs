@@ -1,5 +1,5 @@
 //! The CDC (Código de Control), the 44-character key of a SIFEN document (`DE@Id`, Manual Técnico
-//! v150 §10.1; `shared/sifen/BRIEF.md` §1).
+//! v150 §10.1).
 //!
 //! Parse, don't validate: a [`Cdc`] exists only with the XSD's form (`tCDC`: 44 digits, the RUC's
 //! last character may be A–D) and the modulo-11 check digit of its first 43 characters
@@ -58,7 +58,7 @@ pub enum CdcError {
     },
 }
 
-/// The parts of a CDC, in their order (BRIEF §1.1). Lives for one [`Cdc::build`] call.
+/// The parts of a CDC, in their order. Lives for one [`Cdc::build`] call.
 #[derive(Debug, Clone, Copy)]
 pub struct CdcParts<'a> {
     /// `iTiDE`: 1 invoice, 4 autofactura, 5 credit note, 6 debit note, 7 remisión.
@@ -293,7 +293,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// The manual's example (MT p.57–58, BRIEF §1.2).
+    /// The manual's example (MT p.57–58).
     const MANUAL: &str = "01444444017001001001452822017012515873260988";
 
     fn date(y: i32, m: u32, d: u32) -> NaiveDate {

@@ -1,4 +1,4 @@
-//! SIFEN's answer codes in plain words (BRIEF §6.3): what a code usually means for the person
+//! SIFEN's answer codes in plain words: what a code usually means for the person
 //! looking at a document, and what to do about it. The document detail shows it next to SIFEN's
 //! own code and message. The words are the answers table's ([`super::answers`]), the same
 //! table the pipeline decides from.

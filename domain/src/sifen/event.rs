@@ -1,4 +1,4 @@
-//! The issuer's SIFEN events (BRIEF §7): the unsigned `gGroupGesEve` of one cancelación
+//! The issuer's SIFEN events: the unsigned `gGroupGesEve` of one cancelación
 //! (`rGeVeCan`) or one inutilización (`rGeVeInu`), in the exact shape the event signer
 //! (`infrastructure::sifen::sign::sign_event`) accepts and `siRecepEvento_v150.xsd` validates:
 //!

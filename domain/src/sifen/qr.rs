@@ -1,5 +1,4 @@
-//! The QR string of a DE (`gCamFuFD/dCarQR`, Manual Técnico v150 §13.8; `shared/sifen/BRIEF.md`
-//! §5): the consultation URL with the document's key data and `cHashQR`, the SHA-256 of that
+//! The QR string of a DE (`gCamFuFD/dCarQR`, Manual Técnico v150 §13.8): the consultation URL with the document's key data and `cHashQR`, the SHA-256 of that
 //! data followed by the taxpayer's CSC.
 //!
 //! Pure: strings in, a string out. The result is the URL with plain `&` separators, as a phone
@@ -197,7 +196,7 @@ mod tests {
 
     #[test]
     fn the_manuals_example_gives_the_manuals_hash() {
-        // Manual Técnico v150 §13.8 (BRIEF §5): the manual prints only the hash and the
+        // Manual Técnico v150 §13.8: the manual prints only the hash and the
         // parameters; its URL is the production one.
         let url = qr_url(
             &QrData {

@@ -5,7 +5,7 @@ use crate::xml::Node;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-/// SET's check digit of a RUC or of a CDC's first 43 characters (MT §10.2; BRIEF §1.2, §2): each
+/// SET's check digit of a RUC or of a CDC's first 43 characters (MT §10.2): each
 /// character a digit, a letter standing for the digits of its ASCII code; the digits weighted 2,
 /// 3, …, 11, 2, … from the right; 11 − (sum mod 11), or 0 when the remainder is 0 or 1.
 pub(crate) fn check_digit(text: &str) -> u32 {

@@ -8,7 +8,7 @@
 //! frequency (GONZALEZ, BENITEZ, MARTINEZ, … are common, as in Paraguay), so searches meet
 //! realistically large result sets. Every DV is modulo 11 (`kuatia_domain::check_digit`).
 //!
-//! The state mix is an assumption (DNIT publishes no statistics; peers §4.2 lists the values):
+//! The state mix is an assumption (DNIT publishes no statistics, only the values):
 //! ACTIVO 64 %, CANCELADO 18 %, SUSPENSION TEMPORAL 14 %, BLOQUEADO 2.5 %,
 //! CANCELADO DEFINITIVO 1.5 %.
 //!

@@ -1,5 +1,5 @@
 //! API keys of the lookup service (`kuatia lookup keys create|list|revoke`), created by the
-//! operator (DECISIONS §10), and their resolution on every request.
+//! operator, and their resolution on every request.
 //!
 //! A key is `kl_` and 40 random base62 characters; only its SHA-256 is stored, as for tenant keys
 //! (`kuatia_application::access` explains why a fast hash is right for random keys). Requests

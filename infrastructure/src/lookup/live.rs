@@ -5,7 +5,7 @@
 //! loads the new generation in the background, from one snapshot, and swaps the `Arc` in one
 //! step: a request sees the old index or the new one, never a mix, and searches go on during the
 //! load. Several instances converge within one refresh interval of each other; until then each
-//! serves a whole publication (DECISIONS §10 asks no more). The database stays the only state.
+//! serves a whole publication. The database stays the only state.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};

@@ -1,4 +1,4 @@
-//! The taxpayer lookup service's adapters (issue 9, DECISIONS §10): importing DNIT's registry
+//! The taxpayer lookup service's adapters (issue 9): importing DNIT's registry
 //! files and the designation and registry-match CSVs, generating synthetic registries, the
 //! in-memory search index and how instances keep it current, API keys and monthly quotas.
 //!

@@ -1,4 +1,4 @@
-//! Monthly request allowances of the lookup service, counted in the database (DECISIONS §10):
+//! Monthly request allowances of the lookup service, counted in the database:
 //! per key (its plan) and, without a key, per client IP.
 //!
 //! Same design as the invoicing service's per-minute limiter (`kuatia_application::rate_limit`):

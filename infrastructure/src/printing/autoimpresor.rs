@@ -1,5 +1,5 @@
 //! What an autoimpresor printable shows: the canonical document, the issuer, the timbrado and
-//! the autoimpresor authorization, laid out per the company's print settings (contract §2.13).
+//! the autoimpresor authorization, laid out per the company's print settings.
 //! Every value is formatted here; `templates/autoimpresor.typ` lays the strings out.
 
 use rust_decimal::Decimal;

@@ -87,7 +87,7 @@ pub fn date(text: &str) -> String {
     }
 }
 
-/// The CDC in 11 groups of four digits (BRIEF §9).
+/// The CDC in 11 groups of four digits.
 pub fn cdc_groups(cdc: &str) -> String {
     cdc.as_bytes()
         .chunks(4)

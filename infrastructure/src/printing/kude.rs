@@ -1,5 +1,5 @@
-//! What a KuDE shows, read from the signed DE (`rDE`) and nothing else (BRIEF §9: "nothing may
-//! appear that is not in the signed XML", except the legends and the optional logo). Every value
+//! What a KuDE shows, read from the signed DE (`rDE`) and nothing else (SIFEN's rule:
+//! nothing may appear that is not in the signed XML, except the legends and the optional logo). Every value
 //! is formatted here; `templates/kude.typ` lays the strings out.
 
 use serde::Serialize;
@@ -8,7 +8,7 @@ use super::format::{self, amount, cdc_groups, currency_decimals, date, quantity}
 use crate::sifen_soap::xml::{self, Element};
 use kuatia_application::printables::PrintError;
 
-/// SIFEN's consultation page in production and in test (BRIEF §9).
+/// SIFEN's consultation page in production and in test.
 const CONSULT_PROD: &str = "https://ekuatia.set.gov.py/consultas/";
 const CONSULT_TEST: &str = "https://ekuatia.set.gov.py/consultas-test/";
 
@@ -161,7 +161,7 @@ fn owned(from: &Element, path: &str) -> Option<String> {
     text(from, path).map(str::to_owned)
 }
 
-/// The KuDE's title and the type in capitals, by `iTiDE` (BRIEF §9, MT §13.3).
+/// The KuDE's title and the type in capitals, by `iTiDE` (MT §13.3).
 fn titles(doc_type: u8) -> Result<(&'static str, &'static str), PrintError> {
     Ok(match doc_type {
         1 => ("KuDE de Factura Electrónica", "FACTURA ELECTRÓNICA"),

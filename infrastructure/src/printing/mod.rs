@@ -14,10 +14,10 @@
 //! CPU work: a render someone waits for runs under `spawn_blocking`, one nobody waits for (the
 //! KuDE job) on the low-priority threads of [`background`].
 //!
-//! Layout follows the print settings (contract §2.13, DECISIONS §3): `page_width`/`page_height`
+//! Layout follows the print settings: `page_width`/`page_height`
 //! in millimetres (A4 by default); a width of 110 mm or less is a till roll and gets the ticket
-//! layout (BRIEF §9, MT §13.6), whose height grows with the content unless `page_height` is set.
-//! The KuDE takes only the page size and the logo from the settings: BRIEF §9 allows nothing on a
+//! layout (MT §13.6), whose height grows with the content unless `page_height` is set.
+//! The KuDE takes only the page size and the logo from the settings: SIFEN allows nothing on a
 //! KuDE that is not in the signed XML but the logo and the legends.
 
 pub mod autoimpresor;

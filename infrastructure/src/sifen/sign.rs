@@ -1,12 +1,12 @@
 //! The XMLDSig signer of SIFEN v150 documents (`rDE/DE`) and events (`rGesEve/rEve`), and the
-//! writer of `gCamFuFD/dCarQR` (`shared/sifen/BRIEF.md` §4, §5, §7).
+//! writer of `gCamFuFD/dCarQR`.
 //!
 //! Profile: enveloped signature, `Signature` in its own default namespace as the next sibling of
 //! the signed element; SignedInfo canonicalized with exclusive C14N; RSA-SHA256 (PKCS#1 v1.5);
 //! one Reference to `#Id` with the transforms enveloped-signature then exclusive C14N, digest
 //! SHA-256; KeyInfo with exactly one X509Certificate (base64 DER of the signer, no chain).
 //! The manual's own example uses inclusive C14N for SignedInfo; every maintained library uses
-//! exclusive, and for these documents both give the same bytes (BRIEF §11.1).
+//! exclusive, and for these documents both give the same bytes.
 //!
 //! **Canonical by construction, no DOM.** Our generator writes the unsigned XML in one exact
 //! shape: the fixed `rDE` (or `gGroupGesEve`) opening with the SIFEN default namespace, then
@@ -23,7 +23,7 @@
 //! pure-Rust `xml-sec` is very young), for documents whose shape we control anyway.
 //!
 //! RSA goes through OpenSSL, not the `rsa` crate (timing side channel in signing, RUSTSEC-2023-0071;
-//! `shared/research/stack.md` §3.2). Signing is CPU-bound (about a millisecond for RSA-2048):
+//! docs/adr/0005-rsa-signing-openssl.md). Signing is CPU-bound (about a millisecond for RSA-2048):
 //! [`sign_de`] and [`sign_event`] are synchronous, and async callers run them in
 //! `tokio::task::spawn_blocking`.
 

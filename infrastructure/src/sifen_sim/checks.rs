@@ -1,5 +1,5 @@
 //! What the simulator checks on one `rDE` before it can approve it: the checks SIFEN makes that
-//! need no registry data (MT §12.2–12.4, BRIEF §6.3 and §8). Each failure carries SIFEN's code
+//! need no registry data (MT §12.2–12.4). Each failure carries SIFEN's code
 //! and message.
 
 use super::{CscEntry, SimConfig};

@@ -1,6 +1,6 @@
 //! XMLDSig verification for the simulator: the Reference's digest over the canonical form of
 //! the signed element (`DE` or `rEve`) and the RSA-SHA256 SignatureValue over the canonical
-//! SignedInfo, with the certificate in KeyInfo (BRIEF §4).
+//! SignedInfo, with the certificate in KeyInfo.
 //!
 //! Canonicalisation is Canonical XML 1.0 without comments, exclusive (`xml-exc-c14n#`) or
 //! inclusive (`REC-xml-c14n-20010315`), written here over quick-xml events of the element's

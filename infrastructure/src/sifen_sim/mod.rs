@@ -1,4 +1,4 @@
-//! The SIFEN simulator (DECISIONS §9): SIFEN's six web services on SIFEN's paths, speaking the
+//! The SIFEN simulator: SIFEN's six web services on SIFEN's paths, speaking the
 //! same SOAP 1.2, applying the checks SIFEN makes that need no registry data, answering with
 //! SIFEN's codes, and keeping what it approved so that siConsDE and duplicate detection answer
 //! as SIFEN would. Faults can be injected to exercise retries and reconciliation.
@@ -154,7 +154,7 @@ impl FromStr for SimTimbrado {
     }
 }
 
-/// The generic test CSCs SIFEN's test environment accepts (BRIEF §5).
+/// The generic test CSCs SIFEN's test environment accepts.
 pub fn generic_test_cscs() -> Vec<CscEntry> {
     vec![
         CscEntry {
@@ -212,8 +212,7 @@ pub struct SimConfig {
     pub check_qr: bool,
     /// Check the signing and emission dates against the clock (1004, 1005, 1150, 1151).
     pub check_dates: bool,
-    /// Whether siRecepDE (sync) is enabled; when not, DEs are refused with 1264 (BRIEF §6.4
-    /// item 8).
+    /// Whether siRecepDE (sync) is enabled; when not, DEs are refused with 1264.
     pub sync_enabled: bool,
     /// Keep the state in this JSON file (read at start, rewritten after each change).
     pub state_file: Option<PathBuf>,

@@ -1,6 +1,6 @@
-//! HTTPS for the simulator (DECISIONS §9: "over HTTP/HTTPS with optional client certificates").
+//! HTTPS for the simulator: it speaks HTTP or HTTPS, with optional client certificates.
 //!
-//! SIFEN speaks TLS 1.2 with mutual authentication (BRIEF §6.1), and so does the simulator when
+//! SIFEN speaks TLS 1.2 with mutual authentication, and so does the simulator when
 //! given a server certificate: rustls with the aws-lc-rs provider (already built for reqwest and
 //! sqlx), TLS 1.2 only. TLS 1.2 also keeps the failure where SIFEN has it: a client certificate
 //! the server refuses ends the handshake before the client writes its request, so our client

@@ -1,12 +1,11 @@
-//! Schema validation of what the simulator receives (DECISIONS §9 "XSD validity"; BRIEF §8
-//! item 46), with `xmllint` (Debian's `libxml2-utils`), the tool BRIEF §10 names and the test
-//! suite already uses: `xmllint --noout --nonet --schema DIR/siRecepDE_v150.xsd -`. The
+//! Schema validation of what the simulator receives (every DE must be
+//! valid against SIFEN's XSD), with `xmllint` (Debian's `libxml2-utils`), the tool the test suite
+//! already uses: `xmllint --noout --nonet --schema DIR/siRecepDE_v150.xsd -`. The
 //! schemas' includes and imports are all local, so `--nonet` never costs anything; a run takes
 //! a few tens of milliseconds.
 //!
 //! SIFEN's answer to a document that breaks its schema: the 2024 guide shows it as
-//! `0160` "XML malformado: [El valor del elemento: dDirRec es invalido…]" (GMP p.11, quoted in
-//! BRIEF §6.2), the code it answers today; the 2019 manual's 0100 "Fallo de schema XML del área
+//! `0160` "XML malformado: [El valor del elemento: dDirRec es invalido…]" (GMP p.11), the code it answers today; the 2019 manual's 0100 "Fallo de schema XML del área
 //! de datos" is not what SIFEN is seen to send. The message carries xmllint's first complaint.
 
 use super::SimError;

@@ -1,5 +1,5 @@
 //! `SifenClient`: SIFEN's web services over HTTPS with the company's certificate as the TLS
-//! client identity (BRIEF §6.1), or over plain HTTP to the simulator.
+//! client identity, or over plain HTTP to the simulator.
 //!
 //! TLS is rustls (aws-lc-rs, the provider sqlx already builds) with the system's roots through
 //! the platform verifier, plus optionally extra PEM roots (a simulator's self-signed
@@ -10,7 +10,7 @@
 //! never opened (refused, DNS, TLS handshake, connect timeout) is [`SoapError::NotSent`];
 //! anything after the request may have left (read timeout, connection dropped, a body cut
 //! short) is [`SoapError::OutcomeUnknown`]. The client never retries by itself: whether to
-//! resend, and after which reconciliation, is the pipeline's decision (BRIEF §6.4).
+//! resend, and after which reconciliation, is the pipeline's decision.
 //!
 //! Every exchange is observed here, once for every caller: a client span (`SIFEN siRecepDE`, …)
 //! whose context goes to SIFEN as a `traceparent` header, the latency histogram
@@ -44,7 +44,7 @@ pub struct SoapClientConfig {
     /// Upper bound for the whole exchange, so a server that trickles bytes cannot hold a
     /// worker forever.
     pub total_timeout_ms: u64,
-    /// `Content-Type` of the requests. BRIEF §6.1 leaves it open; RSHK's
+    /// `Content-Type` of the requests. SIFEN's documentation leaves it open; RSHK's
     /// `application/xml; charset=utf-8` is the safest reference.
     pub content_type: String,
     /// A PEM file of root certificates trusted besides the system's, e.g. the self-signed

@@ -1,5 +1,5 @@
 //! The SOAP 1.2 messages of SIFEN's web services, as pure functions: request builders and
-//! answer parsers (BRIEF §6, the `WS_*.xsd` files).
+//! answer parsers (the `WS_*.xsd` files).
 //!
 //! Requests follow the manual's example (`soap:Envelope`, an empty `soap:Header`, the request
 //! root with SIFEN's default namespace). Signed content (`rDE`, `rGesEve`) is checked to be
@@ -80,7 +80,7 @@ pub fn recep_de(d_id: u64, signed_rde: &str) -> Result<String, SoapError> {
     )))
 }
 
-/// The name of the single entry of a lot's zip file. SIFEN does not specify it (BRIEF §11.3);
+/// The name of the single entry of a lot's zip file. SIFEN does not specify it;
 /// RSHK writes `DE_ddMMyyyy.xml`.
 pub fn lot_entry_name(date: chrono::NaiveDate) -> String {
     format!("DE_{}.xml", date.format("%d%m%Y"))

@@ -1,4 +1,4 @@
-//! SIFEN's web services (BRIEF §6): the SOAP 1.2 messages and the HTTP client over mutual TLS.
+//! SIFEN's web services: the SOAP 1.2 messages and the HTTP client over mutual TLS.
 //!
 //! - [`messages`] is pure: it builds the request envelopes (the signed `rDE`/`rGesEve` go in
 //!   byte for byte, never re-serialised) and parses every answer into a typed result that keeps
@@ -6,7 +6,7 @@
 //!   the expected kind is a [`SoapError`], never a panic.
 //! - [`client`] sends them with reqwest (rustls, the company's certificate as the TLS client
 //!   identity) and tells "not sent" apart from "sent, outcome unknown" ([`Delivery`]), which the
-//!   pipeline needs to reconcile by CDC before resending (BRIEF §6.4).
+//!   pipeline needs to reconcile by CDC before resending.
 //!
 //! Knows nothing of documents, numbering or retries: the pipeline decides what a code means for
 //! a document. The simulator that answers these messages lives in [`crate::sifen_sim`].
@@ -63,7 +63,7 @@ impl Environment {
     }
 }
 
-/// The six web services (BRIEF §6.2). The endpoint is the `.wsdl` URL itself, posted to.
+/// The six web services. The endpoint is the `.wsdl` URL itself, posted to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Service {
     /// siRecepDE: one DE, synchronous.

@@ -14,7 +14,9 @@
 //! exporter registered for the tokio runtime it starts on ([`super::otlp`]), none when there is
 //! none — spans then still carry contexts (for propagation and the logs), they are just not
 //! exported. `otel.export = false` on a root keeps it and its children out (the exporter's own
-//! HTTP calls).
+//! HTTP calls). Where a trace enters the service, the exporter's sampler
+//! ([`super::otlp::Sampler`]) decides whether it is recorded; without an exporter a new trace is
+//! marked sampled and a remote one keeps its flag.
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -186,11 +188,20 @@ where
             (None, Some((p, _))) => (p.child(), Some(p.span_id)),
             (None, None) => (TraceContext::new_root(), None),
         };
+        let enters = remote.is_some() || parent.is_none();
         let sink = match parent {
             Some((_, sink)) => sink,
             None if fields.export == Some(false) => None,
             None => otlp::sink_for_current_runtime(),
         };
+        // Where a trace enters the service (a root, or a span continuing a remote parent), the
+        // exporter's sampler decides whether it is recorded; the spans under it follow.
+        let mut context = context;
+        if enters && let Some(sink) = &sink {
+            context.sampled = sink
+                .sampler
+                .should_sample(remote.map(|r| r.sampled), &context.trace_id);
+        }
         span.extensions_mut().insert(SpanState {
             context,
             parent_span_id,

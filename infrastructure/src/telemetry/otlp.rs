@@ -1,5 +1,9 @@
 //! OTLP/HTTP trace export with the JSON encoding: finished spans are queued (bounded) and a
-//! background task posts them in batches to `{endpoint}/v1/traces`.
+//! background task posts them in batches to the traces URL (`{endpoint}/v1/traces`), with the
+//! operator's headers (collector authentication), as the configured service, and only the traces
+//! the sampler keeps. [`ExportSettings`] holds all of it; the configuration builds it from the
+//! OpenTelemetry environment variables (`OTEL_EXPORTER_OTLP_*`, `OTEL_SERVICE_NAME`,
+//! `OTEL_TRACES_SAMPLER`; docs/operations.md, "Tracing").
 //!
 //! Never in the way of the work it observes: a span is handed over with a non-blocking
 //! `try_send`; when the queue is full (the collector is slow or down) the span is dropped and
@@ -43,6 +47,8 @@ pub const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
 pub(crate) struct Sink {
     tx: mpsc::Sender<FinishedSpan>,
     dropped: AtomicU64,
+    /// Decides whether a trace entering the service is recorded ([`super::layer`] asks it).
+    pub(crate) sampler: Sampler,
 }
 
 impl Sink {
@@ -89,6 +95,7 @@ pub(crate) fn test_sink(capacity: usize) -> (Arc<Sink>, mpsc::Receiver<FinishedS
         Arc::new(Sink {
             tx,
             dropped: AtomicU64::new(0),
+            sampler: Sampler::default(),
         }),
         rx,
     )
@@ -121,20 +128,237 @@ pub enum OtlpError {
     /// The HTTP client could not be built.
     #[error("the OTLP HTTP client: {0}")]
     Client(String),
+    /// A header list that is not `key=value` pairs separated by commas.
+    #[error("{0}")]
+    Headers(String),
+    /// A sampler name or argument that is not one of OpenTelemetry's.
+    #[error("{0}")]
+    Sampler(String),
 }
 
 /// The `{endpoint}/v1/traces` URL of an OTLP/HTTP base endpoint (`http://collector:4318`), or
-/// the endpoint itself when it already names the traces path.
+/// the endpoint itself when it already names the traces path (what `KUATIA_OTLP_ENDPOINT`
+/// means).
 pub fn traces_url(endpoint: &str) -> Result<String, OtlpError> {
-    let endpoint = endpoint.trim().trim_end_matches('/');
-    if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
-        return Err(OtlpError::Endpoint(endpoint.to_owned()));
-    }
+    let endpoint = http_url(endpoint)?.trim_end_matches('/');
     Ok(if endpoint.ends_with("/v1/traces") {
         endpoint.to_owned()
     } else {
         format!("{endpoint}/v1/traces")
     })
+}
+
+/// The traces URL of `OTEL_EXPORTER_OTLP_ENDPOINT`, a base URL to which the traces path
+/// `v1/traces` is always appended, as the OpenTelemetry specification says.
+pub fn base_traces_url(base: &str) -> Result<String, OtlpError> {
+    Ok(format!("{}/v1/traces", http_url(base)?.trim_end_matches('/')))
+}
+
+/// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`: the traces URL itself, used as it is.
+pub fn exact_traces_url(url: &str) -> Result<String, OtlpError> {
+    http_url(url).map(str::to_owned)
+}
+
+/// The trimmed URL when it is an http(s) one.
+fn http_url(url: &str) -> Result<&str, OtlpError> {
+    let url = url.trim();
+    if url.starts_with("http://") || url.starts_with("https://") {
+        Ok(url)
+    } else {
+        Err(OtlpError::Endpoint(url.to_owned()))
+    }
+}
+
+/// Reads an `OTEL_EXPORTER_OTLP_HEADERS` value: `key=value` pairs separated by commas, values
+/// percent-decoded (`Authorization=Basic%20dXNlcjpwYXNz`), white space around keys and values
+/// ignored, empty entries skipped. Each must make a valid HTTP header. The error names the key,
+/// never the value (a value is usually a credential).
+pub fn parse_headers(text: &str) -> Result<Vec<(String, String)>, OtlpError> {
+    let mut headers = Vec::new();
+    for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let Some((key, value)) = entry.split_once('=') else {
+            return Err(OtlpError::Headers(
+                "a header list is key=value pairs separated by commas; an entry has no '='".into(),
+            ));
+        };
+        let key = key.trim().to_owned();
+        let value = percent_decode(value.trim()).ok_or_else(|| {
+            OtlpError::Headers(format!(
+                "the value of header {key:?} is not valid percent-encoded UTF-8"
+            ))
+        })?;
+        if reqwest::header::HeaderName::from_bytes(key.as_bytes()).is_err() {
+            return Err(OtlpError::Headers(format!("{key:?} is not an HTTP header name")));
+        }
+        if reqwest::header::HeaderValue::from_str(&value).is_err() {
+            return Err(OtlpError::Headers(format!(
+                "the value of header {key:?} cannot be sent in HTTP"
+            )));
+        }
+        headers.push((key, value));
+    }
+    Ok(headers)
+}
+
+/// `%XX` sequences to their bytes (a `+` stays a `+`); `None` when a sequence is malformed or
+/// the result is not UTF-8.
+fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// What a trace's first span in this service is decided by.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RootSampler {
+    /// Every trace is recorded.
+    AlwaysOn,
+    /// No trace is recorded.
+    AlwaysOff,
+    /// A fixed share of traces, chosen by trace id (0 to 1).
+    TraceIdRatio(f64),
+}
+
+/// Which traces are recorded and exported: OpenTelemetry's `OTEL_TRACES_SAMPLER` (with
+/// `OTEL_TRACES_SAMPLER_ARG`). The decision is taken where a trace enters the service — a root
+/// span, or a span continuing a remote parent (an incoming `traceparent`, a job's payload) — and
+/// the spans under it follow it. An unrecorded trace still propagates, marked unsampled
+/// (`traceparent` flags `00`), so that the services after it do not record it either.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sampler {
+    /// Decides the traces that start here (and, when not parent-based, all of them).
+    pub root: RootSampler,
+    /// Whether a remote parent's decision (its `sampled` flag) is followed.
+    pub parent_based: bool,
+}
+
+impl Default for Sampler {
+    /// OpenTelemetry's default, `parentbased_always_on`: what kuatia always did.
+    fn default() -> Self {
+        Self {
+            root: RootSampler::AlwaysOn,
+            parent_based: true,
+        }
+    }
+}
+
+impl Sampler {
+    /// Reads `OTEL_TRACES_SAMPLER` (`always_on`, `always_off`, `traceidratio`,
+    /// `parentbased_always_on`, `parentbased_always_off`, `parentbased_traceidratio`; unset or
+    /// empty: `parentbased_always_on`) and its argument, the ratio of the two `traceidratio`
+    /// samplers (0 to 1; unset or empty: 1), ignored by the others. Anything else is refused
+    /// rather than silently replaced by the default.
+    pub fn parse(name: Option<&str>, arg: Option<&str>) -> Result<Self, OtlpError> {
+        let name = name
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .unwrap_or("parentbased_always_on");
+        let (parent_based, root) = match name.strip_prefix("parentbased_") {
+            Some(root) => (true, root),
+            None => (false, name),
+        };
+        let root = match root {
+            "always_on" => RootSampler::AlwaysOn,
+            "always_off" => RootSampler::AlwaysOff,
+            "traceidratio" => {
+                let ratio = match arg.map(str::trim).filter(|a| !a.is_empty()) {
+                    None => 1.0,
+                    Some(arg) => arg
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|r| (0.0..=1.0).contains(r))
+                        .ok_or_else(|| {
+                            OtlpError::Sampler(format!(
+                                "OTEL_TRACES_SAMPLER_ARG must be a ratio between 0 and 1, not {arg:?}"
+                            ))
+                        })?,
+                };
+                RootSampler::TraceIdRatio(ratio)
+            }
+            _ => {
+                return Err(OtlpError::Sampler(format!(
+                    "OTEL_TRACES_SAMPLER {name:?} is not one of always_on, always_off, traceidratio, \
+                     parentbased_always_on, parentbased_always_off, parentbased_traceidratio"
+                )));
+            }
+        };
+        Ok(Self { root, parent_based })
+    }
+
+    /// Whether the trace `trace_id` is recorded here, given the remote parent's `sampled` flag
+    /// (`None` when the trace starts here).
+    pub fn should_sample(&self, remote_sampled: Option<bool>, trace_id: &[u8; 16]) -> bool {
+        if self.parent_based
+            && let Some(sampled) = remote_sampled
+        {
+            return sampled;
+        }
+        match self.root {
+            RootSampler::AlwaysOn => true,
+            RootSampler::AlwaysOff => false,
+            RootSampler::TraceIdRatio(ratio) => {
+                // As OpenTelemetry's SDKs do: the last 8 bytes of the trace id, as a number
+                // below 2^63, against ratio × 2^63; every service with the same ratio keeps the
+                // same traces.
+                let mut low = [0; 8];
+                low.copy_from_slice(&trace_id[8..]);
+                let x = u64::from_be_bytes(low) >> 1;
+                // The cast saturates; a ratio of 1 gives 2^63, above every x.
+                let bound = (ratio * 9_223_372_036_854_775_808.0) as u64;
+                x < bound
+            }
+        }
+    }
+}
+
+/// Where and how spans are exported: the traces URL, the headers sent with every export, the
+/// `service.name` of the resource, and the sampler.
+#[derive(Clone, PartialEq)]
+pub struct ExportSettings {
+    /// The full traces URL (`http://collector:4318/v1/traces`).
+    pub url: String,
+    /// Headers sent with every export (collector authentication), names and decoded values.
+    pub headers: Vec<(String, String)>,
+    /// The resource's `service.name`.
+    pub service_name: String,
+    /// Which traces are recorded.
+    pub sampler: Sampler,
+}
+
+impl ExportSettings {
+    /// Export to `url` (the traces URL) as `service_name`, no headers, the default sampler.
+    pub fn new(url: impl Into<String>, service_name: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            headers: Vec::new(),
+            service_name: service_name.into(),
+            sampler: Sampler::default(),
+        }
+    }
+}
+
+impl std::fmt::Debug for ExportSettings {
+    /// Header values are left out: they are usually credentials.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let headers: Vec<&str> = self.headers.iter().map(|(k, _)| k.as_str()).collect();
+        f.debug_struct("ExportSettings")
+            .field("url", &self.url)
+            .field("headers", &headers)
+            .field("service_name", &self.service_name)
+            .field("sampler", &self.sampler)
+            .finish()
+    }
 }
 
 /// A running exporter, registered for the runtime it was started on. Dropping it unregisters
@@ -148,12 +372,30 @@ pub struct OtlpExporter {
 
 impl OtlpExporter {
     /// Starts exporting the root spans of the current runtime (and their children) to
-    /// `endpoint` (`http://127.0.0.1:4318`), as service `service_name`.
+    /// `endpoint` (`http://127.0.0.1:4318`, [`traces_url`]), as service `service_name`, with no
+    /// headers and the default sampler.
     pub fn start(endpoint: &str, service_name: &str) -> Result<Self, OtlpError> {
-        let url = traces_url(endpoint)?;
+        Self::start_with(&ExportSettings::new(traces_url(endpoint)?, service_name))
+    }
+
+    /// Starts exporting the root spans of the current runtime (and their children) as
+    /// `settings` say.
+    pub fn start_with(settings: &ExportSettings) -> Result<Self, OtlpError> {
+        let url = exact_traces_url(&settings.url)?;
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| OtlpError::NoRuntime)?;
+        let mut headers = reqwest::header::HeaderMap::new();
+        for (key, value) in &settings.headers {
+            let name = reqwest::header::HeaderName::from_bytes(key.as_bytes())
+                .map_err(|_| OtlpError::Headers(format!("{key:?} is not an HTTP header name")))?;
+            let mut value = reqwest::header::HeaderValue::from_str(value).map_err(|_| {
+                OtlpError::Headers(format!("the value of header {key:?} cannot be sent in HTTP"))
+            })?;
+            value.set_sensitive(true);
+            headers.append(name, value);
+        }
         let client = reqwest::Client::builder()
             .timeout(EXPORT_TIMEOUT)
+            .default_headers(headers)
             .build()
             .map_err(|e| OtlpError::Client(e.to_string()))?;
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
@@ -161,8 +403,9 @@ impl OtlpExporter {
         let sink = Arc::new(Sink {
             tx,
             dropped: AtomicU64::new(0),
+            sampler: settings.sampler,
         });
-        let resource = resource(service_name);
+        let resource = resource(&settings.service_name);
         let task = runtime.spawn(run(rx, stopped, client, url, resource));
         register(runtime.id(), sink.clone());
         Ok(Self {

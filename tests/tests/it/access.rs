@@ -1,4 +1,4 @@
-//! Tenants, API keys, X-Tenant-Id and roles (contract §4.2, §5; DECISIONS §2), black-box.
+//! Tenants, API keys, X-Tenant-Id and roles, black-box.
 
 use kuatia_tests::TestApp;
 use reqwest::Method;

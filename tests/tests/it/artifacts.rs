@@ -1,4 +1,4 @@
-//! Artifacts and their presigned downloads (contract §4.4 rule 5, DECISIONS §8), black-box over
+//! Artifacts and their presigned downloads, black-box over
 //! HTTP, with the SIFEN documents' signed XML and SIFEN answers as the stored files; and the
 //! artifact store on a real S3-compatible server (moto), started by the test.
 
@@ -241,7 +241,7 @@ async fn a_presigned_url_downloads_the_exact_stored_bytes_and_a_changed_one_is_4
     f.app.stop().await;
 }
 
-/// DECISIONS §8: the normalized payload is one of the artifact kinds: the canonical document
+/// The normalized payload is one of the artifact kinds: the canonical document
 /// as kuatia keeps it, defaults applied, recorded once when the document is prepared.
 #[tokio::test]
 async fn the_normalized_payload_is_the_canonical_document_as_kept_with_its_defaults() {
@@ -261,7 +261,7 @@ async fn the_normalized_payload_is_the_canonical_document_as_kept_with_its_defau
     let payload: Value = serde_json::from_slice(&bytes).expect("JSON");
     assert_eq!(payload["external_id"], "ART-1");
     assert_eq!(payload["company_id"], json!(f.r.company));
-    // What the integrator left out is there with its default: PYG, a sale (DECISIONS §11).
+    // What the integrator left out is there with its default: PYG, a sale.
     assert_eq!(payload["currency"], "PYG", "{payload}");
     assert_eq!(
         payload["items"].as_array().map(Vec::len),

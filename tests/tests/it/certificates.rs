@@ -1,4 +1,4 @@
-//! Certificates and emission channels (contract §2.12, §4.3; DECISIONS §3), black-box.
+//! Certificates and emission channels, black-box.
 
 use base64::Engine;
 use chrono::{Duration, Utc};
@@ -15,7 +15,7 @@ const NEW_CSC: &str = "EFGH0000000000000000000000000000";
 const CLIENT_SECRET: &str = "client-secret-value-9f8e7d";
 const API_KEY: &str = "autoimpresor-api-key-1a2b3c";
 
-/// The fields a certificate view has, and no other (DECISIONS §3).
+/// The fields a certificate view has, and no other.
 const CERTIFICATE_FIELDS: [&str; 12] = [
     "company_id",
     "created_at",

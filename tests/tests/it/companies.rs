@@ -1,4 +1,4 @@
-//! Companies (contract §4.3, DECISIONS §3), black-box.
+//! Companies, black-box.
 
 use kuatia_tests::TestApp;
 use reqwest::Method;

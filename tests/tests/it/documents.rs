@@ -1,4 +1,4 @@
-//! Document intake and reading (contract §2.1–2.8, §4.4; DECISIONS §4–§5), black-box: the real
+//! Document intake and reading, black-box: the real
 //! service over HTTP on a fresh database.
 
 use chrono::{DateTime, Duration, FixedOffset, SecondsFormat, Utc};

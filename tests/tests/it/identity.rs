@@ -1,4 +1,4 @@
-//! Users, console sessions and memberships (contract §4.2, DECISIONS §2), black-box.
+//! Users, console sessions and memberships, black-box.
 
 use kuatia_tests::TestApp;
 use reqwest::Method;

@@ -1,4 +1,4 @@
-//! The taxpayer lookup service (issue 9, DECISIONS §10): importing DNIT's registry files (and
+//! The taxpayer lookup service (issue 9): importing DNIT's registry files (and
 //! the designation and registry-match CSVs), the atomic switch between generations, search
 //! ranking, keys and monthly quotas over HTTP. Every test runs on SQLite, and on PostgreSQL when
 //! `KUATIA_TEST_POSTGRES_URL` is set.

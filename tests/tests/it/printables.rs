@@ -1,5 +1,5 @@
 //! Printables end to end: SIFEN documents posted over HTTP, accepted by the simulator, get a
-//! KuDE PDF whose text (`pdftotext`) holds the mandatory fields of BRIEF §9 and whose QR
+//! KuDE PDF whose text (`pdftotext`) holds the mandatory fields of a KuDE and whose QR
 //! (`pdftoppm` + `zbarimg`) decodes to the signed XML's `dCarQR`; regenerate-pdf records a new
 //! version laid out per the current print settings; the autoimpresor printable through the port.
 //!
@@ -223,7 +223,7 @@ fn assert_has(text: &str, what: &str, needles: &[&str]) {
     }
 }
 
-/// The checks every KuDE passes: BRIEF §9's mandatory content in its text, A4, one page, and a
+/// The checks every KuDE passes: a KuDE's mandatory content in its text, A4, one page, and a
 /// QR on page 1 that decodes to the XML's `dCarQR`.
 #[allow(clippy::too_many_arguments)]
 fn check_kude(

@@ -1,4 +1,4 @@
-//! Rate limits (DECISIONS §6): bucket `requests_minute` per API key and per IP, counted across
+//! Rate limits: bucket `requests_minute` per API key and per IP, counted across
 //! instances, with `X-RateLimit-*` headers and 429 + `Retry-After`.
 
 use kuatia_tests::TestApp;

@@ -1,4 +1,4 @@
-//! The sandbox preview (contract §2.9, §4.5; DECISIONS §8; docs/sandbox.md), black-box: each
+//! The sandbox preview (docs/sandbox.md), black-box: each
 //! mode's answer, its signed XML against the XSD and xmlsec1, its PDFs through `pdfinfo`, the
 //! errors, the rate limit, the OpenAPI examples, the company's configuration with credentials,
 //! and that a hundred previews leave every table, number series and artifact as they were.
@@ -126,7 +126,7 @@ fn leaf<'a>(xml: &'a str, tag: &str) -> &'a str {
     &xml[start..end]
 }
 
-/// The contract's shape (§2.9), common to every mode.
+/// The preview's shape, common to every mode.
 fn check_shape(body: &Value, mode: &str, channel: &str, configuration: &str) {
     assert_eq!(body["mode"], mode, "{body}");
     assert_eq!(body["channel"], channel, "{body}");

@@ -790,7 +790,7 @@ async fn an_accepted_invoice_is_cancelled_through_sifen_inside_the_window() {
     assert_eq!(stats["totals"]["events_registered"], 1, "{stats}");
     assert_eq!(f.event_requests().await, 2, "{stats}");
 
-    // Again: the effect holds already, nothing is sent (STYLE: repeating is harmless).
+    // Again: the effect holds already, nothing is sent (repeating a step is harmless).
     let (status, body) = f.void(&doc, "cancel", "Error en la emision del documento").await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["status"], "cancelled", "{body}");
@@ -880,7 +880,7 @@ async fn a_cancellation_outside_the_window_is_refused_without_asking_sifen() {
 #[tokio::test]
 async fn a_rejected_document_is_inutilised_through_sifen() {
     // A simulator whose synchronous service is disabled for the issuer rejects every DE with
-    // 1264 (BRIEF §6.4 item 8): a definitive rejection, whose number never became a document.
+    // 1264: a definitive rejection, whose number never became a document.
     let f = Fx::new(
         SimConfig {
             sync_enabled: false,

@@ -1,5 +1,5 @@
-//! SIFEN's web services end to end: `SifenClient` against the simulator over real HTTP
-//! (BRIEF §6, DECISIONS §9), including every injected fault and the reconciliation of an
+//! SIFEN's web services end to end: `SifenClient` against the simulator over real HTTP,
+//! including every injected fault and the reconciliation of an
 //! answer that never came.
 
 use chrono::{DateTime, Utc};
@@ -279,7 +279,7 @@ async fn a_dropped_answer_is_an_unknown_outcome_that_sicons_de_reconciles() {
     assert!(matches!(err, SoapError::OutcomeUnknown { .. }), "{err:?}");
     assert_eq!(err.delivery(), Delivery::Unknown);
 
-    // Reconcile by CDC before resending (BRIEF §6.4): SIFEN did approve it.
+    // Reconcile by CDC before resending: SIFEN did approve it.
     let query = sifen.client.query_de(2, &cdc).await.expect("answer").result;
     assert!(query.is_found(), "{query:?}");
     let container = query.container.expect("xContenDE");
@@ -430,7 +430,7 @@ async fn a_de_signed_by_our_signer_verifies_and_its_signer_must_be_the_issuer() 
 }
 
 // ---------------------------------------------------------------------------------------------
-// HTTPS with client certificates, and the schema (DECISIONS §9).
+// HTTPS with client certificates, and the schema.
 
 mod over_tls {
     use super::*;

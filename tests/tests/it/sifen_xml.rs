@@ -211,7 +211,7 @@ fn div_half_up(n: i128, d: i128) -> i128 {
     (2 * n + d) / (2 * d)
 }
 
-/// A line with its canonical amounts (DECISIONS §4): total = half_up(quantity × price),
+/// A line with its canonical amounts: total = half_up(quantity × price),
 /// tax = half_up(total × rate / (100 + rate)), in whole guaraníes.
 fn line(description: &str, quantity: Dec, price: Dec, rate: u8) -> (Value, i128, i128) {
     let total = div_half_up(quantity.0 * price.0, 10i128.pow(quantity.1 + price.1));

@@ -1,4 +1,4 @@
-//! Webhooks and customer delivery, black-box (issue 7, DECISIONS §7): the real service with its
+//! Webhooks and customer delivery, black-box (issue 7): the real service with its
 //! SIFEN channel on the simulator, a real HTTP receiver on a local port, a real SMTP server, and
 //! every signature checked by `tests/scripts/verify_webhook.py` (Python + `openssl dgst`), which
 //! shares no code with ours.
