@@ -44,7 +44,7 @@ pub struct AppState {
     /// Renders KuDE and autoimpresor PDFs.
     pub printer: Arc<dyn kuatia_application::printables::Printer>,
     /// Signs and checks artifact download URLs.
-    pub artifact_urls: Arc<crate::routes::artifacts::UrlSigner>,
+    pub artifact_urls: Arc<kuatia_application::download_urls::UrlSigner>,
     /// The destination policy outgoing requests follow (`KUATIA_PRIVATE_DESTINATIONS`,
     /// `KUATIA_PUBLIC_SIGNUP`).
     pub destinations: Arc<kuatia_infrastructure::destination::Policy>,

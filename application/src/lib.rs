@@ -13,6 +13,7 @@ pub mod artifacts;
 pub mod combine;
 pub mod configuration;
 pub mod documents;
+pub mod download_urls;
 pub mod event_store;
 pub mod external_ids;
 pub mod hash;

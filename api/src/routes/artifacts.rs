@@ -20,92 +20,18 @@ use axum::extract::State;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
-use chrono::{DateTime, TimeZone, Utc};
+use chrono::{TimeZone, Utc};
+use kuatia_domain::access::Permission;
 use kuatia_projections::documents as read_docs;
-use serde::Deserialize;
-use utoipa::IntoParams;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody};
-use crate::routes::documents::{ArtifactView, READ_DOCUMENTS};
 use crate::state::AppState;
 
-/// What the HMAC of a derived URL key is computed over (a fixed label: one purpose, one key).
-const DERIVATION_LABEL: &[u8] = b"kuatia artifact download URLs v1";
-
-/// The URL key derived from the master key: HMAC-SHA256(master key, a fixed label). The master
-/// key itself never signs anything outside the vault.
-pub fn derive_url_key(master_key: &[u8]) -> Vec<u8> {
-    kuatia_application::mac::hmac_sha256(master_key, &[DERIVATION_LABEL]).to_vec()
-}
-
-/// Signs and verifies download URLs.
-#[derive(Clone)]
-pub struct UrlSigner {
-    key: Vec<u8>,
-    ttl_secs: i64,
-}
-
-impl std::fmt::Debug for UrlSigner {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("UrlSigner")
-            .field("ttl_secs", &self.ttl_secs)
-            .finish_non_exhaustive()
-    }
-}
-
-impl UrlSigner {
-    /// A signer with `key`, handing out URLs valid for `ttl_secs`.
-    pub fn new(key: Vec<u8>, ttl_secs: u64) -> Self {
-        Self {
-            key,
-            ttl_secs: i64::try_from(ttl_secs).unwrap_or(i64::MAX / 2),
-        }
-    }
-
-    /// What is signed: `"<document id>:<artifact id>:<expires>"`.
-    fn message(document_id: Uuid, artifact_id: Uuid, expires: i64) -> String {
-        format!("{document_id}:{artifact_id}:{expires}")
-    }
-
-    /// The hex signature of `"<document id>:<artifact id>:<expires>"`.
-    pub fn signature(&self, document_id: Uuid, artifact_id: Uuid, expires: i64) -> String {
-        let message = Self::message(document_id, artifact_id, expires);
-        kuatia_application::mac::hmac_sha256_hex(&self.key, &[message.as_bytes()])
-    }
-
-    /// When a URL signed `now` expires (unix seconds).
-    pub fn expires(&self, now: DateTime<Utc>) -> i64 {
-        now.timestamp().saturating_add(self.ttl_secs)
-    }
-
-    /// Whether `signature` is right for the ids and `expires`, and `expires` is not past. The
-    /// signature is compared in constant time.
-    pub fn verify(
-        &self,
-        document_id: Uuid,
-        artifact_id: Uuid,
-        expires: i64,
-        signature: &str,
-        now: DateTime<Utc>,
-    ) -> bool {
-        let Ok(given) = hex::decode(signature) else {
-            return false;
-        };
-        let message = Self::message(document_id, artifact_id, expires);
-        let valid = kuatia_application::mac::verify_hmac_sha256(&self.key, &[message.as_bytes()], &given);
-        valid && now.timestamp() <= expires
-    }
-
-    /// The path and query of a download URL.
-    pub fn path(&self, document_id: Uuid, artifact_id: Uuid, expires: i64) -> String {
-        format!(
-            "/v1/documents/{document_id}/artifacts/{artifact_id}/download?expires={expires}&signature={}",
-            self.signature(document_id, artifact_id, expires)
-        )
-    }
-}
+pub use kuatia_application::download_urls::{UrlSigner, derive_url_key};
 
 /// The origin the client reached us at (`X-Forwarded-Proto`/`X-Forwarded-Host` from a proxy,
 /// else `Host` over http), so that `download_url` is absolute; empty (a path-absolute URL) when
@@ -128,6 +54,32 @@ pub(crate) fn origin(headers: &HeaderMap) -> String {
         .filter(|p| p == "https" || p == "http")
         .unwrap_or_else(|| "http".to_owned());
     host.map_or_else(String::new, |h| format!("{scheme}://{h}"))
+}
+
+/// An artifact with a presigned download URL (DECISIONS §8; built by
+/// `routes::artifacts::views` for both the artifact list and the detail).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ArtifactView {
+    /// Id.
+    pub id: Uuid,
+    /// kude, signed_xml, printable_pdf, …
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Version per type.
+    pub version: i64,
+    /// MIME type.
+    pub content_type: String,
+    /// SHA-256, hex.
+    pub sha256: String,
+    /// Bytes.
+    pub size: i64,
+    /// Recorded.
+    pub created_at: chrono::DateTime<Utc>,
+    /// Where to download the bytes without a bearer: `…/artifacts/{id}/download?expires=&signature=`,
+    /// valid until `expires_at`.
+    pub download_url: String,
+    /// When `download_url` stops working (15 minutes after the listing).
+    pub expires_at: chrono::DateTime<Utc>,
 }
 
 /// The artifacts of a document the caller may see, each with a fresh download URL: what both the
@@ -189,7 +141,7 @@ pub async fn list_artifacts(
     headers: HeaderMap,
     Path(id): Path<Uuid>,
 ) -> Result<axum::Json<Vec<ArtifactView>>, ApiError> {
-    caller.require(READ_DOCUMENTS)?;
+    caller.require(Permission::ReadDocuments)?;
     read_docs::document(&state.store, caller.tenant, id)
         .await?
         .filter(|d| caller.sees(d.company_id))
@@ -319,37 +271,6 @@ pub async fn download_artifact(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_signature_binds_both_ids_and_the_expiry_and_expires() {
-        let signer = UrlSigner::new(derive_url_key(&[7; 32]), 900);
-        let (d, a) = (Uuid::from_u128(1), Uuid::from_u128(2));
-        let now = Utc.timestamp_opt(1_800_000_000, 0).single().expect("time");
-        let exp = signer.expires(now);
-        assert_eq!(exp, 1_800_000_900);
-        let sig = signer.signature(d, a, exp);
-        // Computed independently: the derived key is `printf 'kuatia artifact download URLs v1' |
-        // openssl dgst -sha256 -mac HMAC -macopt hexkey:0707…07` (32 bytes of 7), and the
-        // signature `printf '<d>:<a>:1800000900' | openssl dgst -sha256 -mac HMAC -macopt
-        // hexkey:<derived key>`.
-        assert_eq!(
-            hex::encode(derive_url_key(&[7; 32])),
-            "6a0a0aa314a354be70dedd2b198dca99fc7c841bfa6eaed75f297b1c56b03173"
-        );
-        assert_eq!(
-            sig,
-            "ce98e95bae3920ae960ca4de88ad946567ee3b6d48f19f32f6bdc9381c5748b6"
-        );
-        assert!(signer.verify(d, a, exp, &sig, now));
-        assert!(signer.verify(d, a, exp, &sig, now + chrono::TimeDelta::seconds(900)));
-        assert!(!signer.verify(d, a, exp, &sig, now + chrono::TimeDelta::seconds(901)));
-        assert!(!signer.verify(d, a, exp + 1, &sig, now));
-        assert!(!signer.verify(a, d, exp, &sig, now));
-        assert!(!signer.verify(d, a, exp, "zz", now));
-        assert!(!signer.verify(d, a, exp, &sig[..62], now));
-        let other = UrlSigner::new(derive_url_key(&[8; 32]), 900);
-        assert!(!other.verify(d, a, exp, &sig, now));
-    }
 
     #[test]
     fn the_origin_comes_from_the_request_and_never_bends_the_url() {

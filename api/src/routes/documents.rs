@@ -35,6 +35,7 @@ use uuid::Uuid;
 
 use crate::auth::Caller;
 use crate::error::{ApiError, ErrorBody, ErrorCode};
+use crate::routes::artifacts::ArtifactView;
 use crate::state::AppState;
 
 /// The request body as bytes: a wrong content type is 415 and an oversized body 413, both in our
@@ -1007,32 +1008,6 @@ pub async fn document_timeline(
     caller.require(READ_TIMELINE)?;
     visible(&state, &caller, id).await?;
     Ok(axum::Json(timeline_of(&state, &caller, id).await?))
-}
-
-/// An artifact with a presigned download URL (DECISIONS §8; built by
-/// `routes::artifacts::views` for both the artifact list and the detail).
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ArtifactView {
-    /// Id.
-    pub id: Uuid,
-    /// kude, signed_xml, printable_pdf, …
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// Version per type.
-    pub version: i64,
-    /// MIME type.
-    pub content_type: String,
-    /// SHA-256, hex.
-    pub sha256: String,
-    /// Bytes.
-    pub size: i64,
-    /// Recorded.
-    pub created_at: chrono::DateTime<Utc>,
-    /// Where to download the bytes without a bearer: `…/artifacts/{id}/download?expires=&signature=`,
-    /// valid until `expires_at`.
-    pub download_url: String,
-    /// When `download_url` stops working (15 minutes after the listing).
-    pub expires_at: chrono::DateTime<Utc>,
 }
 
 /// The diagnostic detail: summary, the canonical document as received, artifacts, and (for roles
