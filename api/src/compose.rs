@@ -6,8 +6,10 @@
 
 use anyhow::Context;
 use kuatia_application::intake::IntakePorts;
+use kuatia_application::process::delivery::{self, Deliveries, DeliveryPorts, DeliverySettings};
 use kuatia_application::process::ports::{Clock, SystemClock};
 use kuatia_application::process::sifen::{LotSettings, Pipeline, SifenPorts};
+use kuatia_application::process::webhook_delivery::{self, WebhookDelivery, WebhookPorts};
 use kuatia_application::upcast;
 use kuatia_application::worker::{WorkerConfig, WorkerPool};
 use kuatia_infrastructure::config::Config;
@@ -122,6 +124,40 @@ fn artifact_url_key(config: &Config) -> anyhow::Result<Vec<u8>> {
     Ok(crate::routes::artifacts::derive_url_key(&master))
 }
 
+/// The delivery ports with the configured mail server (`KUATIA_SMTP_URL`, `KUATIA_SMTP_FROM`),
+/// WhatsApp (`KUATIA_WHATSAPP_*`) and Telegram (`KUATIA_TELEGRAM_*`) adapters.
+fn messaging(config: &Config, ports: DeliveryPorts) -> DeliveryPorts {
+    use kuatia_infrastructure::delivery::{SmtpMailer, Telegram, WhatsApp};
+    let mailer = config
+        .smtp_url
+        .as_ref()
+        .filter(|u| !u.expose().is_empty())
+        .map(|url| {
+            SmtpMailer::from_url(url.expose(), &config.smtp_from)
+                .map(|m| Arc::new(m) as Arc<dyn delivery::Mailer>)
+        });
+    if let Some(Err(e)) = &mailer {
+        tracing::warn!(error = %e, "the mail server setting is unusable; email deliveries will fail");
+    }
+    let whatsapp = match (&config.whatsapp_token, &config.whatsapp_phone_number_id) {
+        (Some(token), Some(phone)) => Some(Arc::new(WhatsApp::new(
+            &config.whatsapp_base_url,
+            token.expose(),
+            phone,
+        )) as Arc<dyn delivery::ChatSender>),
+        _ => None,
+    };
+    let telegram = config.telegram_bot_token.as_ref().map(|token| {
+        Arc::new(Telegram::new(&config.telegram_base_url, token.expose())) as Arc<dyn delivery::ChatSender>
+    });
+    DeliveryPorts {
+        mailer,
+        whatsapp,
+        telegram,
+        ..ports
+    }
+}
+
 /// A running service.
 pub struct Service {
     /// Where the invoicing API listens.
@@ -222,6 +258,19 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
             .map_err(|e| anyhow::anyhow!("KUATIA_PRIVATE_DESTINATIONS: {e}"))?,
         demo_unrestricted: !config.public_signup,
     });
+    // The webhook deliveries: the jobs and the endpoints' `test` share them.
+    let webhooks = Arc::new(
+        WebhookDelivery::new(WebhookPorts {
+            store: store.clone(),
+            jobs: jobs.clone(),
+            vault: vault.clone(),
+            endpoints: reads.clone(),
+            sender: Arc::new(kuatia_infrastructure::webhooks::WebhookSender::default()),
+            destinations: Arc::new(TenantDestinations::new(destinations.clone(), reads.clone())),
+            clock: clock.clone(),
+        })
+        .with_retry_scale(config.delivery_retry_scale),
+    );
     let state = AppState {
         store: store.clone(),
         jobs: jobs.clone(),
@@ -251,6 +300,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         printer: printer.clone(),
         artifact_urls,
         destinations: destinations.clone(),
+        webhook_delivery: webhooks.clone(),
         mail_configured: config.smtp_url.as_ref().is_some_and(|u| !u.expose().is_empty()),
         sandbox: Arc::new(crate::sandbox::Sandbox {
             sifen_target: match &config.sandbox_sifen_url {
@@ -291,7 +341,6 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         );
     }
     let jobs_vault = state.vault.clone();
-    let webhooks_vault = state.vault.clone();
     let autoimpresor = crate::autoimpresor::Autoimpresor::new(
         store.clone(),
         state.vault.clone(),
@@ -337,12 +386,25 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         },
         jobs.clone(),
     );
-    let webhooks = crate::webhooks::Webhooks::new(store.clone(), jobs.clone(), webhooks_vault)
-        .with_retry_scale(config.delivery_retry_scale)
-        .with_destinations(destinations.clone());
     let scan_jobs = jobs.clone();
-    let deliveries =
-        crate::delivery::Deliveries::new(store.clone(), jobs.clone(), artifacts.clone(), &config);
+    let deliveries = Deliveries::new(
+        messaging(
+            &config,
+            DeliveryPorts {
+                store: store.clone(),
+                jobs: jobs.clone(),
+                artifacts: artifacts.clone(),
+                mailer: None,
+                whatsapp: None,
+                telegram: None,
+                clock: clock.clone(),
+            },
+        ),
+        DeliverySettings {
+            retry_scale: config.delivery_retry_scale,
+            printable_wait_secs: config.printable_wait_secs,
+        },
+    );
     let printing = crate::printing::Printing::new(store.clone(), artifacts.clone(), printer.clone());
     // The KuDE job waits on renders of background priority (`Printer::render_background`):
     // it gets a pool of its own, one worker per core, so that a backlog of KuDEs under load never
@@ -390,7 +452,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
                 tokio::select! {
                     () = shutdown.cancelled() => break,
                     _ = tick.tick() => {
-                        let job = crate::webhooks::certificate_scan_job(chrono::Utc::now(), every);
+                        let job = webhook_delivery::certificate_scan_job(chrono::Utc::now(), every);
                         if let Err(e) = scan_jobs.enqueue(&job).await {
                             tracing::warn!(error = %e, "queuing the certificate scan failed");
                         }

@@ -9,7 +9,6 @@ pub mod auth;
 pub mod autoimpresor;
 pub mod cli;
 pub mod compose;
-pub mod delivery;
 pub mod demo;
 pub mod destinations;
 pub mod error;
@@ -26,7 +25,6 @@ pub mod sandbox;
 pub mod schema;
 pub mod serve;
 pub mod state;
-pub mod webhooks;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;

@@ -48,6 +48,8 @@ pub struct AppState {
     /// The destination policy outgoing requests follow (`KUATIA_PRIVATE_DESTINATIONS`,
     /// `KUATIA_PUBLIC_SIGNUP`).
     pub destinations: Arc<kuatia_infrastructure::destination::Policy>,
+    /// The webhook deliveries (the endpoints' `test` sends through them).
+    pub webhook_delivery: Arc<kuatia_application::process::webhook_delivery::WebhookDelivery>,
     /// Whether a mail server is configured (`KUATIA_SMTP_URL`): invitations are emailed, and
     /// otherwise their `accept_url` is given to the inviter.
     pub mail_configured: bool,

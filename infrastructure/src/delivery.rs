@@ -1,52 +1,33 @@
-//! Delivery of a document to its customer or issuer: email over
-//! SMTP (lettre, rustls), WhatsApp through the Cloud API (`/{phone-number-id}/media` then
-//! `/{phone-number-id}/messages`) and Telegram through the Bot API (`sendDocument`). Base URLs
-//! and tokens come from configuration, so a test points them at a local double that speaks the
-//! same HTTP API.
+//! Delivery of a document to its customer or issuer (docs/webhooks.md), the adapters behind the
+//! delivery process manager's ports (`kuatia_application::process::delivery`): email over SMTP
+//! (lettre, rustls) is its [`Mailer`](delivery::Mailer), WhatsApp through the Cloud API
+//! (`/{phone-number-id}/media` then `/{phone-number-id}/messages`) and Telegram through the Bot
+//! API (`sendDocument`) are [`ChatSender`](delivery::ChatSender)s. Base URLs and tokens come from
+//! configuration, so a test points them at a local double that speaks the same HTTP API.
 
+use async_trait::async_trait;
+use kuatia_application::process::delivery::{self, Message};
 use lettre::message::header::ContentType;
 use lettre::message::{Attachment as MailAttachment, Mailbox, MultiPart, SinglePart};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
 use std::time::Duration;
 
-/// A file to send.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Attachment {
-    /// File name shown to the recipient.
-    pub filename: String,
-    /// MIME type.
-    pub content_type: String,
-    /// The bytes.
-    pub bytes: Vec<u8>,
-}
-
-/// What to send.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Outgoing {
-    /// Subject (email) or caption (messaging).
-    pub subject: String,
-    /// Body text.
-    pub text: String,
-    /// Files.
-    pub attachments: Vec<Attachment>,
-}
-
 /// Sends email through one SMTP server.
 #[derive(Clone)]
-pub struct Mailer {
+pub struct SmtpMailer {
     transport: AsyncSmtpTransport<Tokio1Executor>,
     from: Mailbox,
 }
 
-impl std::fmt::Debug for Mailer {
+impl std::fmt::Debug for SmtpMailer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Mailer")
+        f.debug_struct("SmtpMailer")
             .field("from", &self.from)
             .finish_non_exhaustive()
     }
 }
 
-impl Mailer {
+impl SmtpMailer {
     /// A mailer for `smtp://[user:pass@]host[:port]` (plain; add `?tls=required` for STARTTLS)
     /// or `smtps://…` (TLS), sending as `from`.
     pub fn from_url(url: &str, from: &str) -> Result<Self, String> {
@@ -59,7 +40,7 @@ impl Mailer {
     }
 
     /// Sends one message to every address; returns the server's answer.
-    pub async fn send(&self, to: &[String], message: &Outgoing) -> Result<String, String> {
+    pub async fn send(&self, to: &[String], message: &Message) -> Result<String, String> {
         let mut builder = lettre::Message::builder()
             .from(self.from.clone())
             .subject(message.subject.clone());
@@ -86,6 +67,13 @@ impl Mailer {
             text
         })?;
         Ok(response.message().collect::<Vec<_>>().join(" "))
+    }
+}
+
+#[async_trait]
+impl delivery::Mailer for SmtpMailer {
+    async fn send(&self, to: &[String], message: &Message) -> Result<String, String> {
+        SmtpMailer::send(self, to, message).await
     }
 }
 
@@ -128,7 +116,7 @@ impl Telegram {
     }
 
     /// `sendDocument` per attachment (the first carries the caption); returns the message ids.
-    pub async fn send(&self, chat_id: &str, message: &Outgoing) -> Result<String, String> {
+    pub async fn send(&self, chat_id: &str, message: &Message) -> Result<String, String> {
         let mut ids = Vec::new();
         for (i, file) in message.attachments.iter().enumerate() {
             let part = reqwest::multipart::Part::bytes(file.bytes.clone())
@@ -149,6 +137,13 @@ impl Telegram {
             ids.push(body["result"]["message_id"].to_string());
         }
         Ok(format!("telegram message {}", ids.join(", ")))
+    }
+}
+
+#[async_trait]
+impl delivery::ChatSender for Telegram {
+    async fn send(&self, to: &str, message: &Message) -> Result<String, String> {
+        Telegram::send(self, to, message).await
     }
 }
 
@@ -174,7 +169,7 @@ impl WhatsApp {
 
     /// Uploads each attachment (`/media`) and sends it as a `document` message; returns the
     /// message ids.
-    pub async fn send(&self, phone: &str, message: &Outgoing) -> Result<String, String> {
+    pub async fn send(&self, phone: &str, message: &Message) -> Result<String, String> {
         let to: String = phone.chars().filter(char::is_ascii_digit).collect();
         let mut ids = Vec::new();
         for file in &message.attachments {
@@ -222,5 +217,12 @@ impl WhatsApp {
             );
         }
         Ok(format!("whatsapp message {}", ids.join(", ")))
+    }
+}
+
+#[async_trait]
+impl delivery::ChatSender for WhatsApp {
+    async fn send(&self, to: &str, message: &Message) -> Result<String, String> {
+        WhatsApp::send(self, to, message).await
     }
 }

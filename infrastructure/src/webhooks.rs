@@ -10,6 +10,8 @@
 //! address that was checked (no second lookup that a rebinding DNS server could answer
 //! differently). Only demo tenants of a service without public signup send anywhere.
 
+use async_trait::async_trait;
+use kuatia_application::process::webhook_delivery::{self as process, WebhookAnswer, WebhookRequest};
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
@@ -212,6 +214,35 @@ impl WebhookSender {
         Ok(Answer {
             status: response.status().as_u16(),
             latency: started.elapsed(),
+        })
+    }
+}
+
+/// The webhook delivery process manager's sender.
+#[async_trait]
+impl process::WebhookSender for WebhookSender {
+    async fn send(&self, request: &WebhookRequest<'_>) -> Result<WebhookAnswer, String> {
+        // The URL is the one the destination policy checked (and parsed the same way).
+        let url = reqwest::Url::parse(request.url.trim()).map_err(|_| UrlRefusal::Invalid.to_string())?;
+        let destination = Destination {
+            url,
+            pinned: request.pinned,
+        };
+        let answer = WebhookSender::send(
+            self,
+            &Outgoing {
+                destination: &destination,
+                event_id: request.event_id,
+                event_type: request.event_type,
+                body: request.body,
+                secrets: request.secrets,
+                timestamp: request.timestamp,
+            },
+        )
+        .await?;
+        Ok(WebhookAnswer {
+            status: answer.status,
+            latency: answer.latency,
         })
     }
 }

@@ -1,6 +1,7 @@
-//! The read ports of the process managers (`kuatia_application::process::ports`) and of intake
-//! (`kuatia_application::intake`), answered from
-//! the read models: the configuration, the number series, the tenants.
+//! The read ports of the process managers (`kuatia_application::process::ports`, and the webhook
+//! delivery's `WebhookReads`) and of intake (`kuatia_application::intake`), answered from the
+//! read models: the configuration, the number series, the tenants, the webhook endpoints, the
+//! documents.
 
 use async_trait::async_trait;
 use kuatia_application::event_store::{SharedStore, StoreError};
@@ -8,6 +9,7 @@ use kuatia_application::intake::{DocumentFacts, IntakeReads};
 use kuatia_application::process::ports::{
     CompanyConfig, CompanySnapshot, ConfigurationReads, NumberSeries, TenantReads,
 };
+use kuatia_application::process::webhook_delivery::{Endpoint, WebhookReads};
 use kuatia_domain::certificate::CertificateRecord;
 use kuatia_domain::channel::EmissionChannel;
 use kuatia_domain::company::{Branch, IssuancePoint};
@@ -15,6 +17,7 @@ use kuatia_domain::tenancy::TenantId;
 use std::sync::Arc;
 use uuid::Uuid;
 
+use crate::webhooks::{self as endpoints, EndpointRow};
 use crate::{configuration as config, documents, number_series};
 
 /// The read models behind the process managers' and intake's read ports.
@@ -138,5 +141,41 @@ impl NumberSeries for Reads {
 impl TenantReads for Reads {
     async fn is_production(&self, tenant: TenantId) -> Result<bool, StoreError> {
         crate::access::is_production(&self.store, tenant).await
+    }
+}
+
+impl From<EndpointRow> for Endpoint {
+    fn from(row: EndpointRow) -> Self {
+        Self {
+            id: row.id,
+            settings: row.settings,
+            secret_id: row.secret_id,
+            previous_secret: row.previous_secret,
+        }
+    }
+}
+
+#[async_trait]
+impl WebhookReads for Reads {
+    async fn endpoint(&self, tenant: TenantId, id: Uuid) -> Result<Option<Endpoint>, StoreError> {
+        Ok(endpoints::endpoint(&self.store, tenant, id)
+            .await?
+            .map(Endpoint::from))
+    }
+
+    async fn active_endpoints_for(
+        &self,
+        tenant: TenantId,
+        company: Option<Uuid>,
+    ) -> Result<Vec<Endpoint>, StoreError> {
+        Ok(endpoints::active_endpoints_for(&self.store, tenant, company)
+            .await?
+            .into_iter()
+            .map(Endpoint::from)
+            .collect())
+    }
+
+    async fn certificates(&self) -> Result<Vec<(TenantId, Uuid, CertificateRecord)>, StoreError> {
+        endpoints::all_certificates(&self.store).await
     }
 }

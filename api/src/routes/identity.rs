@@ -365,7 +365,7 @@ pub async fn create_membership(
         invitation.token
     );
     if state.mail_configured {
-        crate::delivery::queue_invitation_email(
+        kuatia_application::process::delivery::queue_invitation_email(
             state.jobs.as_ref(),
             caller.tenant,
             &invitation,

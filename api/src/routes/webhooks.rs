@@ -491,15 +491,16 @@ pub async fn test_webhook(
 ) -> Result<axum::Json<TestResult>, ApiError> {
     caller.require(MANAGE_WEBHOOKS)?;
     let endpoint = find(&state, &caller, id).await?;
-    let webhooks =
-        crate::webhooks::Webhooks::new(state.store.clone(), state.jobs.clone(), state.vault.clone())
-            .with_destinations(state.destinations.clone());
-    let (row, sent) = webhooks.send_test(caller.tenant, &endpoint).await.map_err(|e| {
-        ApiError::new(
-            ErrorCode::InternalError,
-            format!("the test could not be recorded: {e:?}"),
-        )
-    })?;
+    let (row, sent) = state
+        .webhook_delivery
+        .send_test(caller.tenant, &endpoint.into())
+        .await
+        .map_err(|e| {
+            ApiError::new(
+                ErrorCode::InternalError,
+                format!("the test could not be recorded: {e:?}"),
+            )
+        })?;
     Ok(axum::Json(TestResult {
         delivered: row.status == DeliveryStatus::Delivered,
         status_code: sent.status_code,

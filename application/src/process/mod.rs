@@ -7,8 +7,16 @@
 //! - [`sifen`]: numbering, building and signing, sending (alone or in lots), reconciling before
 //!   any resend, polling lots, and the cancelación / inutilización events.
 //! - [`build`]: one DE built and signed (the SIFEN process and the sandbox both use it).
+//! - [`delivery`]: an accepted document to its customer and issuer (email, WhatsApp, Telegram),
+//!   and invitations by email.
+//! - [`webhook_delivery`]: webhook deliveries to the integrators' endpoints, signed, retried and
+//!   in order, and the certificate expiry scan that raises `certificate.expiring`. (The webhook
+//!   use cases the API calls, endpoints and the deliveries table, are `crate::webhooks`.)
 
 pub mod autoimpresor;
 pub mod build;
+mod common;
+pub mod delivery;
 pub mod ports;
 pub mod sifen;
+pub mod webhook_delivery;

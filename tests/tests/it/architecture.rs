@@ -345,8 +345,6 @@ fn api_holds_no_workflow_and_builds_no_adapter_outside_the_composition_root() {
     let not_yet: BTreeSet<&str> = [
         "autoimpresor: kuatia_projections::",
         "autoimpresor: kuatia_infrastructure::webhooks",
-        "delivery: kuatia_projections::",
-        "delivery: kuatia_infrastructure::delivery",
         "destinations: kuatia_projections::",
         "printing: kuatia_projections::",
         "sandbox: kuatia_projections::",
@@ -355,8 +353,6 @@ fn api_holds_no_workflow_and_builds_no_adapter_outside_the_composition_root() {
         "sandbox: SifenClient",
         "sandbox: SigningKey",
         "state: kuatia_infrastructure::sifen_soap",
-        "webhooks: kuatia_projections::",
-        "webhooks: kuatia_infrastructure::webhooks",
         "auth: kuatia_projections::",
         "middleware: kuatia_projections::",
         "state: kuatia_projections::",

@@ -9,6 +9,7 @@ mod audit;
 mod autoimpresor;
 mod certificates;
 mod companies;
+mod delivery_scenarios;
 mod documents;
 mod examples;
 mod executor;

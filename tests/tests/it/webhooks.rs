@@ -19,9 +19,9 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 /// One request the receiver got.
 #[derive(Debug, Clone)]
 pub(crate) struct Received {
-    id: String,
+    pub(crate) id: String,
     pub(crate) event: String,
-    signature: String,
+    pub(crate) signature: String,
     pub(crate) body: String,
 }
 
@@ -33,6 +33,11 @@ pub(crate) struct Inbox {
 }
 
 impl Inbox {
+    /// Answers `status` from now on (0: 200).
+    pub(crate) fn answer(&self, status: u16) {
+        self.answer.store(status, Ordering::SeqCst);
+    }
+
     pub(crate) fn all(&self) -> Vec<Received> {
         self.got.lock().expect("inbox").clone()
     }
@@ -74,7 +79,7 @@ pub(crate) async fn start_receiver(inbox: Inbox, port: u16) -> (u16, tokio::task
 }
 
 /// A port nothing listens on (yet).
-async fn free_port() -> u16 {
+pub(crate) async fn free_port() -> u16 {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     listener.local_addr().expect("addr").port()
 }
@@ -534,6 +539,11 @@ async fn production_tenants_need_https_urls_that_do_not_lead_to_private_addresse
 pub(crate) type Mailbox = Arc<Mutex<Vec<(Vec<String>, String)>>>;
 
 pub(crate) async fn start_smtp() -> (u16, Mailbox) {
+    start_smtp_refusing(None).await
+}
+
+/// [`start_smtp`], answering `RCPT` for `refused` with a permanent refusal (550, no such user).
+pub(crate) async fn start_smtp_refusing(refused: Option<&'static str>) -> (u16, Mailbox) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind smtp");
@@ -565,8 +575,12 @@ pub(crate) async fn start_smtp() -> (u16, Mailbox) {
                     } else if upper.starts_with("RCPT") {
                         let to = line.trim_end();
                         let to = to[to.find('<').map_or(0, |i| i + 1)..].trim_end_matches('>');
-                        rcpt.push(to.to_owned());
-                        b"250 OK\r\n"
+                        if refused == Some(to) {
+                            b"550 5.1.1 no such user here\r\n"
+                        } else {
+                            rcpt.push(to.to_owned());
+                            b"250 OK\r\n"
+                        }
                     } else if upper.starts_with("DATA") {
                         let _ = write.write_all(b"354 go ahead\r\n").await;
                         let mut data = String::new();

@@ -1,30 +1,25 @@
-//! Delivery of accepted documents to the customer and the issuer (contract §2.6, DECISIONS §7),
-//! as jobs.
+//! Delivery of accepted documents to the customer and the issuer (docs/webhooks.md), as jobs.
+//! It works through ports only ([`DeliveryPorts`]): the mail server ([`Mailer`]), WhatsApp and
+//! Telegram ([`ChatSender`]), the artifact store and the clock.
 //!
-//! - [`Plan`] (`delivery.plan`, queued by the document's outbox on acceptance): reads the
-//!   document's `delivery` settings. `manual` records each delivery `pending` (the console
-//!   delivers); `automatic` queues one [`Send`] job per target and channel.
-//! - [`Send`] (`delivery.send`): one attempt through email (SMTP), WhatsApp (Cloud API) or
-//!   Telegram (Bot API), attaching the newest `kude` or `printable_pdf` and the `signed_xml`.
+//! - [`PlanDeliveries`] (`delivery.plan`, queued by the document's outbox on acceptance): reads
+//!   the document's `delivery` settings. `manual` records each delivery `pending` (the console
+//!   delivers); `automatic` queues one [`DeliverDocument`] job per target and channel.
+//! - [`DeliverDocument`] (`delivery.send`): one attempt through email (SMTP), WhatsApp (Cloud
+//!   API) or Telegram (Bot API), attaching the newest `kude` or `printable_pdf` and the
+//!   `signed_xml`.
 //!   When the printable is not rendered yet it waits (`KUATIA_PRINTABLE_WAIT_SECS` after the
 //!   acceptance), then sends what exists and says so. Every attempt is a `DeliveryRecorded`
 //!   event on the document (its timeline): `pending` with the error and the next attempt's time
 //!   while retrying (1 min, 5 min, 30 min, 2 h, 6 h, 12 h, 24 h, scaled by
 //!   `KUATIA_DELIVERY_RETRY_SCALE`), `sent` with the provider's answer, and `failed` after the
 //!   last retry, which raises the `document.delivery_failed` webhook.
-//! - [`InvitationMail`] (`invitation.email`): emails an invitation's link to the invited address
+//! - [`EmailInvitation`] (`invitation.email`): emails an invitation's link to the invited address
 //!   (`POST /v1/memberships` with `KUATIA_SMTP_URL` set), retried on the same schedule until the
 //!   invitation expires.
 
 use async_trait::async_trait;
-use chrono::{TimeDelta, Utc};
-use kuatia_application::aggregate::AggregateStore;
-use kuatia_application::artifacts::{ArtifactStore, sha256_hex};
-use kuatia_application::documents;
-use kuatia_application::event_store::{EventMetadata, SharedStore};
-use kuatia_application::jobs::{Backoff, Job, JobQueue, NewJob};
-use kuatia_application::webhooks::{DELIVERY_PLAN, DELIVERY_SEND, INVITATION_EMAIL};
-use kuatia_application::worker::{JobFailure, JobHandler};
+use chrono::{DateTime, TimeDelta, Utc};
 use kuatia_domain::document::aggregate::{
     self as document, ArtifactKind, DeliveryStatus, DeliveryTarget, Document, DocumentCommand, DocumentState,
     DocumentStatus,
@@ -32,24 +27,90 @@ use kuatia_domain::document::aggregate::{
 use kuatia_domain::document::canonical::{DeliveryChannel, DeliveryMode};
 use kuatia_domain::tenancy::TenantId;
 use kuatia_domain::webhook::retry_delay;
-use kuatia_infrastructure::config::Config;
-use kuatia_infrastructure::delivery::{Attachment, Mailer, Outgoing, Telegram, WhatsApp};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
 use uuid::Uuid;
 
+use super::common::{document_id, metadata, retry};
+use super::ports::Clock;
+use crate::aggregate::AggregateStore;
+use crate::artifacts::{ArtifactStore, sha256_hex};
+use crate::documents;
+use crate::event_store::{SharedStore, StoreError};
+use crate::jobs::{Backoff, Job, JobQueue, NewJob};
+use crate::webhooks::{DELIVERY_PLAN, DELIVERY_SEND, INVITATION_EMAIL};
+use crate::worker::{JobFailure, JobHandler};
+
 const ACTOR: &str = "system:delivery";
 
-fn retry(message: impl std::fmt::Display) -> JobFailure {
-    JobFailure::Retry(message.to_string())
+/// A file to send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attachment {
+    /// File name shown to the recipient.
+    pub filename: String,
+    /// MIME type.
+    pub content_type: String,
+    /// The bytes.
+    pub bytes: Vec<u8>,
 }
 
-fn metadata() -> EventMetadata {
-    EventMetadata {
-        actor: Some(ACTOR.to_owned()),
-        ..EventMetadata::default()
-    }
+/// What to send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    /// Subject (email) or caption (messaging).
+    pub subject: String,
+    /// Body text.
+    pub text: String,
+    /// Files.
+    pub attachments: Vec<Attachment>,
+}
+
+/// A mail server.
+#[async_trait]
+pub trait Mailer: Send + Sync {
+    /// Sends one message, with its attachments, to every address; the server's answer, or why it
+    /// was not sent.
+    async fn send(&self, to: &[String], message: &Message) -> Result<String, String>;
+}
+
+/// A messaging service (WhatsApp, Telegram) that sends a message's files to one recipient.
+#[async_trait]
+pub trait ChatSender: Send + Sync {
+    /// Sends the message's attachments, captioned with its subject, to `to` (a phone number, a
+    /// chat id); the service's message ids, or why it was not sent.
+    async fn send(&self, to: &str, message: &Message) -> Result<String, String>;
+}
+
+/// The ports the delivery process manager works through.
+#[derive(Clone)]
+pub struct DeliveryPorts {
+    /// The event store (documents are loaded and their deliveries recorded through it).
+    pub store: SharedStore,
+    /// The job queue (a plan queues the sends).
+    pub jobs: Arc<dyn JobQueue>,
+    /// The documents' files (the printable and the signed XML are attached).
+    pub artifacts: Arc<dyn ArtifactStore>,
+    /// The mail server: `None` when none is configured, `Err` with why when its setting is
+    /// unusable (every email attempt fails with that reason).
+    pub mailer: Option<Result<Arc<dyn Mailer>, String>>,
+    /// WhatsApp, when configured.
+    pub whatsapp: Option<Arc<dyn ChatSender>>,
+    /// Telegram, when configured.
+    pub telegram: Option<Arc<dyn ChatSender>>,
+    /// The time.
+    pub clock: Arc<dyn Clock>,
+}
+
+/// The operator's delivery settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DeliverySettings {
+    /// Multiplies the retry schedule (`KUATIA_DELIVERY_RETRY_SCALE`; tests shrink it). Anything
+    /// but a positive finite number counts as 1.
+    pub retry_scale: f64,
+    /// How long after the acceptance a delivery waits for the printable to be rendered
+    /// (`KUATIA_PRINTABLE_WAIT_SECS`, at most a day).
+    pub printable_wait_secs: u64,
 }
 
 /// The id of the delivery of one document to one target through one channel (stable, so a
@@ -65,9 +126,10 @@ pub struct Deliveries {
     store: SharedStore,
     jobs: Arc<dyn JobQueue>,
     artifacts: Arc<dyn ArtifactStore>,
-    mailer: Option<Result<Mailer, String>>,
-    whatsapp: Option<WhatsApp>,
-    telegram: Option<Telegram>,
+    mailer: Option<Result<Arc<dyn Mailer>, String>>,
+    whatsapp: Option<Arc<dyn ChatSender>>,
+    telegram: Option<Arc<dyn ChatSender>>,
+    clock: Arc<dyn Clock>,
     retry_scale: f64,
     printable_wait: TimeDelta,
 }
@@ -79,54 +141,32 @@ impl std::fmt::Debug for Deliveries {
 }
 
 impl Deliveries {
-    /// The handlers with the configured mail server and messaging APIs.
-    pub fn new(
-        store: SharedStore,
-        jobs: Arc<dyn JobQueue>,
-        artifacts: Arc<dyn ArtifactStore>,
-        config: &Config,
-    ) -> Self {
-        let mailer = config
-            .smtp_url
-            .as_ref()
-            .filter(|u| !u.expose().is_empty())
-            .map(|url| Mailer::from_url(url.expose(), &config.smtp_from));
-        if let Some(Err(e)) = &mailer {
-            tracing::warn!(error = %e, "the mail server setting is unusable; email deliveries will fail");
-        }
-        let whatsapp = match (&config.whatsapp_token, &config.whatsapp_phone_number_id) {
-            (Some(token), Some(phone)) => {
-                Some(WhatsApp::new(&config.whatsapp_base_url, token.expose(), phone))
-            }
-            _ => None,
-        };
-        let telegram = config
-            .telegram_bot_token
-            .as_ref()
-            .map(|token| Telegram::new(&config.telegram_base_url, token.expose()));
-        let scale = config.delivery_retry_scale;
+    /// The handlers over their ports, with the operator's settings.
+    pub fn new(ports: DeliveryPorts, settings: DeliverySettings) -> Self {
+        let scale = settings.retry_scale;
         Self {
-            store,
-            jobs,
-            artifacts,
-            mailer,
-            whatsapp,
-            telegram,
+            store: ports.store,
+            jobs: ports.jobs,
+            artifacts: ports.artifacts,
+            mailer: ports.mailer,
+            whatsapp: ports.whatsapp,
+            telegram: ports.telegram,
+            clock: ports.clock,
             retry_scale: if scale.is_finite() && scale > 0.0 {
                 scale
             } else {
                 1.0
             },
-            printable_wait: TimeDelta::seconds(config.printable_wait_secs.min(86_400) as i64),
+            printable_wait: TimeDelta::seconds(settings.printable_wait_secs.min(86_400) as i64),
         }
     }
 
-    /// The job handlers: plan and send.
+    /// The job handlers: plan, send, and the invitation email.
     pub fn handlers(&self) -> Vec<Arc<dyn JobHandler>> {
         vec![
-            Arc::new(Plan(self.clone())),
-            Arc::new(Send(self.clone())),
-            Arc::new(InvitationMail(self.clone())),
+            Arc::new(PlanDeliveries(self.clone())),
+            Arc::new(DeliverDocument(self.clone())),
+            Arc::new(EmailInvitation(self.clone())),
         ]
     }
 
@@ -168,9 +208,9 @@ impl Deliveries {
                     status,
                     attempt,
                     detail: Some(detail.clone()),
-                    at: Utc::now(),
+                    at: self.clock.now(),
                 },
-                metadata(),
+                metadata(ACTOR),
             )
             .await;
             match recorded {
@@ -188,20 +228,13 @@ impl Deliveries {
     }
 }
 
-/// `delivery.plan`.
+/// `delivery.plan`: the document's deliveries, recorded (manual) or queued (automatic).
 #[derive(Debug)]
-pub struct Plan(Deliveries);
+pub struct PlanDeliveries(Deliveries);
 
-/// `delivery.send`.
+/// `delivery.send`: one attempt of one delivery of a document.
 #[derive(Debug)]
-pub struct Send(Deliveries);
-
-fn document_id(job: &Job) -> Result<Uuid, JobFailure> {
-    job.payload["document_id"]
-        .as_str()
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| JobFailure::Permanent(format!("job {} has no document_id", job.id)))
-}
+pub struct DeliverDocument(Deliveries);
 
 fn field<T: serde::de::DeserializeOwned>(job: &Job, key: &str) -> Result<T, JobFailure> {
     serde_json::from_value(job.payload[key].clone())
@@ -216,7 +249,7 @@ fn name<T: serde::Serialize>(value: T) -> String {
 }
 
 #[async_trait]
-impl JobHandler for Plan {
+impl JobHandler for PlanDeliveries {
     fn kind(&self) -> &'static str {
         DELIVERY_PLAN
     }
@@ -257,7 +290,7 @@ impl JobHandler for Plan {
                     .map(|_| vec![DeliveryChannel::Email])
                     .unwrap_or_default()
             });
-            // The issuer's `webhook` channel is the webhook endpoints' business (DECISIONS §7).
+            // The issuer's `webhook` channel is the webhook endpoints' business.
             for channel in channels {
                 if channel != DeliveryChannel::Webhook {
                     planned.push((DeliveryTarget::Issuer, channel, automatic));
@@ -317,7 +350,7 @@ async fn artifact(
 }
 
 #[async_trait]
-impl JobHandler for Send {
+impl JobHandler for DeliverDocument {
     fn kind(&self) -> &'static str {
         DELIVERY_SEND
     }
@@ -366,7 +399,7 @@ impl JobHandler for Send {
         let accepted_at = state.approved_at.unwrap_or(state.updated_at);
         let mut notes = Vec::new();
         if printable.is_none() {
-            if Utc::now() < accepted_at + d.printable_wait && state.status == DocumentStatus::Accepted {
+            if d.clock.now() < accepted_at + d.printable_wait && state.status == DocumentStatus::Accepted {
                 return Err(JobFailure::RetryAfter(
                     format!("waiting for the {printable_kind} to be rendered"),
                     Duration::from_secs(2),
@@ -383,7 +416,7 @@ impl JobHandler for Send {
             .legal_name
             .clone()
             .unwrap_or_else(|| "el emisor".into());
-        let message = Outgoing {
+        let message = Message {
             subject: format!("Documento electrónico {number} de {seller}"),
             text: format!(
                 "Adjuntamos el documento electrónico {number} emitido por {seller}{}.\n",
@@ -453,7 +486,7 @@ impl JobHandler for Send {
             Err(error) => match retry_delay(attempt) {
                 Some(delay) => {
                     let wait = d.scaled(delay);
-                    let next = Utc::now() + TimeDelta::from_std(wait).unwrap_or_default();
+                    let next = d.clock.now() + TimeDelta::from_std(wait).unwrap_or_default();
                     d.record(
                         tenant,
                         id,
@@ -486,7 +519,7 @@ impl JobHandler for Send {
     }
 }
 
-async fn email(d: &Deliveries, to: &[String], message: &Outgoing) -> Result<String, String> {
+async fn email(d: &Deliveries, to: &[String], message: &Message) -> Result<String, String> {
     if to.is_empty() {
         return Err("no email address".into());
     }
@@ -497,18 +530,19 @@ async fn email(d: &Deliveries, to: &[String], message: &Outgoing) -> Result<Stri
     }
 }
 
-/// The job that emails an invitation (its payload: `invitation_id`, `to`, `tenant_name`, `role`,
-/// `accept_url`, `expires_at`).
-struct InvitationMail(Deliveries);
+/// `invitation.email`: emails an invitation (its payload: `invitation_id`, `to`, `tenant_name`,
+/// `role`, `accept_url`, `expires_at`).
+#[derive(Debug)]
+pub struct EmailInvitation(Deliveries);
 
 /// Queues the email of an invitation: one job per invitation.
 pub async fn queue_invitation_email(
     jobs: &dyn JobQueue,
     tenant: TenantId,
-    invitation: &kuatia_application::identity::NewInvitation,
+    invitation: &crate::identity::NewInvitation,
     tenant_name: &str,
     accept_url: &str,
-) -> Result<(), kuatia_application::event_store::StoreError> {
+) -> Result<(), StoreError> {
     let mut job = NewJob::new(
         INVITATION_EMAIL,
         format!("{INVITATION_EMAIL}:{}", invitation.id),
@@ -527,7 +561,7 @@ pub async fn queue_invitation_email(
 }
 
 #[async_trait]
-impl JobHandler for InvitationMail {
+impl JobHandler for EmailInvitation {
     fn kind(&self) -> &'static str {
         INVITATION_EMAIL
     }
@@ -544,13 +578,13 @@ impl JobHandler for InvitationMail {
         let tenant_name: String = field(job, "tenant_name")?;
         let role: String = field(job, "role")?;
         let url: String = field(job, "accept_url")?;
-        let expires_at: chrono::DateTime<Utc> = field(job, "expires_at")?;
-        if Utc::now() >= expires_at {
+        let expires_at: DateTime<Utc> = field(job, "expires_at")?;
+        if self.0.clock.now() >= expires_at {
             return Err(JobFailure::Permanent(
                 "the invitation expired before it could be emailed".into(),
             ));
         }
-        let message = Outgoing {
+        let message = Message {
             subject: format!("Invitación a {tenant_name} en kuatia"),
             text: format!(
                 "Te invitaron a {tenant_name} en kuatia con el rol {role}.\n\n\

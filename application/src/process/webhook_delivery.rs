@@ -1,90 +1,174 @@
-//! Webhook delivery as jobs (DECISIONS §7), in the composition root because it reads the
-//! projections (endpoints, tenants) and drives the infrastructure sender.
+//! The webhook delivery process manager (docs/webhooks.md): the jobs that POST the recorded
+//! deliveries to the integrators' endpoints. It works through ports only ([`WebhookPorts`]): the
+//! endpoints' read model ([`WebhookReads`]), the sender ([`WebhookSender`]), the destination
+//! policy, the vault that holds the signing secrets, and the clock. The webhook use cases the API
+//! calls (endpoints, the deliveries table, replays) are `crate::webhooks`.
 //!
-//! - The fan-out is not a job: the `webhook_fanout` subscription
-//!   (`kuatia_projections::webhook_fanout`) records the deliveries of each webhook-raising event
-//!   in commit order and queues their jobs ([`LegacyFanout`] finishes the fan-out jobs of older
-//!   versions).
-//! - [`Deliver`] (`webhook.deliver`): one attempt of one delivery. It waits while an earlier
+//! - The fan-out is not a job: the `webhook_fanout` subscription (in the projections) records
+//!   the deliveries of each webhook-raising event in commit order and queues their jobs
+//!   ([`LegacyFanout`] finishes the fan-out jobs of older versions).
+//! - [`DeliverWebhook`] (`webhook.deliver`): one attempt of one delivery. It waits while an earlier
 //!   event of the same document to the same endpoint is not delivered or failed (order per
 //!   document and endpoint), checks the URL again (production: https and public addresses
 //!   only), signs with every valid secret and POSTs with a 10 s timeout. A 2xx is `delivered`;
 //!   anything else is retried at 1 min, 5 min, 30 min, 2 h, 6 h, 12 h, 24 h (scaled by
 //!   `KUATIA_DELIVERY_RETRY_SCALE`), then `failed`.
+//! - [`CertificateScan`] (`certificate.scan`): the `certificate.expiring` deliveries.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use kuatia_application::event_store::SharedStore;
-use kuatia_application::jobs::{Backoff, Job, JobQueue, NewJob};
-use kuatia_application::vault::Vault;
-use kuatia_application::webhooks::{
-    self as app, Attempt, CERTIFICATE_SCAN, DeliveryRow, DeliveryStatus, NewDelivery, WEBHOOK_DELIVER,
-    WEBHOOK_FANOUT,
-};
-use kuatia_application::worker::{JobFailure, JobHandler};
+use kuatia_domain::certificate::CertificateRecord;
 use kuatia_domain::tenancy::TenantId;
-use kuatia_domain::webhook::{expiring_threshold, retry_delay};
-use kuatia_infrastructure::webhooks::{Outgoing, WebhookSender, check_destination};
-use kuatia_projections::webhooks::{self as read, EndpointRow};
+use kuatia_domain::webhook::{EndpointSettings, expiring_threshold, retry_delay};
 use serde_json::json;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use uuid::Uuid;
 
+use super::common::retry;
+use super::ports::{Clock, Destinations};
+use crate::event_store::{SharedStore, StoreError};
+use crate::jobs::{Backoff, Job, JobQueue, NewJob};
+use crate::vault::Vault;
+use crate::webhooks::{
+    self as app, Attempt, CERTIFICATE_SCAN, DeliveryRow, DeliveryStatus, NewDelivery, WEBHOOK_DELIVER,
+    WEBHOOK_FANOUT,
+};
+use crate::worker::{JobFailure, JobHandler};
+
+/// A webhook endpoint as the deliveries need it (no secret: the ids of the sealed ones).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Endpoint {
+    /// Id.
+    pub id: Uuid,
+    /// Its URL, events, company and whether it is active.
+    pub settings: EndpointSettings,
+    /// The current sealed signing secret.
+    pub secret_id: Uuid,
+    /// The previous sealed secret and until when it still signs (during a rotation).
+    pub previous_secret: Option<(Uuid, DateTime<Utc>)>,
+}
+
+/// The webhook endpoints' read model, as the deliveries read it.
+#[async_trait]
+pub trait WebhookReads: Send + Sync {
+    /// One endpoint of the tenant that is not deleted.
+    async fn endpoint(&self, tenant: TenantId, id: Uuid) -> Result<Option<Endpoint>, StoreError>;
+    /// The active endpoints that receive events of `company` (theirs and the tenant-wide ones),
+    /// oldest first.
+    async fn active_endpoints_for(
+        &self,
+        tenant: TenantId,
+        company: Option<Uuid>,
+    ) -> Result<Vec<Endpoint>, StoreError>;
+    /// Every certificate of every tenant: (tenant, company, record), for the expiry scan.
+    async fn certificates(&self) -> Result<Vec<(TenantId, Uuid, CertificateRecord)>, StoreError>;
+}
+
+/// One webhook request.
+#[derive(Debug, Clone)]
+pub struct WebhookRequest<'a> {
+    /// Where (the URL as configured; the destination policy checked it).
+    pub url: &'a str,
+    /// The address to connect to, when the destination policy pinned one.
+    pub pinned: Option<SocketAddr>,
+    /// `X-Webhook-Id`.
+    pub event_id: &'a str,
+    /// `X-Webhook-Event`.
+    pub event_type: &'a str,
+    /// The raw JSON body.
+    pub body: &'a str,
+    /// Signing secrets, current first (two during a rotation).
+    pub secrets: &'a [&'a [u8]],
+    /// `t=` of the signature.
+    pub timestamp: i64,
+}
+
+/// What the receiver answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookAnswer {
+    /// The receiver's HTTP status.
+    pub status: u16,
+    /// How long it took.
+    pub latency: Duration,
+}
+
+/// Sends webhooks: signs the body with every secret (`X-Webhook-Signature`) and POSTs it, once.
+#[async_trait]
+pub trait WebhookSender: Send + Sync {
+    /// POSTs one signed webhook. `Err` is a transport failure (refused, timed out, cut), in
+    /// words the tenant may read.
+    async fn send(&self, request: &WebhookRequest<'_>) -> Result<WebhookAnswer, String>;
+}
+
+/// The ports the webhook delivery process manager works through.
+#[derive(Clone)]
+pub struct WebhookPorts {
+    /// The event store (the deliveries table lives beside the events).
+    pub store: SharedStore,
+    /// The job queue (the scan queues deliveries).
+    pub jobs: Arc<dyn JobQueue>,
+    /// Sealed secrets: the endpoints' signing secrets.
+    pub vault: Vault,
+    /// The endpoints' read model.
+    pub endpoints: Arc<dyn WebhookReads>,
+    /// The sender.
+    pub sender: Arc<dyn WebhookSender>,
+    /// The destination policy endpoints are checked against before every attempt.
+    pub destinations: Arc<dyn Destinations>,
+    /// The time.
+    pub clock: Arc<dyn Clock>,
+}
+
 /// What the handlers and the `test` endpoint share.
 #[derive(Clone)]
-pub struct Webhooks {
+pub struct WebhookDelivery {
     store: SharedStore,
     jobs: Arc<dyn JobQueue>,
     vault: Vault,
-    sender: WebhookSender,
+    endpoints: Arc<dyn WebhookReads>,
+    sender: Arc<dyn WebhookSender>,
+    destinations: Arc<dyn Destinations>,
+    clock: Arc<dyn Clock>,
     retry_scale: f64,
-    destinations: Arc<kuatia_infrastructure::destination::Policy>,
 }
 
-impl std::fmt::Debug for Webhooks {
+impl std::fmt::Debug for WebhookDelivery {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Webhooks").finish_non_exhaustive()
+        f.debug_struct("WebhookDelivery").finish_non_exhaustive()
     }
-}
-
-fn retry(message: impl std::fmt::Display) -> JobFailure {
-    JobFailure::Retry(message.to_string())
 }
 
 /// The outcome of one attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sent {
+pub struct AttemptOutcome {
     /// The receiver's status, when it answered.
     pub status_code: Option<u16>,
     /// What went wrong, when it did.
     pub error: Option<String>,
 }
 
-impl Sent {
-    fn ok(&self) -> bool {
+impl AttemptOutcome {
+    /// Whether the receiver took it (a 2xx).
+    pub fn ok(&self) -> bool {
         self.status_code.is_some_and(|c| (200..300).contains(&c))
     }
 }
 
-impl Webhooks {
-    /// Handlers over the store, the job queue and the vault (which holds the endpoints' secrets).
-    pub fn new(store: SharedStore, jobs: Arc<dyn JobQueue>, vault: Vault) -> Self {
+impl WebhookDelivery {
+    /// Handlers over their ports, on the retry schedule as decided.
+    pub fn new(ports: WebhookPorts) -> Self {
         Self {
-            store,
-            jobs,
-            vault,
-            sender: WebhookSender::default(),
+            store: ports.store,
+            jobs: ports.jobs,
+            vault: ports.vault,
+            endpoints: ports.endpoints,
+            sender: ports.sender,
+            destinations: ports.destinations,
+            clock: ports.clock,
             retry_scale: 1.0,
-            destinations: Arc::default(),
         }
-    }
-
-    /// The destination policy endpoints are checked against (default: no allow-list, demo
-    /// tenants checked too).
-    pub fn with_destinations(mut self, policy: Arc<kuatia_infrastructure::destination::Policy>) -> Self {
-        self.destinations = policy;
-        self
     }
 
     /// Multiplies the retry schedule (tests shrink it).
@@ -101,7 +185,7 @@ impl Webhooks {
     pub fn handlers(&self) -> Vec<Arc<dyn JobHandler>> {
         vec![
             Arc::new(LegacyFanout),
-            Arc::new(Deliver(self.clone())),
+            Arc::new(DeliverWebhook(self.clone())),
             Arc::new(CertificateScan(self.clone())),
         ]
     }
@@ -110,29 +194,18 @@ impl Webhooks {
         Duration::from_secs_f64((delay.as_seconds_f64() * self.retry_scale).max(0.0))
     }
 
-    async fn rules(&self, tenant: TenantId) -> Result<kuatia_infrastructure::destination::Rules, JobFailure> {
-        crate::destinations::rules(&self.store, &self.destinations, tenant)
-            .await
-            .map_err(retry)
-    }
-
-    /// One signed POST of a stored delivery to an endpoint (no bookkeeping).
-    pub async fn send(
-        &self,
-        tenant: TenantId,
-        endpoint: &EndpointRow,
-        row: &DeliveryRow,
-        rules: &kuatia_infrastructure::destination::Rules,
-    ) -> Sent {
-        let failed = |error: String| Sent {
+    /// One signed POST of a stored delivery to an endpoint (no bookkeeping), to where the
+    /// destination policy lets the tenant send now.
+    pub async fn send(&self, tenant: TenantId, endpoint: &Endpoint, row: &DeliveryRow) -> AttemptOutcome {
+        let failed = |error: String| AttemptOutcome {
             status_code: None,
             error: Some(error),
         };
-        let destination = match check_destination(&endpoint.settings.url, rules).await {
-            Ok(d) => d,
-            Err(refusal) => return failed(refusal.to_string()),
+        let pinned = match self.destinations.check(tenant, &endpoint.settings.url).await {
+            Ok(pinned) => pinned,
+            Err(refusal) => return failed(refusal),
         };
-        let now = Utc::now();
+        let now = self.clock.now();
         let mut secrets = Vec::new();
         match self.vault.get(tenant, endpoint.secret_id).await {
             Ok(s) => secrets.push(s),
@@ -147,8 +220,9 @@ impl Webhooks {
         let keys: Vec<&[u8]> = secrets.iter().map(|s| s.as_slice()).collect();
         let answer = self
             .sender
-            .send(&Outgoing {
-                destination: &destination,
+            .send(&WebhookRequest {
+                url: &endpoint.settings.url,
+                pinned,
                 event_id: &row.event_id,
                 event_type: &row.event_type,
                 body: &row.body,
@@ -161,7 +235,7 @@ impl Webhooks {
             Ok(answer) => {
                 metrics::histogram!("kuatia_webhook_delivery_seconds").record(answer.latency.as_secs_f64());
                 let ok = (200..300).contains(&answer.status);
-                Sent {
+                AttemptOutcome {
                     status_code: Some(answer.status),
                     error: (!ok).then(|| format!("the receiver answered {}", answer.status)),
                 }
@@ -175,9 +249,9 @@ impl Webhooks {
     pub async fn send_test(
         &self,
         tenant: TenantId,
-        endpoint: &EndpointRow,
-    ) -> Result<(DeliveryRow, Sent), JobFailure> {
-        let now = Utc::now();
+        endpoint: &Endpoint,
+    ) -> Result<(DeliveryRow, AttemptOutcome), JobFailure> {
+        let now = self.clock.now();
         let id = app::webhook_event_id(Uuid::now_v7());
         let body = json!({
             "id": id,
@@ -207,14 +281,13 @@ impl Webhooks {
         )
         .await
         .map_err(retry)?;
-        let rules = self.rules(tenant).await?;
-        let sent = self.send(tenant, endpoint, &row, &rules).await;
+        let sent = self.send(tenant, endpoint, &row).await;
         let status = if sent.ok() {
             DeliveryStatus::Delivered
         } else {
             DeliveryStatus::Failed
         };
-        record(&self.store, &row, status, 1, &sent, None).await?;
+        self.record(&row, status, 1, &sent, None).await?;
         count(status);
         let row = app::delivery(&self.store, tenant, row.id)
             .await
@@ -222,35 +295,35 @@ impl Webhooks {
             .unwrap_or(row);
         Ok((row, sent))
     }
+
+    async fn record(
+        &self,
+        row: &DeliveryRow,
+        status: DeliveryStatus,
+        attempts: u32,
+        sent: &AttemptOutcome,
+        next: Option<DateTime<Utc>>,
+    ) -> Result<(), JobFailure> {
+        app::record_attempt(
+            &self.store,
+            row.id,
+            row.replays,
+            &Attempt {
+                status,
+                attempts,
+                status_code: sent.status_code,
+                error: sent.error.clone(),
+                next_attempt_at: next,
+                at: self.clock.now(),
+            },
+        )
+        .await
+        .map_err(retry)
+    }
 }
 
 fn count(status: DeliveryStatus) {
     metrics::counter!("kuatia_webhook_deliveries_total", "outcome" => status.as_str()).increment(1);
-}
-
-async fn record(
-    store: &SharedStore,
-    row: &DeliveryRow,
-    status: DeliveryStatus,
-    attempts: u32,
-    sent: &Sent,
-    next: Option<DateTime<Utc>>,
-) -> Result<(), JobFailure> {
-    app::record_attempt(
-        store,
-        row.id,
-        row.replays,
-        &Attempt {
-            status,
-            attempts,
-            status_code: sent.status_code,
-            error: sent.error.clone(),
-            next_attempt_at: next,
-            at: Utc::now(),
-        },
-    )
-    .await
-    .map_err(retry)
 }
 
 /// `webhook.fanout`, as jobs of versions before the `webhook_fanout` subscription queued it: it
@@ -272,12 +345,12 @@ impl JobHandler for LegacyFanout {
     }
 }
 
-/// `webhook.deliver`.
+/// `webhook.deliver`: one attempt of one delivery.
 #[derive(Debug)]
-pub struct Deliver(Webhooks);
+pub struct DeliverWebhook(WebhookDelivery);
 
 #[async_trait]
-impl JobHandler for Deliver {
+impl JobHandler for DeliverWebhook {
     fn kind(&self) -> &'static str {
         WEBHOOK_DELIVER
     }
@@ -303,16 +376,19 @@ impl JobHandler for Deliver {
         if row.replays != replays || row.status.is_settled() {
             return Ok(());
         }
-        let endpoint = read::endpoint(&w.store, tenant, row.endpoint_id)
+        let endpoint = w
+            .endpoints
+            .endpoint(tenant, row.endpoint_id)
             .await
             .map_err(retry)?
             .filter(|e| e.settings.active);
         let Some(endpoint) = endpoint else {
-            let sent = Sent {
+            let sent = AttemptOutcome {
                 status_code: None,
                 error: Some("the endpoint was deactivated or deleted".into()),
             };
-            record(&w.store, &row, DeliveryStatus::Failed, row.attempts, &sent, None).await?;
+            w.record(&row, DeliveryStatus::Failed, row.attempts, &sent, None)
+                .await?;
             count(DeliveryStatus::Failed);
             return Ok(());
         };
@@ -325,39 +401,25 @@ impl JobHandler for Deliver {
             ));
         }
         let attempts = row.attempts + 1;
-        let delivering = Sent {
+        let delivering = AttemptOutcome {
             status_code: row.last_status_code,
             error: row.last_error.clone(),
         };
-        record(
-            &w.store,
-            &row,
-            DeliveryStatus::Delivering,
-            attempts,
-            &delivering,
-            None,
-        )
-        .await?;
-        let rules = w.rules(tenant).await?;
-        let sent = w.send(tenant, &endpoint, &row, &rules).await;
+        w.record(&row, DeliveryStatus::Delivering, attempts, &delivering, None)
+            .await?;
+        let sent = w.send(tenant, &endpoint, &row).await;
         if sent.ok() {
-            record(&w.store, &row, DeliveryStatus::Delivered, attempts, &sent, None).await?;
+            w.record(&row, DeliveryStatus::Delivered, attempts, &sent, None)
+                .await?;
             count(DeliveryStatus::Delivered);
             return Ok(());
         }
         match retry_delay(attempts) {
             Some(delay) => {
                 let wait = w.scaled(delay);
-                let next = Utc::now() + chrono::TimeDelta::from_std(wait).unwrap_or_default();
-                record(
-                    &w.store,
-                    &row,
-                    DeliveryStatus::Retrying,
-                    attempts,
-                    &sent,
-                    Some(next),
-                )
-                .await?;
+                let next = w.clock.now() + chrono::TimeDelta::from_std(wait).unwrap_or_default();
+                w.record(&row, DeliveryStatus::Retrying, attempts, &sent, Some(next))
+                    .await?;
                 count(DeliveryStatus::Retrying);
                 Err(JobFailure::RetryAfter(
                     sent.error.unwrap_or_else(|| "delivery failed".into()),
@@ -365,7 +427,8 @@ impl JobHandler for Deliver {
                 ))
             }
             None => {
-                record(&w.store, &row, DeliveryStatus::Failed, attempts, &sent, None).await?;
+                w.record(&row, DeliveryStatus::Failed, attempts, &sent, None)
+                    .await?;
                 count(DeliveryStatus::Failed);
                 Ok(())
             }
@@ -392,7 +455,7 @@ pub fn certificate_scan_job(now: DateTime<Utc>, every: Duration) -> NewJob {
 /// id names the certificate and the threshold, so each warning goes out once, however often the
 /// scan runs.
 #[derive(Debug)]
-pub struct CertificateScan(Webhooks);
+pub struct CertificateScan(WebhookDelivery);
 
 #[async_trait]
 impl JobHandler for CertificateScan {
@@ -402,8 +465,8 @@ impl JobHandler for CertificateScan {
 
     async fn run(&self, _job: &Job) -> Result<(), JobFailure> {
         let w = &self.0;
-        let now = Utc::now();
-        for (tenant, company, certificate) in read::all_certificates(&w.store).await.map_err(retry)? {
+        let now = w.clock.now();
+        for (tenant, company, certificate) in w.endpoints.certificates().await.map_err(retry)? {
             let left = certificate.facts.not_after - now;
             let days_left = left.num_days() + i64::from(left.num_seconds() % 86_400 > 0);
             let Some(threshold) = expiring_threshold(days_left) else {
@@ -432,7 +495,9 @@ impl JobHandler for CertificateScan {
                 },
             })
             .to_string();
-            let endpoints = read::active_endpoints_for(&w.store, tenant, Some(company))
+            let endpoints = w
+                .endpoints
+                .active_endpoints_for(tenant, Some(company))
                 .await
                 .map_err(retry)?;
             for endpoint in endpoints
