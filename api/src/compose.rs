@@ -5,12 +5,15 @@
 //! an adapter.
 
 use anyhow::Context;
+use kuatia_application::process::autoimpresor::{Autoimpresor, AutoimpresorPorts};
 use kuatia_application::process::ports::SystemClock;
+use kuatia_application::process::printing::{Printing, PrintingPorts};
 use kuatia_application::process::sifen::{LotSettings, Pipeline, SifenPorts};
 use kuatia_application::upcast;
 use kuatia_application::worker::{WorkerConfig, WorkerPool};
 use kuatia_infrastructure::config::Config;
 use kuatia_infrastructure::destination::TenantDestinations;
+use kuatia_infrastructure::number_reporter::HttpNumberReporter;
 use kuatia_infrastructure::sifen::sign::OpensslSigner;
 use kuatia_infrastructure::sifen_soap::{SoapClientConfig, SoapConnector};
 use kuatia_infrastructure::store::{Database, DatabaseOptions};
@@ -276,13 +279,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     }
     let jobs_vault = state.vault.clone();
     let webhooks_vault = state.vault.clone();
-    let autoimpresor = crate::autoimpresor::Autoimpresor::new(
-        store.clone(),
-        state.vault.clone(),
-        artifacts.clone(),
-        printer.clone(),
-    )
-    .with_destinations(destinations.clone());
+    let autoimpresor_vault = state.vault.clone();
     let router = crate::app(state);
     let shutdown = CancellationToken::new();
     let grace = Duration::from_secs(config.shutdown_grace_secs);
@@ -328,7 +325,24 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     let scan_jobs = jobs.clone();
     let deliveries =
         crate::delivery::Deliveries::new(store.clone(), jobs.clone(), artifacts.clone(), &config);
-    let printing = crate::printing::Printing::new(store.clone(), artifacts.clone(), printer.clone());
+    let printing = Printing::new(PrintingPorts {
+        store: store.clone(),
+        artifacts: artifacts.clone(),
+        printer: printer.clone(),
+        config: reads.clone(),
+        clock: Arc::new(SystemClock),
+    });
+    let autoimpresor = Autoimpresor::new(AutoimpresorPorts {
+        store: store.clone(),
+        vault: autoimpresor_vault,
+        artifacts: artifacts.clone(),
+        printer: printer.clone(),
+        config: reads.clone(),
+        series: reads.clone(),
+        reporter: Arc::new(HttpNumberReporter::new()),
+        destinations: Arc::new(TenantDestinations::new(destinations.clone(), reads.clone())),
+        clock: Arc::new(SystemClock),
+    });
     // The KuDE job waits on renders of background priority (`Printer::render_background`):
     // it gets a pool of its own, one worker per core, so that a backlog of KuDEs under load never
     // holds the workers the SIFEN pipeline and the deliveries need.

@@ -1,5 +1,6 @@
 //! The read ports of the process managers (`kuatia_application::process::ports`), answered from
-//! the read models: the configuration, the number series, the tenants.
+//! the read models: the configuration (print settings included), the number series, the
+//! tenants.
 
 use async_trait::async_trait;
 use kuatia_application::event_store::{SharedStore, StoreError};
@@ -7,6 +8,7 @@ use kuatia_application::process::ports::{CompanyConfig, ConfigurationReads, Numb
 use kuatia_domain::certificate::CertificateRecord;
 use kuatia_domain::channel::EmissionChannel;
 use kuatia_domain::company::{Branch, IssuancePoint};
+use kuatia_domain::print_settings::PrintSettings;
 use kuatia_domain::tenancy::TenantId;
 use uuid::Uuid;
 
@@ -68,6 +70,16 @@ impl ConfigurationReads for Reads {
         Ok(config::certificate(&self.store, tenant, id)
             .await?
             .map(|c| c.record))
+    }
+
+    async fn print_settings(
+        &self,
+        tenant: TenantId,
+        company: Uuid,
+    ) -> Result<Option<PrintSettings>, StoreError> {
+        Ok(config::print_settings(&self.store, tenant, company)
+            .await?
+            .map(|row| row.settings))
     }
 }
 

@@ -191,8 +191,12 @@ async fn used_up_range(
     let (Some(branch), Some(point)) = (branch, point) else {
         return Ok(None);
     };
-    let series =
-        crate::autoimpresor::series_key(routing.company_id, settings, &branch.branch.code, &point.code);
+    let series = kuatia_application::process::autoimpresor::series_key(
+        routing.company_id,
+        settings,
+        &branch.branch.code,
+        &point.code,
+    );
     let next = kuatia_projections::number_series::next_number_opt(&state.store, tenant, &series)
         .await?
         .unwrap_or(settings.next_number);

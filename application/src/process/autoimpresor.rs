@@ -1,8 +1,10 @@
 //! The autoimpresor channel: the two job handlers that take a queued autoimpresor document to
 //! `accepted` and tell the channel's endpoint about every printed (or voided) number
-//! (ARCHITECTURE "Channels", DECISIONS §3 and §5, docs/autoimpresor.md).
+//! (docs/autoimpresor.md). They work through ports only ([`AutoimpresorPorts`]): the
+//! configuration and number series read models, the printer, the artifact store, the vault, the
+//! reporting endpoint ([`NumberReporter`]), the destination policy and the clock.
 //!
-//! - [`Issue`] (`autoimpresor.issue`): checks the channel's authorization (validity dates against
+//! - [`IssueAutoimpresor`] (`autoimpresor.issue`): checks the channel's authorization (validity dates against
 //!   the document's issue date and today, in Paraguay), draws the next number of the authorised
 //!   range and records `DocumentRenderingStarted` with it (`rendering`); then renders the
 //!   printable through the [`Printer`] port with the company's print settings, stores it in the
@@ -11,11 +13,11 @@
 //!   `DocumentIssuanceRefused` with `configuration_error` (`failed_terminal`, no number drawn).
 //!   The number that uses up 90 % of the range records `NumberingRangeNearlyExhausted` in the
 //!   same append as the number, so the warning exists exactly once per range.
-//! - [`Report`] (`autoimpresor.report`): POSTs the report of an issued or voided number to the
+//! - [`ReportNumber`] (`autoimpresor.report`): POSTs the report of an issued or voided number to the
 //!   channel's endpoint with its API key and records `NumberReported` once the endpoint answers
 //!   2xx; anything else is retried with backoff (the receiver dedupes by `Idempotency-Key`).
 //!
-//! Numbering is SIFEN's mechanism (`api/src/pipeline.rs`), not another one: the range is a
+//! Numbering is SIFEN's mechanism ([`super::sifen`]), not another one: the range is a
 //! number series of the `number_series` projection, which refuses, inside the append, any number
 //! that is not the series' next, so a number is drawn once and none is skipped across workers
 //! and instances (the loser draws again); in one process, draws of one series take turns. The
@@ -25,41 +27,41 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
-use kuatia_application::aggregate::{AggregateStore, ExecuteError};
-use kuatia_application::artifacts::ArtifactStore;
-use kuatia_application::documents::{self, AUTOIMPRESOR_ISSUE, AUTOIMPRESOR_REPORT};
-use kuatia_application::event_store::{EventMetadata, SharedStore, StoreError};
-use kuatia_application::jobs::{Backoff, Job};
-use kuatia_application::printables::{AutoimpresorPrintable, PrintIssuer, Printable, Printer};
-use kuatia_application::vault::Vault;
-use kuatia_application::worker::{JobFailure, JobHandler};
 use kuatia_domain::channel::AutoimpresorSettings;
 use kuatia_domain::document::aggregate::{
-    self, ArtifactKind, Document, DocumentCommand, DocumentError, DocumentNumber, DocumentState,
-    DocumentStatus, NumberReport,
+    self, ArtifactKind, DocumentCommand, DocumentError, DocumentNumber, DocumentState, DocumentStatus,
+    NumberReport,
 };
 use kuatia_domain::local_time;
 use kuatia_domain::print_settings::PrintSettings;
 use kuatia_domain::tenancy::TenantId;
-use kuatia_projections::configuration as config;
-use kuatia_projections::number_series;
 use serde_json::{Value, json};
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use uuid::Uuid;
+use zeroize::Zeroizing;
+
+use super::ports::{Clock, ConfigurationReads, Destinations, NOT_NEXT, NumberSeries};
+use super::{document_id, load_document, metadata, retry};
+use crate::aggregate::ExecuteError;
+use crate::artifacts::ArtifactStore;
+use crate::documents::{self, AUTOIMPRESOR_ISSUE, AUTOIMPRESOR_REPORT};
+use crate::event_store::{SharedStore, StoreError};
+use crate::jobs::{Backoff, Job};
+use crate::printables::{AutoimpresorPrintable, PrintIssuer, Printable, Printer};
+use crate::vault::Vault;
+use crate::worker::{JobFailure, JobHandler};
 
 /// The actor recorded on the channel's events.
 const ACTOR: &str = "system:autoimpresor";
 
-/// The error code of a refusal (contract §7).
+/// The error code of a refusal: the configuration does not allow the document now.
 pub const CONFIGURATION_ERROR: &str = "configuration_error";
 
 /// The share of the range whose use records the warning, in per cent.
 pub const WARNING_PERCENT: u64 = 90;
-
-/// How long the reporting endpoint may take to answer.
-const REPORT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The number series of an autoimpresor range: company, timbrado, establishment, point and the
 /// authorised range (never equal to a SIFEN series, which ends in the document type).
@@ -105,6 +107,84 @@ pub fn validity_refusal(
     None
 }
 
+/// One number report on its way to the channel's endpoint: a JSON `POST`.
+pub struct NumberReportRequest {
+    /// The channel's endpoint, as configured.
+    pub endpoint: String,
+    /// The address to connect to when the destination policy pinned one: the endpoint's host is
+    /// not resolved again (a rebinding DNS answer cannot move the request).
+    pub pinned: Option<SocketAddr>,
+    /// The `Idempotency-Key` header, `{document_id}:{issued|voided}`: the receiver dedupes by it.
+    pub idempotency_key: String,
+    /// The body (docs/autoimpresor.md, "Reporting").
+    pub body: Value,
+    /// The channel's API key, sent as `Authorization: Bearer`.
+    pub api_key: Option<Zeroizing<String>>,
+}
+
+impl std::fmt::Debug for NumberReportRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NumberReportRequest")
+            .field("endpoint", &self.endpoint)
+            .field("pinned", &self.pinned)
+            .field("idempotency_key", &self.idempotency_key)
+            .field("api_key", &self.api_key.as_ref().map(|_| "…"))
+            .finish_non_exhaustive()
+    }
+}
+
+/// The endpoint's answer to a report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportAnswer {
+    /// The HTTP status.
+    pub status: u16,
+    /// The status as HTTP words it, code and reason (`500 Internal Server Error`): the failure
+    /// text names it.
+    pub status_line: String,
+}
+
+/// Why a report got no answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReportFailure {
+    /// The request could not be made at all: the client's words.
+    Request(String),
+    /// The endpoint was not reached, did not answer in time, or its answer could not be read:
+    /// why, without naming the endpoint.
+    Transport(String),
+}
+
+/// The channel's reporting endpoints.
+#[async_trait]
+pub trait NumberReporter: Send + Sync {
+    /// POSTs `report` once and returns whatever the endpoint answered. No redirect is followed
+    /// (a POST turned into a GET to wherever it points, with the channel's API key): a 3xx is an
+    /// answer like a 500, and the workflow counts only a 2xx as reported.
+    async fn post(&self, report: &NumberReportRequest) -> Result<ReportAnswer, ReportFailure>;
+}
+
+/// The ports the autoimpresor channel works through.
+#[derive(Clone)]
+pub struct AutoimpresorPorts {
+    /// The event store (documents are loaded and changed through it).
+    pub store: SharedStore,
+    /// Sealed secrets: the channels' API keys.
+    pub vault: Vault,
+    /// Printables and normalized payloads.
+    pub artifacts: Arc<dyn ArtifactStore>,
+    /// Renders the printables.
+    pub printer: Arc<dyn Printer>,
+    /// The configuration read models.
+    pub config: Arc<dyn ConfigurationReads>,
+    /// The number series read model.
+    pub series: Arc<dyn NumberSeries>,
+    /// The channels' reporting endpoints.
+    pub reporter: Arc<dyn NumberReporter>,
+    /// The destination policy reporting endpoints are checked against before each report.
+    pub destinations: Arc<dyn Destinations>,
+    /// The time.
+    pub clock: Arc<dyn Clock>,
+}
+
 /// What both handlers share.
 #[derive(Clone)]
 pub struct Autoimpresor {
@@ -112,36 +192,20 @@ pub struct Autoimpresor {
     vault: Vault,
     artifacts: Arc<dyn ArtifactStore>,
     printer: Arc<dyn Printer>,
-    http: reqwest::Client,
+    config: Arc<dyn ConfigurationReads>,
+    series: Arc<dyn NumberSeries>,
+    reporter: Arc<dyn NumberReporter>,
+    destinations: Arc<dyn Destinations>,
+    clock: Arc<dyn Clock>,
     /// Draws of one series in this process take turns (other instances are kept honest by the
     /// number series projection), as SIFEN's transforms do.
     series_locks: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
-    /// The destination policy reporting endpoints are checked against.
-    destinations: Arc<kuatia_infrastructure::destination::Policy>,
 }
 
 impl std::fmt::Debug for Autoimpresor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Autoimpresor").finish_non_exhaustive()
     }
-}
-
-fn retry(message: impl std::fmt::Display) -> JobFailure {
-    JobFailure::Retry(message.to_string())
-}
-
-fn metadata() -> EventMetadata {
-    EventMetadata {
-        actor: Some(ACTOR.to_owned()),
-        ..EventMetadata::default()
-    }
-}
-
-fn document_id(job: &Job) -> Result<Uuid, JobFailure> {
-    job.payload["document_id"]
-        .as_str()
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| JobFailure::Permanent(format!("job {} has no document_id", job.id)))
 }
 
 /// How a command list ended.
@@ -153,53 +217,33 @@ enum Ran {
     Changed(String),
 }
 
-/// The reporting client: no redirect is followed (a POST turned into a GET to wherever it
-/// points, with the channel's API key in `Authorization`); a 3xx is a failed report.
-fn report_client() -> reqwest::ClientBuilder {
-    reqwest::Client::builder()
-        .timeout(REPORT_TIMEOUT)
-        .connect_timeout(REPORT_TIMEOUT)
-        .redirect(reqwest::redirect::Policy::none())
-}
-
 impl Autoimpresor {
-    /// The channel over the store, the vault (API keys), the artifact store and the printer.
-    pub fn new(
-        store: SharedStore,
-        vault: Vault,
-        artifacts: Arc<dyn ArtifactStore>,
-        printer: Arc<dyn Printer>,
-    ) -> Self {
-        let http = report_client().build().unwrap_or_default();
+    /// The channel over its ports.
+    pub fn new(ports: AutoimpresorPorts) -> Self {
         Self {
-            store,
-            vault,
-            artifacts,
-            printer,
-            http,
+            store: ports.store,
+            vault: ports.vault,
+            artifacts: ports.artifacts,
+            printer: ports.printer,
+            config: ports.config,
+            series: ports.series,
+            reporter: ports.reporter,
+            destinations: ports.destinations,
+            clock: ports.clock,
             series_locks: Arc::default(),
-            destinations: Arc::default(),
         }
-    }
-
-    /// The destination policy reporting endpoints are checked against (default: no allow-list,
-    /// demo tenants checked too).
-    pub fn with_destinations(mut self, policy: Arc<kuatia_infrastructure::destination::Policy>) -> Self {
-        self.destinations = policy;
-        self
     }
 
     /// The job handlers: issue, report.
     pub fn handlers(&self) -> Vec<Arc<dyn JobHandler>> {
-        vec![Arc::new(Issue(self.clone())), Arc::new(Report(self.clone()))]
+        vec![
+            Arc::new(IssueAutoimpresor(self.clone())),
+            Arc::new(ReportNumber(self.clone())),
+        ]
     }
 
     async fn load(&self, tenant: TenantId, id: Uuid) -> Result<Option<DocumentState>, JobFailure> {
-        let loaded = AggregateStore::<Document>::new(self.store.clone(), tenant)
-            .load(&aggregate::stream_id(tenant, id))
-            .await
-            .map_err(retry)?;
-        Ok(loaded.aggregate().state().cloned())
+        load_document(&self.store, tenant, id).await
     }
 
     async fn document(&self, job: &Job) -> Result<(TenantId, Uuid, DocumentState), JobFailure> {
@@ -217,12 +261,17 @@ impl Autoimpresor {
         commands: Vec<DocumentCommand>,
     ) -> Result<Ran, JobFailure> {
         match documents::executor(&self.store)
-            .execute_all(tenant, &aggregate::stream_id(tenant, id), commands, metadata())
+            .execute_all(
+                tenant,
+                &aggregate::stream_id(tenant, id),
+                commands,
+                metadata(ACTOR),
+            )
             .await
         {
             Ok(_) => Ok(Ran::Done),
             Err(ExecuteError::Store(StoreError::Projection { message, .. }))
-                if message.contains(number_series::NOT_NEXT) =>
+                if message.contains(NOT_NEXT) =>
             {
                 Ok(Ran::NumberTaken)
             }
@@ -250,13 +299,14 @@ impl Autoimpresor {
         tenant: TenantId,
         state: &DocumentState,
     ) -> Result<(AutoimpresorSettings, String, Option<Uuid>), JobFailure> {
-        let channel = config::channel(&self.store, tenant, state.routing.channel_id)
+        let channel = self
+            .config
+            .channel(tenant, state.routing.channel_id)
             .await
             .map_err(retry)?
             .ok_or_else(|| {
                 JobFailure::Permanent(format!("document {}: its channel is gone", state.document_id))
-            })?
-            .channel;
+            })?;
         let settings = channel.autoimpresor.clone().ok_or_else(|| {
             JobFailure::Permanent(format!(
                 "document {}: channel {} has no autoimpresor settings",
@@ -270,12 +320,15 @@ impl Autoimpresor {
     async fn codes(&self, tenant: TenantId, state: &DocumentState) -> Result<(String, String), JobFailure> {
         let permanent =
             |what: &str| JobFailure::Permanent(format!("document {}: no {what}", state.document_id));
-        let branch = config::branch(&self.store, tenant, state.routing.branch_id)
+        let branch = self
+            .config
+            .branch(tenant, state.routing.branch_id)
             .await
             .map_err(retry)?
-            .ok_or_else(|| permanent("branch"))?
-            .branch;
-        let point = config::issuance_point(&self.store, tenant, state.routing.issuance_point_id)
+            .ok_or_else(|| permanent("branch"))?;
+        let point = self
+            .config
+            .issuance_point(tenant, state.routing.issuance_point_id)
             .await
             .map_err(retry)?
             .ok_or_else(|| permanent("issuance point"))?;
@@ -285,7 +338,7 @@ impl Autoimpresor {
     /// Queued → numbered (`rendering`), or refused. `Ok(false)`: nothing more to do now.
     async fn number(&self, tenant: TenantId, id: Uuid, state: &DocumentState) -> Result<bool, JobFailure> {
         let (settings, _, _) = self.settings(tenant, state).await?;
-        let now = Utc::now();
+        let now = self.clock.now();
         let issue_date = local_time::paraguay(state.document.issue_datetime.with_timezone(&Utc)).date();
         let today = local_time::paraguay_today(now);
         if let Some(message) = validity_refusal(&settings, issue_date, today) {
@@ -295,9 +348,7 @@ impl Autoimpresor {
         let series = series_key(state.routing.company_id, &settings, &establishment, &point);
         let lock = self.series_lock(&series);
         let _turn = lock.lock().await;
-        let opened = number_series::next_number_opt(&self.store, tenant, &series)
-            .await
-            .map_err(retry)?;
+        let opened = self.series.next_number(tenant, &series).await.map_err(retry)?;
         let next = opened.unwrap_or(settings.next_number);
         if next > settings.range_end {
             let message = format!(
@@ -365,14 +416,17 @@ impl Autoimpresor {
             .number
             .clone()
             .ok_or_else(|| permanent("rendering without a number".into()))?;
-        let company = config::company(&self.store, tenant, state.routing.company_id)
+        let company = self
+            .config
+            .company(tenant, state.routing.company_id)
             .await
             .map_err(retry)?
             .ok_or_else(|| permanent("no company".into()))?;
-        let branch = config::branch(&self.store, tenant, state.routing.branch_id)
+        let branch = self
+            .config
+            .branch(tenant, state.routing.branch_id)
             .await
-            .map_err(retry)?
-            .map(|b| b.branch);
+            .map_err(retry)?;
         let profile = &company.profile;
         let address = branch
             .as_ref()
@@ -390,13 +444,12 @@ impl Autoimpresor {
             phone: Some(profile.phone.clone()).filter(|p| !p.is_empty()),
             email: Some(profile.email.clone()).filter(|e| !e.is_empty()),
         };
-        let print_settings = config::print_settings(&self.store, tenant, state.routing.company_id)
+        let print_settings = self
+            .config
+            .print_settings(tenant, state.routing.company_id)
             .await
             .map_err(retry)?
-            .map_or_else(
-                || PrintSettings::defaults(&profile.legal_name),
-                |row| row.settings,
-            );
+            .unwrap_or_else(|| PrintSettings::defaults(&profile.legal_name));
         let printable = AutoimpresorPrintable {
             document: state.document.clone(),
             issuer,
@@ -414,12 +467,12 @@ impl Autoimpresor {
             .map_err(|e| retry(format!("rendering the printable: {e}")))?;
         let sha = self.artifacts.put(&pdf).await.map_err(retry)?;
         let artifact_id = Uuid::now_v7();
-        let now = Utc::now();
+        let now = self.clock.now();
         let mut commands = Vec::new();
         if state.latest_artifact(ArtifactKind::NormalizedPayload).is_none() {
-            let payload = kuatia_application::process::sifen::normalized_payload(state)?;
+            let payload = super::sifen::normalized_payload(state)?;
             let payload_sha = self.artifacts.put(&payload).await.map_err(retry)?;
-            commands.push(kuatia_application::process::sifen::normalized_payload_artifact(
+            commands.push(super::sifen::normalized_payload_artifact(
                 state,
                 payload_sha,
                 payload.len() as u64,
@@ -484,10 +537,10 @@ impl Autoimpresor {
 
 /// `autoimpresor.issue`.
 #[derive(Debug)]
-pub struct Issue(Autoimpresor);
+pub struct IssueAutoimpresor(Autoimpresor);
 
 #[async_trait]
-impl JobHandler for Issue {
+impl JobHandler for IssueAutoimpresor {
     fn kind(&self) -> &'static str {
         AUTOIMPRESOR_ISSUE
     }
@@ -524,10 +577,10 @@ impl JobHandler for Issue {
 
 /// `autoimpresor.report`.
 #[derive(Debug)]
-pub struct Report(Autoimpresor);
+pub struct ReportNumber(Autoimpresor);
 
 #[async_trait]
-impl JobHandler for Report {
+impl JobHandler for ReportNumber {
     fn kind(&self) -> &'static str {
         AUTOIMPRESOR_REPORT
     }
@@ -558,7 +611,9 @@ impl JobHandler for Report {
             return Ok(());
         }
         let (settings, endpoint, secret) = a.settings(tenant, &state).await?;
-        let company = config::company(&a.store, tenant, state.routing.company_id)
+        let company = a
+            .config
+            .company(tenant, state.routing.company_id)
             .await
             .map_err(retry)?
             .ok_or_else(|| JobFailure::Permanent(format!("document {id}: no company")))?;
@@ -566,46 +621,42 @@ impl JobHandler for Report {
         // The destination policy at connection time too (docs/security.md): the endpoint must
         // still lead to public (or allow-listed) addresses, and the request goes to the very
         // address checked (a rebinding DNS answer cannot move it).
-        let rules = crate::destinations::rules(&a.store, &a.destinations, tenant)
-            .await
-            .map_err(retry)?;
-        let destination = kuatia_infrastructure::webhooks::check_destination(&endpoint, &rules)
+        let pinned = a
+            .destinations
+            .check(tenant, &endpoint)
             .await
             .map_err(|e| retry(format!("the reporting endpoint: {e}")))?;
-        let http = match destination.pinned {
-            Some(addr) => report_client()
-                .resolve(destination.url.host_str().unwrap_or_default(), addr)
-                .build()
-                .map_err(retry)?,
-            None => a.http.clone(),
+        let api_key = match secret {
+            Some(secret) => {
+                let key = a.vault.get(tenant, secret).await.map_err(retry)?;
+                let key = String::from_utf8(key.to_vec())
+                    .map_err(|_| JobFailure::Permanent(format!("document {id}: an unreadable API key")))?;
+                Some(Zeroizing::new(key))
+            }
+            None => None,
         };
-        let mut request = http
-            .post(destination.url.clone())
-            .header("Idempotency-Key", format!("{id}:{}", report.as_str()))
-            .json(&body);
-        if let Some(secret) = secret {
-            let key = a.vault.get(tenant, secret).await.map_err(retry)?;
-            let key = String::from_utf8(key.to_vec())
-                .map_err(|_| JobFailure::Permanent(format!("document {id}: an unreadable API key")))?;
-            request = request.bearer_auth(key);
-        }
-        let response = request.send().await.map_err(|e| {
-            retry(format!(
-                "reporting to {endpoint}: {}",
-                kuatia_infrastructure::webhooks::transport_failure(&e)
-            ))
+        let request = NumberReportRequest {
+            endpoint: endpoint.clone(),
+            pinned,
+            idempotency_key: format!("{id}:{}", report.as_str()),
+            body,
+            api_key,
+        };
+        let answer = a.reporter.post(&request).await.map_err(|e| match e {
+            ReportFailure::Request(e) => retry(e),
+            ReportFailure::Transport(why) => retry(format!("reporting to {endpoint}: {why}")),
         })?;
-        let status = response.status();
-        if !status.is_success() {
+        if !(200..300).contains(&answer.status) {
             return Err(retry(format!(
-                "{endpoint} answered {status} to the {} report",
+                "{endpoint} answered {} to the {} report",
+                answer.status_line,
                 report.as_str()
             )));
         }
         let command = DocumentCommand::RecordNumberReported {
             report,
-            http_status: status.as_u16(),
-            at: Utc::now(),
+            http_status: answer.status,
+            at: a.clock.now(),
         };
         match a.run(tenant, id, vec![command]).await? {
             Ran::Done | Ran::Changed(_) => Ok(()),
