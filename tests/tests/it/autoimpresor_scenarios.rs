@@ -575,10 +575,9 @@ async fn a_report_that_reaches_no_one_is_retried_with_the_reason() {
     let s = Scenario::new((1, 100), 0).await;
     let doc = s.queued().await;
     s.issue(doc).await.expect("issued");
-    // The endpoint's host now leads to a port nobody listens on.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
-    *s.destinations.addr.lock().unwrap() = closed.local_addr().expect("its address");
-    drop(closed);
+    // The endpoint's host now leads to an address nobody listens on (a pinned address keeps
+    // the URL's port: another loopback address, where the test's endpoint is not).
+    *s.destinations.addr.lock().unwrap() = "127.0.0.2:1".parse().expect("an address");
     let failed = s.report(doc, "issued").await;
     assert_eq!(
         failed,
