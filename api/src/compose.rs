@@ -6,14 +6,17 @@
 
 use anyhow::Context;
 use kuatia_application::intake::IntakePorts;
+use kuatia_application::process::autoimpresor::{Autoimpresor, AutoimpresorPorts};
 use kuatia_application::process::delivery::{self, Deliveries, DeliveryPorts, DeliverySettings};
 use kuatia_application::process::ports::{Clock, SystemClock};
+use kuatia_application::process::printing::{Printing, PrintingPorts};
 use kuatia_application::process::sifen::{LotSettings, Pipeline, SifenPorts};
 use kuatia_application::process::webhook_delivery::{self, WebhookDelivery, WebhookPorts};
 use kuatia_application::upcast;
 use kuatia_application::worker::{WorkerConfig, WorkerPool};
 use kuatia_infrastructure::config::Config;
 use kuatia_infrastructure::destination::TenantDestinations;
+use kuatia_infrastructure::number_reporter::HttpNumberReporter;
 use kuatia_infrastructure::sifen::sign::OpensslSigner;
 use kuatia_infrastructure::sifen_soap::{SoapClientConfig, SoapConnector};
 use kuatia_infrastructure::store::{Database, DatabaseOptions};
@@ -341,13 +344,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         );
     }
     let jobs_vault = state.vault.clone();
-    let autoimpresor = crate::autoimpresor::Autoimpresor::new(
-        store.clone(),
-        state.vault.clone(),
-        artifacts.clone(),
-        printer.clone(),
-    )
-    .with_destinations(destinations.clone());
+    let autoimpresor_vault = state.vault.clone();
     let router = crate::app(state);
     let shutdown = CancellationToken::new();
     let grace = Duration::from_secs(config.shutdown_grace_secs);
@@ -405,7 +402,24 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
             printable_wait_secs: config.printable_wait_secs,
         },
     );
-    let printing = crate::printing::Printing::new(store.clone(), artifacts.clone(), printer.clone());
+    let printing = Printing::new(PrintingPorts {
+        store: store.clone(),
+        artifacts: artifacts.clone(),
+        printer: printer.clone(),
+        config: reads.clone(),
+        clock: clock.clone(),
+    });
+    let autoimpresor = Autoimpresor::new(AutoimpresorPorts {
+        store: store.clone(),
+        vault: autoimpresor_vault,
+        artifacts: artifacts.clone(),
+        printer: printer.clone(),
+        config: reads.clone(),
+        series: reads.clone(),
+        reporter: Arc::new(HttpNumberReporter::new()),
+        destinations: Arc::new(TenantDestinations::new(destinations.clone(), reads.clone())),
+        clock: clock.clone(),
+    });
     // The KuDE job waits on renders of background priority (`Printer::render_background`):
     // it gets a pool of its own, one worker per core, so that a backlog of KuDEs under load never
     // holds the workers the SIFEN pipeline and the deliveries need.

@@ -6,7 +6,6 @@
 //! application, and map the result: no SQL here.
 
 pub mod auth;
-pub mod autoimpresor;
 pub mod cli;
 pub mod compose;
 pub mod demo;
@@ -18,7 +17,6 @@ pub mod lookup;
 pub mod metrics;
 pub mod middleware;
 pub mod openapi;
-pub mod printing;
 pub mod rate_limit;
 pub mod routes;
 pub mod sandbox;

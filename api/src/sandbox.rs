@@ -639,7 +639,11 @@ async fn company_setup(
         }
         (_, Some(auto)) if channel == ChannelKind::Autoimpresor => (
             ChannelSetup::Autoimpresor {
-                issuer: crate::printing::print_issuer(&company.ruc, &company.profile, Some(&branch)),
+                issuer: kuatia_application::process::printing::print_issuer(
+                    &company.ruc,
+                    &company.profile,
+                    Some(&branch),
+                ),
                 authorization: auto.authorization.clone(),
                 valid_from: auto.valid_from,
                 valid_to: auto.valid_to,

@@ -9,6 +9,7 @@ pub mod config;
 pub mod delivery;
 pub mod destination;
 pub mod lookup;
+pub mod number_reporter;
 pub mod pfx_work;
 pub mod printing;
 pub mod selfsigned;

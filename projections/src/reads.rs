@@ -1,7 +1,7 @@
 //! The read ports of the process managers (`kuatia_application::process::ports`, and the webhook
 //! delivery's `WebhookReads`) and of intake (`kuatia_application::intake`), answered from the
-//! read models: the configuration, the number series, the tenants, the webhook endpoints, the
-//! documents.
+//! read models: the configuration (print settings included), the number series, the tenants,
+//! the webhook endpoints, the documents.
 
 use async_trait::async_trait;
 use kuatia_application::event_store::{SharedStore, StoreError};
@@ -13,6 +13,7 @@ use kuatia_application::process::webhook_delivery::{Endpoint, WebhookReads};
 use kuatia_domain::certificate::CertificateRecord;
 use kuatia_domain::channel::EmissionChannel;
 use kuatia_domain::company::{Branch, IssuancePoint};
+use kuatia_domain::print_settings::PrintSettings;
 use kuatia_domain::tenancy::TenantId;
 use std::sync::Arc;
 use uuid::Uuid;
@@ -127,6 +128,16 @@ impl ConfigurationReads for Reads {
         Ok(config::certificate(&self.store, tenant, id)
             .await?
             .map(|c| c.record))
+    }
+
+    async fn print_settings(
+        &self,
+        tenant: TenantId,
+        company: Uuid,
+    ) -> Result<Option<PrintSettings>, StoreError> {
+        Ok(config::print_settings(&self.store, tenant, company)
+            .await?
+            .map(|row| row.settings))
     }
 }
 

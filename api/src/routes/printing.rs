@@ -1,7 +1,7 @@
 //! `POST /v1/documents/{id}/regenerate-pdf`: a new version of
 //! a document's printable (the KuDE of a SIFEN document, the autoimpresor printable PDF). The
 //! request is an event (`PdfRegenerationRequested`) whose job renders and records the new
-//! version (`crate::printing`); earlier versions stay listed.
+//! version (`kuatia_application::process::printing`); earlier versions stay listed.
 
 use crate::extract::Path;
 use axum::extract::State;

@@ -32,8 +32,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use uuid::Uuid;
 
-use super::common::{document_id, metadata, retry};
 use super::ports::Clock;
+use super::{document_id, metadata, retry};
 use crate::aggregate::AggregateStore;
 use crate::artifacts::{ArtifactStore, sha256_hex};
 use crate::documents;

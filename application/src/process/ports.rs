@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use kuatia_domain::certificate::CertificateRecord;
 use kuatia_domain::channel::{BranchWithPoints, EmissionChannel};
 use kuatia_domain::company::{Branch, CompanyProfile, IssuancePoint};
+use kuatia_domain::print_settings::PrintSettings;
 use kuatia_domain::sifen::exchange::{
     Answered, DeQuery, DeReception, EventReception, LotQuery, LotReception, LotResult, SoapError,
 };
@@ -79,6 +80,12 @@ pub trait ConfigurationReads: Send + Sync {
     async fn issuance_point(&self, tenant: TenantId, id: Uuid) -> Result<Option<IssuancePoint>, StoreError>;
     /// A certificate's record (its sealed key's id; no secret).
     async fn certificate(&self, tenant: TenantId, id: Uuid) -> Result<Option<CertificateRecord>, StoreError>;
+    /// A company's saved print settings (`None`: it saved none, the defaults apply).
+    async fn print_settings(
+        &self,
+        tenant: TenantId,
+        company: Uuid,
+    ) -> Result<Option<PrintSettings>, StoreError>;
 }
 
 /// What the number series read model refuses an append with when a document takes a number

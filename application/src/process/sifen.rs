@@ -65,10 +65,11 @@ use super::ports::{
     Clock, ConfigurationReads, Destinations, NOT_NEXT, NumberSeries, SifenConnector, SifenGateway, Signer,
     SigningKey,
 };
+use super::{document_id, metadata, retry};
 use crate::artifacts::ArtifactStore;
 use crate::combine::{Combiner, Waiting};
 use crate::documents::{self, DocumentsError, SIFEN_EVENT, SIFEN_PREPARE, SIFEN_SUBMIT};
-use crate::event_store::{EventMetadata, SharedStore, StoreError};
+use crate::event_store::{SharedStore, StoreError};
 use crate::jobs::{Backoff, Job, JobQueue};
 use crate::vault::{Vault, VaultError};
 use crate::worker::{JobFailure, JobHandler};
@@ -164,11 +165,6 @@ impl std::fmt::Debug for Pipeline {
     }
 }
 
-/// Why a step failed, as the worker should treat it.
-fn retry(message: impl std::fmt::Display) -> JobFailure {
-    JobFailure::Retry(message.to_string())
-}
-
 /// A sealed secret that does not open stays so until an operator gives the master key that
 /// sealed it: the document fails visibly with the reason (`failed_terminal`,
 /// `document.failed`) instead of waiting in `queued` with nothing said. A store failure is
@@ -181,26 +177,12 @@ pub(crate) fn unopened(document: Uuid, what: &str, e: VaultError) -> JobFailure 
     }
 }
 
-fn metadata() -> EventMetadata {
-    EventMetadata {
-        actor: Some(ACTOR.to_owned()),
-        ..EventMetadata::default()
-    }
-}
-
 /// The worker's backoff for failures around SIFEN (the store, a lost race), starting at `ms`.
 fn backoff_from_ms(ms: u64) -> Backoff {
     Backoff {
         base: std::time::Duration::from_millis(ms),
         ..Backoff::default()
     }
-}
-
-fn document_id(job: &Job) -> Result<Uuid, JobFailure> {
-    job.payload["document_id"]
-        .as_str()
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| JobFailure::Permanent(format!("job {} has no document_id", job.id)))
 }
 
 impl Pipeline {
@@ -310,7 +292,7 @@ impl Pipeline {
         id: Uuid,
         commands: Vec<DocumentCommand>,
     ) -> Result<(), DocumentsError> {
-        documents::commands(&self.store, tenant, id, commands, metadata()).await
+        documents::commands(&self.store, tenant, id, commands, metadata(ACTOR)).await
     }
 
     fn series_turns(&self, series: &str) -> Arc<SeriesTurns> {
@@ -839,7 +821,7 @@ impl Pipeline {
                 doc.span.clone(),
             ));
         }
-        let mut recorded = documents::commands_each(&self.store, tenant, work, metadata())
+        let mut recorded = documents::commands_each(&self.store, tenant, work, metadata(ACTOR))
             .await
             .into_iter()
             .zip(numbers);
@@ -980,7 +962,7 @@ impl Pipeline {
             results.push(None);
             work.push((doc.id, commands, doc.span.clone()));
         }
-        let mut recorded = documents::commands_each(&self.store, tenant, work, metadata())
+        let mut recorded = documents::commands_each(&self.store, tenant, work, metadata(ACTOR))
             .await
             .into_iter();
         results

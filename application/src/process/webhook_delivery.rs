@@ -26,8 +26,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use uuid::Uuid;
 
-use super::common::retry;
 use super::ports::{Clock, Destinations};
+use super::retry;
 use crate::event_store::{SharedStore, StoreError};
 use crate::jobs::{Backoff, Job, JobQueue, NewJob};
 use crate::vault::Vault;

@@ -7,6 +7,7 @@ mod architecture;
 mod artifacts;
 mod audit;
 mod autoimpresor;
+mod autoimpresor_scenarios;
 mod certificates;
 mod companies;
 mod delivery_scenarios;

@@ -268,6 +268,14 @@ impl ConfigurationReads for Configured {
     async fn certificate(&self, _t: TenantId, id: Uuid) -> Result<Option<CertificateRecord>, StoreError> {
         Ok(Some(self.certificate.lock().unwrap().clone()).filter(|c| c.certificate_id == id))
     }
+
+    async fn print_settings(
+        &self,
+        _t: TenantId,
+        _company: Uuid,
+    ) -> Result<Option<kuatia_domain::print_settings::PrintSettings>, StoreError> {
+        Ok(None)
+    }
 }
 
 /// A directory of the scenario's artifacts, removed with it.

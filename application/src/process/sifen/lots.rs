@@ -293,7 +293,7 @@ impl SifenLot {
         }
         // A document another writer changed meanwhile: the job polls again, and the documents
         // recorded now are no longer waiting.
-        for result in documents::commands_each(&p.store, tenant, work, super::metadata()).await {
+        for result in documents::commands_each(&p.store, tenant, work, super::metadata(super::ACTOR)).await {
             result.map_err(retry)?;
         }
         Ok(())

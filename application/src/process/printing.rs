@@ -1,5 +1,7 @@
 //! The printables' job handlers: a document's PDF rendered through the printer port
-//! (`kuatia_application::printables`) and recorded as a new version of its artifact.
+//! ([`crate::printables`]) and recorded as a new version of its artifact. They work through
+//! ports only ([`PrintingPorts`]): the configuration read models (the company's print settings
+//! among them), the artifact store, the printer and the clock.
 //!
 //! - [`RenderKude`] (`printing.kude`, queued when a SIFEN document is accepted): renders the
 //!   KuDE from the signed XML exactly as stored (artifact store) with the company's print
@@ -7,7 +9,7 @@
 //!   finds the KuDE recorded and does nothing. Nobody waits on it, so it renders at background
 //!   priority (`Printer::render_background`): under load the KuDE comes when the load eases,
 //!   and the cores go to intake and the SIFEN pipeline meanwhile.
-//! - [`Regenerate`] (`printing.regenerate`, queued by `POST /v1/documents/{id}/regenerate-pdf`
+//! - [`RegeneratePrintable`] (`printing.regenerate`, queued by `POST /v1/documents/{id}/regenerate-pdf`
 //!   through `PdfRegenerationRequested`): renders the document's printable again (`kude`, or the
 //!   autoimpresor `printable_pdf`) and records it as the next version; earlier versions stay.
 //!   Run again after the version is recorded, the request is no longer pending and it does
@@ -18,39 +20,55 @@
 
 use async_trait::async_trait;
 use chrono::Utc;
-use kuatia_application::artifacts::ArtifactStore;
-use kuatia_application::documents::{self, DocumentsError, KUDE_RENDER, PRINTABLE_REGENERATE};
-use kuatia_application::event_store::{EventMetadata, SharedStore};
-use kuatia_application::jobs::{Backoff, Job};
-use kuatia_application::printables::{AutoimpresorPrintable, PrintError, PrintIssuer, Printable, Printer};
-use kuatia_application::worker::{JobFailure, JobHandler};
 use kuatia_domain::channel::ChannelKind;
-use kuatia_domain::document::aggregate::{ArtifactKind, Document, DocumentCommand, DocumentState};
+use kuatia_domain::company::{Branch, CompanyProfile};
+use kuatia_domain::document::aggregate::{ArtifactKind, DocumentCommand, DocumentState};
 use kuatia_domain::print_settings::PrintSettings;
 use kuatia_domain::tenancy::TenantId;
-use kuatia_projections::configuration as config;
 use std::sync::Arc;
 use uuid::Uuid;
+
+use super::ports::{Clock, ConfigurationReads};
+use super::{document_id, load_document, metadata, retry};
+use crate::artifacts::ArtifactStore;
+use crate::documents::{self, DocumentsError, KUDE_RENDER, PRINTABLE_REGENERATE};
+use crate::event_store::SharedStore;
+use crate::jobs::{Backoff, Job};
+use crate::printables::{AutoimpresorPrintable, PrintError, PrintIssuer, Printable, Printer};
+use crate::worker::{JobFailure, JobHandler};
 
 /// The actor recorded on the printables' events.
 const ACTOR: &str = "system:printing";
 
-/// What both handlers share: the store, the artifact store and the printer.
+/// The ports the printables' handlers work through.
+#[derive(Clone)]
+pub struct PrintingPorts {
+    /// The event store (documents are loaded and changed through it).
+    pub store: SharedStore,
+    /// The signed XML read, the printables stored.
+    pub artifacts: Arc<dyn ArtifactStore>,
+    /// Renders the printables.
+    pub printer: Arc<dyn Printer>,
+    /// The configuration read models: print settings, and what an autoimpresor printable shows.
+    pub config: Arc<dyn ConfigurationReads>,
+    /// The time.
+    pub clock: Arc<dyn Clock>,
+}
+
+/// What both handlers share.
 #[derive(Clone)]
 pub struct Printing {
     store: SharedStore,
     artifacts: Arc<dyn ArtifactStore>,
     printer: Arc<dyn Printer>,
+    config: Arc<dyn ConfigurationReads>,
+    clock: Arc<dyn Clock>,
 }
 
 impl std::fmt::Debug for Printing {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Printing").finish_non_exhaustive()
     }
-}
-
-fn retry(message: impl std::fmt::Display) -> JobFailure {
-    JobFailure::Retry(message.to_string())
 }
 
 fn print_failure(e: PrintError) -> JobFailure {
@@ -62,12 +80,14 @@ fn print_failure(e: PrintError) -> JobFailure {
 }
 
 impl Printing {
-    /// The handlers over the store, the artifact store and the printer.
-    pub fn new(store: SharedStore, artifacts: Arc<dyn ArtifactStore>, printer: Arc<dyn Printer>) -> Self {
+    /// The handlers over their ports.
+    pub fn new(ports: PrintingPorts) -> Self {
         Self {
-            store,
-            artifacts,
-            printer,
+            store: ports.store,
+            artifacts: ports.artifacts,
+            printer: ports.printer,
+            config: ports.config,
+            clock: ports.clock,
         }
     }
 
@@ -75,40 +95,29 @@ impl Printing {
     pub fn handlers(&self) -> Vec<Arc<dyn JobHandler>> {
         vec![
             Arc::new(RenderKude(self.clone())),
-            Arc::new(Regenerate(self.clone())),
+            Arc::new(RegeneratePrintable(self.clone())),
         ]
     }
 
     async fn load(&self, job: &Job) -> Result<(TenantId, Uuid, DocumentState), JobFailure> {
-        let id: Uuid = job.payload["document_id"]
-            .as_str()
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(|| JobFailure::Permanent(format!("job {} has no document_id", job.id)))?;
-        let store =
-            kuatia_application::aggregate::AggregateStore::<Document>::new(self.store.clone(), job.tenant_id);
-        let loaded = store
-            .load(&kuatia_domain::document::aggregate::stream_id(job.tenant_id, id))
-            .await
-            .map_err(retry)?;
-        let state = loaded
-            .aggregate()
-            .state()
-            .cloned()
+        let id = document_id(job)?;
+        let state = load_document(&self.store, job.tenant_id, id)
+            .await?
             .ok_or_else(|| JobFailure::Permanent(format!("no document {id}")))?;
         Ok((job.tenant_id, id, state))
     }
 
     /// The company's saved print settings, or the defaults.
     async fn settings(&self, tenant: TenantId, company_id: Uuid) -> Result<PrintSettings, JobFailure> {
-        if let Some(row) = config::print_settings(&self.store, tenant, company_id)
+        if let Some(settings) = self
+            .config
+            .print_settings(tenant, company_id)
             .await
             .map_err(retry)?
         {
-            return Ok(row.settings);
+            return Ok(settings);
         }
-        let company = config::company(&self.store, tenant, company_id)
-            .await
-            .map_err(retry)?;
+        let company = self.config.company(tenant, company_id).await.map_err(retry)?;
         Ok(PrintSettings::defaults(
             company.as_ref().map_or("", |c| c.profile.legal_name.as_str()),
         ))
@@ -162,7 +171,7 @@ impl Printing {
             "printable rendered"
         );
         let sha256 = self.artifacts.put(&pdf).await.map_err(retry)?;
-        let now = Utc::now();
+        let now = self.clock.now();
         let command = DocumentCommand::RecordArtifact {
             artifact_id: Uuid::now_v7(),
             kind,
@@ -172,11 +181,7 @@ impl Printing {
             version: state.next_artifact_version(kind),
             at: now,
         };
-        let metadata = EventMetadata {
-            actor: Some(ACTOR.to_owned()),
-            ..EventMetadata::default()
-        };
-        match documents::command(&self.store, tenant, state.document_id, command, metadata).await {
+        match documents::command(&self.store, tenant, state.document_id, command, metadata(ACTOR)).await {
             Ok(()) => Ok(()),
             // Someone recorded another version meanwhile: run again on the new state.
             Err(DocumentsError::Conflict) => Err(retry("the document changed meanwhile")),
@@ -227,10 +232,10 @@ enum Priority {
 
 /// `printing.regenerate`.
 #[derive(Debug)]
-pub struct Regenerate(Printing);
+pub struct RegeneratePrintable(Printing);
 
 #[async_trait]
-impl JobHandler for Regenerate {
+impl JobHandler for RegeneratePrintable {
     fn kind(&self) -> &'static str {
         PRINTABLE_REGENERATE
     }
@@ -255,7 +260,7 @@ impl JobHandler for Regenerate {
                     .await
             }
             Some(ArtifactKind::PrintablePdf) => {
-                let printable = autoimpresor_printable(&p.store, tenant, &state, None).await?;
+                let printable = autoimpresor_printable(p.config.as_ref(), tenant, &state, None).await?;
                 p.render_and_record(
                     tenant,
                     &state,
@@ -275,7 +280,7 @@ impl JobHandler for Regenerate {
 /// Shared with the autoimpresor channel so that a regenerated printable is drawn from the same
 /// inputs as the first one.
 pub async fn autoimpresor_printable(
-    store: &SharedStore,
+    config: &dyn ConfigurationReads,
     tenant: TenantId,
     state: &DocumentState,
     watermark: Option<String>,
@@ -283,22 +288,23 @@ pub async fn autoimpresor_printable(
     let id = state.document_id;
     let permanent = |what: &str| JobFailure::Permanent(format!("document {id}: {what}"));
     let number = state.number.clone().ok_or_else(|| permanent("no number"))?;
-    let company = config::company(store, tenant, state.routing.company_id)
+    let company = config
+        .company(tenant, state.routing.company_id)
         .await
         .map_err(retry)?
         .ok_or_else(|| permanent("no company"))?;
-    let channel = config::channel(store, tenant, state.routing.channel_id)
+    let channel = config
+        .channel(tenant, state.routing.channel_id)
         .await
         .map_err(retry)?
-        .ok_or_else(|| permanent("no channel"))?
-        .channel;
+        .ok_or_else(|| permanent("no channel"))?;
     let auto = channel
         .autoimpresor
         .ok_or_else(|| permanent("the channel has no autoimpresor settings"))?;
-    let branch = config::branch(store, tenant, state.routing.branch_id)
+    let branch = config
+        .branch(tenant, state.routing.branch_id)
         .await
-        .map_err(retry)?
-        .map(|b| b.branch);
+        .map_err(retry)?;
     Ok(AutoimpresorPrintable {
         document: state.document.clone(),
         issuer: print_issuer(&company.ruc, &company.profile, branch.as_ref()),
@@ -311,15 +317,11 @@ pub async fn autoimpresor_printable(
     })
 }
 
-/// The issuer as an autoimpresor printable names it: the company, at the issuing branch's address
-/// when the branch has one of its own. Shared by regeneration and the sandbox preview
-/// (`crate::sandbox`), so both print what the autoimpresor channel prints.
-pub(crate) fn print_issuer(
-    ruc: &str,
-    profile: &kuatia_domain::company::CompanyProfile,
-    branch: Option<&kuatia_domain::company::Branch>,
-) -> PrintIssuer {
-    // As the autoimpresor channel writes it on the first render (`crate::autoimpresor`), so a
+/// The issuer as an autoimpresor printable names it: the company (its RUC and profile), at the
+/// issuing branch's address when the branch has one of its own. Shared by regeneration and the
+/// sandbox preview, so both print what the autoimpresor channel prints.
+pub fn print_issuer(ruc: &str, profile: &CompanyProfile, branch: Option<&Branch>) -> PrintIssuer {
+    // As the autoimpresor channel writes it on the first render ([`super::autoimpresor`]), so a
     // regenerated printable shows the same address.
     let address = branch
         .and_then(|b| {
