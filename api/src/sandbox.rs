@@ -1,4 +1,4 @@
-//! The sandbox preview (contract §2.9 and §4.5, DECISIONS §8; `docs/sandbox.md`): a canonical
+//! The sandbox preview (`docs/sandbox.md`): a canonical
 //! document run through validation, the DE, its signature and QR, the channel and the printer,
 //! with nothing kept. The route is `crate::routes::sandbox`; this module is the preview itself.
 //!
@@ -80,7 +80,7 @@ pub const TEST_CSC_ID: &str = "0001";
 /// Its secret.
 pub const TEST_CSC: &str = "ABCD0000000000000000000000000000";
 
-/// What the preview does (contract §2.9 `mode`, schema SandboxMode).
+/// What the preview does (schema SandboxMode).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 #[schema(as = SandboxMode)]
@@ -124,7 +124,7 @@ impl Mode {
 
 pub use crate::state::{Sandbox, SifenTarget};
 
-/// One artifact, inline (contract §2.9).
+/// One artifact, inline.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[schema(as = SandboxArtifact)]
 pub struct PreviewArtifact {
@@ -162,7 +162,7 @@ impl PreviewArtifact {
     }
 }
 
-/// Where the preview went and under which number (contract §2.9 `routing`).
+/// Where the preview went and under which number.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[schema(as = SandboxRouting)]
 pub struct PreviewRouting {
@@ -183,7 +183,7 @@ pub struct PreviewRouting {
     pub number: String,
 }
 
-/// The answer (contract §2.9).
+/// The answer.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[schema(as = SandboxPreviewResponse)]
 pub struct PreviewResponse {

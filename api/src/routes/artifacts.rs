@@ -56,7 +56,7 @@ pub(crate) fn origin(headers: &HeaderMap) -> String {
     host.map_or_else(String::new, |h| format!("{scheme}://{h}"))
 }
 
-/// An artifact with a presigned download URL (DECISIONS §8; built by
+/// An artifact with a presigned download URL (built by
 /// `routes::artifacts::views` for both the artifact list and the detail).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ArtifactView {

@@ -210,7 +210,7 @@ pub const READ_DOCUMENTS: Permission = Permission::ReadDocuments;
 /// Needed by `GET /v1/documents/{id}/timeline`.
 pub const READ_TIMELINE: Permission = Permission::ReadAudit;
 
-/// `POST /v1/documents/validate` response (contract §2.8).
+/// `POST /v1/documents/validate` response.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ValidationResponse {
     /// No errors.
@@ -233,7 +233,7 @@ pub struct ValidationResponse {
     tag = "documents",
     security(("api_key" = []), ("session" = [])),
     params(("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")),
-    request_body(content = CanonicalDocument, description = "A CanonicalDocumentV1 (contract §2.1, DECISIONS §4)",
+    request_body(content = CanonicalDocument, description = "A CanonicalDocumentV1 (GET /v1/schemas/canonical-document)",
                  example = json!(canonical::sample_invoice())),
     responses(
         (status = 200, description = "The validation (valid or not)", body = ValidationResponse),
@@ -281,7 +281,7 @@ pub struct DocumentView {
     pub id: Uuid,
     /// The caller's id.
     pub external_id: String,
-    /// DocumentStatus (contract §2.7).
+    /// DocumentStatus.
     pub status: String,
     /// `sifen` or `autoimpresor`.
     pub channel: String,
@@ -413,7 +413,7 @@ async fn intake_view(state: &AppState, caller: &Caller, id: Uuid) -> Result<Valu
         ("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant"),
         ("Idempotency-Key" = String, Header, description = "1–255 characters; 24 h per tenant: the same body answers the original response (Idempotent-Replayed: true), another body 409")
     ),
-    request_body(content = CanonicalDocument, description = "A CanonicalDocumentV1 (contract §2.1, DECISIONS §4)",
+    request_body(content = CanonicalDocument, description = "A CanonicalDocumentV1 (GET /v1/schemas/canonical-document)",
                  example = json!(canonical::sample_invoice())),
     responses(
         (status = 201, description = "Stored (status queued, or validation_failed with errors)", body = DocumentView),
@@ -489,7 +489,7 @@ pub async fn create_document(
     }
 }
 
-/// `GET /v1/documents` query (contract §4.4).
+/// `GET /v1/documents` query.
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 pub struct ListQuery {
@@ -678,7 +678,7 @@ pub async fn document_status(
 /// Needed by `POST /v1/documents/{id}/retry`.
 pub const RETRY_DOCUMENT: Permission = Permission::IssueDocuments;
 
-/// Makes the next attempt of a document in `retrying` immediate (contract §3): 202 with its
+/// Makes the next attempt of a document in `retrying` immediate: 202 with its
 /// status; 409 in any other status.
 #[utoipa::path(
     post,
@@ -725,7 +725,7 @@ pub const VOID_DOCUMENT: Permission = Permission::IssueDocuments;
 /// How long `POST /cancel` and `/inutilize` wait for SIFEN's answer before answering 202.
 const FISCAL_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// The fiscal reason body (contract §2.15).
+/// The fiscal reason body.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct FiscalReason {
     /// Why. SIFEN's `mOtEve` takes 5 to 500 characters once trimmed; a shorter or longer
@@ -799,7 +799,7 @@ async fn void_document(
         }
         Err(DocumentsError::Refused(DocumentError::CancellationWindowClosed { deadline })) => {
             return Err(conflict(format!(
-                "the cancellation window closed at {deadline} (DECISIONS §5: 48 h for invoices and \
+                "the cancellation window closed at {deadline} (48 h for invoices and \
                  autofacturas, 168 h for other documents, from SIFEN's approval); SIFEN was not \
                  contacted"
             ))
@@ -852,7 +852,7 @@ async fn void_document(
     }
 }
 
-/// Cancels a document (contract §3, DECISIONS §5).
+/// Cancels a document.
 ///
 /// A document not yet submitted to SIFEN (`received` … `signing`, or an autoimpresor one in
 /// `rendering`) is cancelled locally at once, with no fiscal effect. An `accepted` SIFEN document
@@ -900,7 +900,7 @@ pub async fn cancel_document(
     .await
 }
 
-/// Inutilises a document's number (contract §3, DECISIONS §5).
+/// Inutilises a document's number.
 ///
 /// Allowed for a SIFEN document in `accepted`, `rejected` or `failed_terminal` (a SIFEN number
 /// that never became a valid document is what the inutilización event is for; SIFEN itself

@@ -1,4 +1,4 @@
-//! CanonicalDocumentV1 (contract §2.1–2.6) with the optional extensions of DECISIONS §4, as typed
+//! CanonicalDocumentV1 with its optional extensions, as typed
 //! Rust. Unknown fields are refused at every level but `metadata`, so a typo never vanishes.
 //! Money and quantities are exact decimals ([`Amount`]), parsed from the JSON number's own
 //! digits (serde_json's `arbitrary_precision`), never through floating point.
@@ -99,7 +99,7 @@ pub enum DocumentType {
     DebitNote,
     /// Nota de remisión electrónica (7).
     Remision,
-    /// A receipt: not a SIFEN document (BRIEF §3.4); autoimpresor only.
+    /// A receipt: not a SIFEN document; autoimpresor only.
     Receipt,
     /// Autofactura electrónica (4).
     Autofactura,
@@ -178,7 +178,7 @@ pub enum PartyTaxpayerType {
     LegalEntity,
 }
 
-/// A seller or buyer (contract §2.2, all optional, plus DECISIONS §4's buyer extensions).
+/// A seller or buyer (all optional, plus the buyer extensions).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
@@ -243,7 +243,7 @@ pub enum Exemption {
     Exonerated,
 }
 
-/// A line (contract §2.3, all required, plus extensions).
+/// A line (all required, plus extensions).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
@@ -276,7 +276,7 @@ pub struct Item {
     pub exemption: Option<Exemption>,
 }
 
-/// Totals (contract §2.4).
+/// Totals.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
@@ -366,7 +366,7 @@ pub struct Check {
     pub bank: String,
 }
 
-/// Payment terms (contract §2.5).
+/// Payment terms.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
@@ -457,7 +457,7 @@ pub struct IssuerDelivery {
     pub webhook: Option<bool>,
 }
 
-/// Delivery (contract §2.6).
+/// Delivery.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
@@ -510,7 +510,7 @@ pub struct AssociatedDocument {
     pub constancia_control: Option<String>,
 }
 
-/// The document (contract §2.1 plus DECISIONS §4).
+/// The document.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
@@ -1041,7 +1041,7 @@ pub fn from_value(value: Value) -> Result<CanonicalDocument, Vec<Issue>> {
     }
 }
 
-/// The contract's defaults (DECISIONS §11), applied once where every document is parsed, so that
+/// The contract's defaults, applied once where every document is parsed, so that
 /// what is validated, stored and built is the same: a credit or debit note without `reason` has
 /// motive 1 ("Devolución y Ajuste de precios"), a remisión motive 1 ("Traslado por ventas").
 pub fn apply_defaults(document: &mut CanonicalDocument) {
@@ -1080,7 +1080,7 @@ fn enum_issues(document: &CanonicalDocument) -> Vec<Issue> {
     issues
 }
 
-/// A valid invoice (BRIEF §3.6's worked example), for tests and examples.
+/// A valid invoice, for tests and examples.
 pub fn sample_invoice() -> Value {
     serde_json::json!({
         "external_id": "ERP-0001",

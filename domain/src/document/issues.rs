@@ -1,4 +1,4 @@
-//! Validation issues and the catalogue of their codes (DECISIONS §4: every issue has a JSON path
+//! Validation issues and the catalogue of their codes (every issue has a JSON path
 //! in `field` and a stable `code`). `docs/issue-codes.md` and the OpenAPI document are generated
 //! from / checked against [`CATALOGUE`], so a code cannot be added without being documented.
 
@@ -45,7 +45,7 @@ pub mod codes {
     /// A tax rate other than 0, 5, 10.
     pub const INVALID_TAX_RATE: &str = "invalid_tax_rate";
 
-    // Business errors (DECISIONS §4; `validation`): the document is stored as `validation_failed`.
+    // Business errors (`validation`): the document is stored as `validation_failed`.
 
     /// A document type the channel cannot issue (`receipt` on `sifen`).
     pub const UNSUPPORTED_DOCUMENT_TYPE: &str = "unsupported_document_type";

@@ -1,4 +1,4 @@
-//! Routing (contract rule 4.4.3, DECISIONS §3): which channel, branch and issuance point a
+//! Routing (docs/configuration.md): which channel, branch and issuance point a
 //! document uses when it names them or not. Defaults are resolved by [`crate::defaults::resolve`],
 //! the one place that rule lives; this module applies it to channels, branches and points.
 //!

@@ -1,4 +1,4 @@
-//! Business validation of a canonical document (DECISIONS §4, BRIEF §3.5, §3.6, §8): what a
+//! Business validation of a canonical document (docs/issue-codes.md): what a
 //! document that is structurally a CanonicalDocumentV1 ([`super::canonical::parse`]) must also
 //! meet before it is issued. [`validate`] returns every issue at once, each with a JSON path and a
 //! stable code of [`super::issues::CATALOGUE`]; errors block, warnings never do.
@@ -45,7 +45,7 @@
 //!   codes and a cheque number cannot be invented. Details for another method are refused.
 //! - **Buyer.** Only invoices and receipts may omit it; an omitted buyer is an unnamed consumer
 //!   (innominado) and meets the 60 000 000 PYG limit. An omitted `operation_type` is derived by
-//!   [`operation_type`], which the SIFEN mapping should use too. Rows 19–23 of BRIEF §8 apply to
+//!   [`operation_type`], which the SIFEN mapping should use too. The Manual's rules on the receiver's RUC and identity apply to
 //!   the effective operation type: b2b needs a RUC; foreign needs a country other than PRY and an
 //!   address with house number, and has no RUC (its document type and number are simply not
 //!   sent); a non-taxpayer consumer needs document type and number; innominado only for b2c.
@@ -126,7 +126,7 @@ pub enum RegistryAnswer {
     },
 }
 
-/// The outcome: blocking errors and non-blocking warnings (contract §2.8).
+/// The outcome: blocking errors and non-blocking warnings.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Validation {
     /// Blocking issues: the document cannot be issued as it is.
@@ -164,7 +164,7 @@ pub fn validate(doc: &CanonicalDocument, ctx: &ValidationContext<'_>) -> Validat
 }
 
 // ---------------------------------------------------------------------------------------------
-// What each type asks for (BRIEF §3.5).
+// What each type asks for.
 
 /// Whether a field is needed, optional or ruled out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -198,7 +198,7 @@ struct Profile {
     taxed: bool,
 }
 
-/// The table of BRIEF §3.5 for one type.
+/// What one type asks for.
 fn profile(doc_type: DocumentType) -> Profile {
     use Need::{NotAllowed, Optional, Required};
     let base = Profile {
@@ -771,7 +771,7 @@ fn control_character_rules(doc: &CanonicalDocument, out: &mut Vec<Issue>) {
     }
 }
 
-/// RUC and identity document against the operation type (BRIEF §8 rows 19–22).
+/// RUC and identity document against the operation type.
 fn identity_rules(buyer: &Party, op: OperationType, out: &mut Vec<Issue>) {
     use IdDocumentType::{Innominado, Ruc as RucDocument};
     use OperationType::{Anonymous, B2b, B2c, Foreign};
@@ -938,7 +938,7 @@ fn autofactura_buyer_rules(buyer: &Party, ctx: &ValidationContext<'_>, out: &mut
 }
 
 // ---------------------------------------------------------------------------------------------
-// Lines and totals (DECISIONS §4, BRIEF §3.6).
+// Lines and totals.
 
 fn below(value: Decimal, limit: i64) -> bool {
     value.abs() < Decimal::from(limit)
@@ -1316,7 +1316,7 @@ fn method_rules(terms: &PaymentTerms, out: &mut Vec<Issue>) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The associated document (BRIEF §3.3 iTipDocAso, §8 rows 41–42).
+// The associated document (iTipDocAso).
 
 fn associated_document_rules(doc: &CanonicalDocument, issuer: &Ruc, out: &mut Vec<Issue>) {
     let profile = profile(doc.doc_type);
@@ -1701,9 +1701,9 @@ mod tests {
     use proptest::prelude::*;
     use serde_json::{Value, json};
 
-    /// An electronic invoice's CDC (BRIEF §1.2, verified).
+    /// An electronic invoice's CDC.
     const INVOICE_CDC: &str = "01800695631001001000000122025011511234567899";
-    /// A remisión's CDC (SET example, BRIEF §1.2).
+    /// A remisión's CDC (SET's example).
     const REMISION_CDC: &str = "07800044649001001900018322019031217200146403";
 
     fn company() -> Ruc {
@@ -2145,7 +2145,7 @@ mod tests {
     #[test]
     fn notes_refer_to_an_invoice_with_a_reason() {
         assert_eq!(modulo11(&INVOICE_CDC[..43]), 9);
-        // Without `reason`, motive 1 (DECISIONS §11): only the reference is missing.
+        // Without `reason`, motive 1: only the reference is missing.
         expect(
             edit(|d| d["type"] = json!("credit_note")),
             &[("associated_document", "conditionally_required")],

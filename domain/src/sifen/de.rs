@@ -1,6 +1,6 @@
 //! The unsigned SIFEN v150 document (`rDE`) of a canonical document: [`build_rde`] maps a
 //! [`CanonicalDocument`] and the issuer's configuration ([`Issuer`]) to the XML that the signer
-//! signs, with its CDC and the values the QR needs (`shared/sifen/BRIEF.md` §3, DECISIONS §4).
+//! signs, with its CDC and the values the QR needs (the Manual Técnico v150, section E).
 //!
 //! Pure: the sequence number, the security code (drawn by the caller from a CSPRNG) and the
 //! signing time come in as arguments; places are named from SET's geographic table
@@ -20,14 +20,14 @@
 //!
 //! # Decisions where the sources leave room
 //!
-//! - **Amounts are recomputed** from quantity and unit price with SIFEN's formulas (BRIEF §3.6),
+//! - **Amounts are recomputed** from quantity and unit price with SIFEN's formulas (the Manual's E7 formulas),
 //!   not copied from the canonical totals: `dTotOpeItem = half_up(price × quantity)` in whole
 //!   guaraníes; the item's IVA as the Manual defines it (E735, E736), to the 8 decimals the fields
 //!   allow: `dBasGravIVA = total × 100 / (100 + rate)` and `dLiqIVAItem = dBasGravIVA × rate / 100`,
 //!   each rounded half away from zero to 8 decimals, as XMLGEN writes them. The totals of
 //!   `gTotSub` (dIVA5, dIVA10, dTotIVA, the bases) are the exact sums of the items' figures
 //!   (F015–F020), so every figure SIFEN recomputes (rules 1909–1913, 2366–2377) agrees to within
-//!   10⁻⁸ whatever its tolerance. The canonical document keeps whole guaraníes (DECISIONS §4's
+//!   10⁻⁸ whatever its tolerance. The canonical document keeps whole guaraníes (the canonical document's
 //!   tax amount, validated within 1 Gs of `half_up(total × rate / (100 + rate))`); the KuDE prints
 //!   the figures rounded to the guaraní. `dRedon` is 0 (allowed,
 //!   "si no cuenta con redondeo completar con cero"), so `dTotGralOpe = dTotOpe`.
@@ -287,7 +287,7 @@ impl BuiltDe {
 /// `issuer.*` for configuration, or the argument's name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DeError {
-    /// Receipts are not SIFEN documents (BRIEF §3.4).
+    /// Receipts are not SIFEN documents.
     #[error("a {0} is not an electronic document of SIFEN v150")]
     UnsupportedDocumentType(&'static str),
     /// Only PYG.
