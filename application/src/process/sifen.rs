@@ -140,7 +140,7 @@ pub struct Pipeline {
     signer: Arc<dyn Signer>,
     clock: Arc<dyn Clock>,
     /// Gateways by (endpoint, certificate): opening one sets up TLS.
-    clients: Arc<Mutex<HashMap<(String, Uuid), Arc<dyn SifenGateway>>>>,
+    clients: Arc<Mutex<Gateways>>,
     /// Setups by configuration version (`setup`).
     setups: Arc<Mutex<HashMap<SetupKey, Arc<Setup>>>>,
     /// Transforms of one series in this process take turns, several documents per turn (other
@@ -459,6 +459,9 @@ impl Pipeline {
         Ok(client)
     }
 }
+
+/// Open gateways by (endpoint, certificate).
+type Gateways = HashMap<(String, Uuid), Arc<dyn SifenGateway>>;
 
 /// Which setup: tenant, company, its configuration version, channel, branch, issuance point.
 type SetupKey = (TenantId, Uuid, i64, Uuid, Uuid, Uuid);
@@ -1263,17 +1266,14 @@ async fn send_alone(
             let r = &answer.result;
             let code = r.code().unwrap_or_default().to_owned();
             let message = r.results.first().map(|r| r.message.clone()).unwrap_or_default();
-            let outcome = verdict(
-                client,
-                clock,
-                cdc,
-                r.meaning(),
-                r.is_duplicate(),
+            let heard = Verdict {
+                meaning: r.meaning(),
+                approved_before: r.is_duplicate(),
                 code,
                 message,
-                r.authorization.clone(),
-            )
-            .await;
+                authorization: r.authorization.clone(),
+            };
+            let outcome = verdict(client, clock, cdc, heard).await;
             (outcome, Some(answer.raw))
         }
         Err(e) => (Outcome::Failed(transport_failure(&e)), None),
@@ -1289,21 +1289,33 @@ fn transport_failure(e: &SoapError) -> String {
     }
 }
 
+/// What SIFEN answered for one DE, as [`verdict`] reads it.
+struct Verdict {
+    /// The answers table's reading of `dEstRes` and the code.
+    meaning: Meaning,
+    /// 1001/1002: an approval held from before.
+    approved_before: bool,
+    /// `dCodRes`.
+    code: String,
+    /// `dMsgRes`.
+    message: String,
+    /// `dProtAut`.
+    authorization: Option<String>,
+}
+
 /// SIFEN's verdict on one DE (siRecepDE's answer, or its entry in a finished lot), as the
 /// answers table means it (`meaning`, from `dEstRes` and the code): approved, rejected, or an
 /// operational failure. An approval held from before (`approved_before`: 1001/1002, a duplicate
 /// of an approval whose answer we never heard) is confirmed with siConsDE, whose authorisation
 /// is taken; until siConsDE answers "approved", it is an operational failure, never a rejection.
-async fn verdict(
-    client: &dyn SifenGateway,
-    clock: &dyn Clock,
-    cdc: &str,
-    meaning: Meaning,
-    approved_before: bool,
-    code: String,
-    message: String,
-    authorization: Option<String>,
-) -> Outcome {
+async fn verdict(client: &dyn SifenGateway, clock: &dyn Clock, cdc: &str, heard: Verdict) -> Outcome {
+    let Verdict {
+        meaning,
+        approved_before,
+        code,
+        message,
+        authorization,
+    } = heard;
     match meaning {
         Meaning::Approved if approved_before => {
             let d_id = u64::try_from(clock.now().timestamp_millis()).unwrap_or(1);

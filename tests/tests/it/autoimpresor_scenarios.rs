@@ -7,6 +7,7 @@
 //! (the endpoint is named by a host no resolver knows, so only the pinned address reaches it).
 //! The end-to-end tests over HTTP (`autoimpresor`, `printables`) stay beside these.
 
+use crate::scenario_support::{SetClock, TempDir};
 use async_trait::async_trait;
 use chrono::{DateTime, Duration as TimeDelta, NaiveDate, Utc};
 use kuatia_application::aggregate::AggregateStore;
@@ -42,21 +43,6 @@ use uuid::Uuid;
 use crate::autoimpresor::{API_KEY, Endpoint};
 
 const RUC: &str = "80069563-1";
-
-/// The scenario's time.
-struct SetClock(Mutex<DateTime<Utc>>);
-
-impl SetClock {
-    fn advance(&self, by: TimeDelta) {
-        *self.0.lock().unwrap() += by;
-    }
-}
-
-impl Clock for SetClock {
-    fn now(&self) -> DateTime<Utc> {
-        *self.0.lock().unwrap()
-    }
-}
 
 /// Renders nothing: counts the printables it is asked for and answers a stand-in PDF.
 #[derive(Default)]
@@ -131,23 +117,6 @@ impl ConfigurationReads for Configured {
         _company: Uuid,
     ) -> Result<Option<PrintSettings>, StoreError> {
         Ok(None)
-    }
-}
-
-/// A directory of the scenario's artifacts, removed with it.
-struct TempDir(std::path::PathBuf);
-
-impl TempDir {
-    fn new() -> Self {
-        let path = std::env::temp_dir().join(format!("kuatia-scenario-{}", Uuid::now_v7()));
-        std::fs::create_dir_all(&path).expect("a directory");
-        Self(path)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -248,7 +217,7 @@ impl Scenario {
                 is_default: true,
             },
         });
-        let clock = Arc::new(SetClock(Mutex::new(now)));
+        let clock = Arc::new(SetClock::at(now));
         let printer = Arc::new(CountingPrinter::default());
         let destinations = Arc::new(PinnedTo {
             addr: Mutex::new(addr),

@@ -6,9 +6,10 @@
 //! are fakes (their HTTP APIs have their end-to-end test in `webhooks`), every destination is
 //! allowed (the policy has its own tests) and the clock is set by the scenario.
 
+use crate::scenario_support::{Anywhere, SetClock, TempDir};
 use crate::webhooks::{Inbox, free_port, start_receiver, start_smtp_refusing};
 use async_trait::async_trait;
-use chrono::{DateTime, Duration as TimeDelta, Utc};
+use chrono::{Duration as TimeDelta, Utc};
 use kuatia_application::aggregate::AggregateStore;
 use kuatia_application::documents::{self, Intake};
 use kuatia_application::event_store::{EventMetadata, SharedStore};
@@ -16,7 +17,7 @@ use kuatia_application::jobs::{Job, JobFilter, JobState};
 use kuatia_application::process::delivery::{
     ChatSender, Deliveries, DeliveryPorts, DeliverySettings, Mailer, Message, delivery_id,
 };
-use kuatia_application::process::ports::{Clock, Destinations};
+use kuatia_application::process::ports::Clock;
 use kuatia_application::process::webhook_delivery::{WebhookDelivery, WebhookPorts};
 use kuatia_application::vault::Vault;
 use kuatia_application::webhooks::{
@@ -39,35 +40,9 @@ use kuatia_infrastructure::vault::AesGcmSealer;
 use kuatia_infrastructure::webhooks::{WebhookSender, signature_header};
 use kuatia_tests::TestDb;
 use serde_json::{Value, json};
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use uuid::Uuid;
-
-/// The scenario's time.
-struct SetClock(Mutex<DateTime<Utc>>);
-
-impl SetClock {
-    fn advance(&self, by: TimeDelta) {
-        *self.0.lock().unwrap() += by;
-    }
-}
-
-impl Clock for SetClock {
-    fn now(&self) -> DateTime<Utc> {
-        *self.0.lock().unwrap()
-    }
-}
-
-/// Every destination allowed (the policy has its own tests).
-struct Anywhere;
-
-#[async_trait]
-impl Destinations for Anywhere {
-    async fn check(&self, _tenant: TenantId, _url: &str) -> Result<Option<SocketAddr>, String> {
-        Ok(None)
-    }
-}
 
 /// WhatsApp or Telegram, faked: every message it was given, and its answer.
 #[derive(Default)]
@@ -81,23 +56,6 @@ impl ChatSender for FakeChat {
         let mut sent = self.sent.lock().unwrap();
         sent.push((to.to_owned(), message.clone()));
         Ok(format!("fake message {}", sent.len()))
-    }
-}
-
-/// A directory of the scenario's artifacts, removed with it.
-struct TempDir(std::path::PathBuf);
-
-impl TempDir {
-    fn new() -> Self {
-        let path = std::env::temp_dir().join(format!("kuatia-delivery-scenario-{}", Uuid::now_v7()));
-        std::fs::create_dir_all(&path).expect("a directory");
-        Self(path)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 

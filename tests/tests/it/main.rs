@@ -24,6 +24,7 @@ mod printables;
 mod projections;
 mod rate_limits;
 mod sandbox;
+mod scenario_support;
 mod sifen_answers;
 mod sifen_lots;
 mod sifen_pipeline;

@@ -5,14 +5,15 @@
 //! reach), the configuration fixed and the clock set by the scenario. The end-to-end tests
 //! against the simulator (`sifen_pipeline`, `sifen_lots`, `sifen_answers`) stay beside these.
 
+use crate::scenario_support::{Anywhere, SetClock, TempDir};
 use async_trait::async_trait;
-use chrono::{DateTime, Duration as TimeDelta, Utc};
+use chrono::{Duration as TimeDelta, Utc};
 use kuatia_application::aggregate::AggregateStore;
 use kuatia_application::documents::{self, Intake, SIFEN_PREPARE, SIFEN_SUBMIT};
 use kuatia_application::event_store::{EventMetadata, SharedStore, StoreError};
 use kuatia_application::jobs::{Job, JobFilter, JobState};
 use kuatia_application::process::ports::{
-    Clock, CompanyConfig, ConfigurationReads, Destinations, SifenConnector, SifenGateway,
+    Clock, CompanyConfig, ConfigurationReads, SifenConnector, SifenGateway,
 };
 use kuatia_application::process::sifen::{LotSettings, Pipeline, SIFEN_LOT, SifenPorts};
 use kuatia_application::vault::Vault;
@@ -213,31 +214,6 @@ fn lot_answer(code: &str, documents: Vec<LotDocument>) -> Result<Answered<LotRes
     })
 }
 
-/// The scenario's time.
-struct SetClock(Mutex<DateTime<Utc>>);
-
-impl SetClock {
-    fn advance(&self, by: TimeDelta) {
-        *self.0.lock().unwrap() += by;
-    }
-}
-
-impl Clock for SetClock {
-    fn now(&self) -> DateTime<Utc> {
-        *self.0.lock().unwrap()
-    }
-}
-
-/// Every destination allowed (the policy has its own tests).
-struct Anywhere;
-
-#[async_trait]
-impl Destinations for Anywhere {
-    async fn check(&self, _tenant: TenantId, _url: &str) -> Result<Option<SocketAddr>, String> {
-        Ok(None)
-    }
-}
-
 /// One company's configuration, changed by the scenario when it needs to.
 struct Configured {
     company: Mutex<CompanyConfig>,
@@ -275,23 +251,6 @@ impl ConfigurationReads for Configured {
         _company: Uuid,
     ) -> Result<Option<kuatia_domain::print_settings::PrintSettings>, StoreError> {
         Ok(None)
-    }
-}
-
-/// A directory of the scenario's artifacts, removed with it.
-struct TempDir(std::path::PathBuf);
-
-impl TempDir {
-    fn new() -> Self {
-        let path = std::env::temp_dir().join(format!("kuatia-scenario-{}", Uuid::now_v7()));
-        std::fs::create_dir_all(&path).expect("a directory");
-        Self(path)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -404,7 +363,7 @@ impl Scenario {
             }),
         });
         let sifen = ScriptedSifen::default();
-        let clock = Arc::new(SetClock(Mutex::new(now)));
+        let clock = Arc::new(SetClock::at(now));
         let reads = Arc::new(kuatia_projections::reads::Reads::new(store.clone()));
         let mut pipeline = Pipeline::new(SifenPorts {
             store: store.clone(),

@@ -176,17 +176,14 @@ pub(super) async fn lot_outcome(
         .first()
         .map(|r| r.message.clone())
         .unwrap_or_default();
-    super::verdict(
-        client,
-        clock,
-        cdc,
-        entry.meaning(),
-        entry.approved_before(),
-        entry.code().to_owned(),
+    let heard = super::Verdict {
+        meaning: entry.meaning(),
+        approved_before: entry.approved_before(),
+        code: entry.code().to_owned(),
         message,
-        entry.authorization.clone(),
-    )
-    .await
+        authorization: entry.authorization.clone(),
+    };
+    super::verdict(client, clock, cdc, heard).await
 }
 
 /// `sifen.lot`.
