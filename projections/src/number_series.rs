@@ -1,6 +1,6 @@
 //! `number_series` (inline): the next number of each number series, from `DocumentTransformed`
 //! (SIFEN: company, timbrado, establishment, point, document type) and `DocumentRenderingStarted`
-//! (autoimpresor: the channel's authorised range, `api/src/autoimpresor.rs`).
+//! (autoimpresor: the channel's authorised range, `kuatia_application::process::autoimpresor`).
 //!
 //! The transform job reads the series' next number, builds the document with it and appends
 //! `DocumentTransformed`. This projection runs in that append's transaction and moves the series
