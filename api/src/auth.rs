@@ -17,11 +17,10 @@
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use kuatia_application::access::sha256_hex;
+use kuatia_application::access::{ApiKeyRow, sha256_hex};
 use kuatia_application::event_store::EventMetadata;
 use kuatia_domain::access::{Permission, Role};
 use kuatia_domain::tenancy::TenantId;
-use kuatia_projections::access::{self, ApiKeyRow};
 use uuid::Uuid;
 
 use crate::error::ApiError;
@@ -96,20 +95,6 @@ impl Caller {
         self.company_id.is_none_or(|scope| scope == company)
     }
 
-    /// The company a write needs, as its row: the explicit or the key's company, which must exist.
-    pub async fn company_row(
-        &self,
-        store: &kuatia_application::event_store::SharedStore,
-        explicit: Option<Uuid>,
-    ) -> Result<kuatia_projections::configuration::CompanyRow, ApiError> {
-        let id = self
-            .company_scope(explicit)?
-            .ok_or_else(|| ApiError::invalid_field("company_id", "required", "company_id is required"))?;
-        kuatia_projections::configuration::company(store, self.tenant, id)
-            .await?
-            .ok_or_else(|| ApiError::not_found("no such company"))
-    }
-
     /// Metadata for the events this request causes.
     pub fn metadata(&self) -> EventMetadata {
         let actor = match &self.credentials {
@@ -157,7 +142,7 @@ static USE_WRITTEN: std::sync::LazyLock<
 
 /// Records that `key` authenticated a request (`api_key_usage`). A failed write is logged, never
 /// a reason to refuse the request.
-async fn note_use(state: &AppState, key: &access::ApiKeyRow) {
+async fn note_use(state: &AppState, key: &ApiKeyRow) {
     let now = std::time::Instant::now();
     {
         let Ok(mut written) = USE_WRITTEN.lock() else {
@@ -184,7 +169,7 @@ impl FromRequestParts<AppState> for Credentials {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         if let Some(token) = bearer(parts) {
-            let key = access::key_by_hash(&state.store, &sha256_hex(token)).await?;
+            let key = state.access.key_by_hash(&sha256_hex(token)).await?;
             return match key.filter(|k| k.is_active(chrono::Utc::now())) {
                 Some(key) => {
                     note_use(state, &key).await;
@@ -225,16 +210,14 @@ impl FromRequestParts<AppState> for Caller {
                     "X-Tenant-Id does not match the API key's tenant",
                 ));
             }
-            Credentials::Session { user, .. } => {
-                match access::membership(&state.store, tenant, user.id).await? {
-                    Some(m) => (m.role, None),
-                    None => {
-                        return Err(ApiError::forbidden(
-                            "the user is not a member of the X-Tenant-Id tenant",
-                        ));
-                    }
+            Credentials::Session { user, .. } => match state.access.role_of(tenant, user.id).await? {
+                Some(role) => (role, None),
+                None => {
+                    return Err(ApiError::forbidden(
+                        "the user is not a member of the X-Tenant-Id tenant",
+                    ));
                 }
-            }
+            },
         };
         let bucket = match &credentials {
             Credentials::ApiKey(key) => format!("api_key:{}", key.id),

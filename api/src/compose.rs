@@ -12,6 +12,7 @@ use kuatia_application::process::ports::{Clock, SystemClock};
 use kuatia_application::process::printing::{Printing, PrintingPorts};
 use kuatia_application::process::sifen::{LotSettings, Pipeline, SifenPorts};
 use kuatia_application::process::webhook_delivery::{self, WebhookDelivery, WebhookPorts};
+use kuatia_application::sandbox::SandboxPorts;
 use kuatia_application::upcast;
 use kuatia_application::worker::{WorkerConfig, WorkerPool};
 use kuatia_infrastructure::config::Config;
@@ -256,11 +257,13 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
     ));
     let printer: Arc<dyn kuatia_application::printables::Printer> =
         Arc::new(kuatia_infrastructure::printing::TypstPrinter::new());
-    let destinations = Arc::new(kuatia_infrastructure::destination::Policy {
+    let policy = Arc::new(kuatia_infrastructure::destination::Policy {
         allow: kuatia_infrastructure::destination::Policy::parse_allow_list(&config.private_destinations())
             .map_err(|e| anyhow::anyhow!("KUATIA_PRIVATE_DESTINATIONS: {e}"))?,
         demo_unrestricted: !config.public_signup,
     });
+    let destinations: Arc<dyn kuatia_application::process::ports::Destinations> =
+        Arc::new(TenantDestinations::new(policy, reads.clone()));
     // The webhook deliveries: the jobs and the endpoints' `test` share them.
     let webhooks = Arc::new(
         WebhookDelivery::new(WebhookPorts {
@@ -269,14 +272,38 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
             vault: vault.clone(),
             endpoints: reads.clone(),
             sender: Arc::new(kuatia_infrastructure::webhooks::WebhookSender::default()),
-            destinations: Arc::new(TenantDestinations::new(destinations.clone(), reads.clone())),
+            destinations: destinations.clone(),
             clock: clock.clone(),
         })
         .with_retry_scale(config.delivery_retry_scale),
     );
+    let intake = IntakePorts {
+        reads: reads.clone(),
+        config: reads.clone(),
+        series: reads.clone(),
+        registry: Arc::new(kuatia_infrastructure::lookup::StoreRegistry(store.clone())),
+        clock: clock.clone(),
+    };
+    // The sandbox previews with the same use cases, SIFEN's checks in process or at a test
+    // endpoint, and throw-away certificates for anonymous previews.
+    let sandbox = SandboxPorts {
+        intake: intake.clone(),
+        vault: vault.clone(),
+        signer: Arc::new(OpensslSigner),
+        printer: printer.clone(),
+        certificates: Arc::new(kuatia_infrastructure::sandbox::ThrowawayCertificates::default()),
+        sifen: Arc::new(kuatia_infrastructure::sandbox::PreviewEndpoints {
+            target: match &config.sandbox_sifen_url {
+                Some(url) => kuatia_infrastructure::sandbox::SifenTarget::Url(url.clone()),
+                None => kuatia_infrastructure::sandbox::SifenTarget::OwnSimulator,
+            },
+            ..kuatia_infrastructure::sandbox::PreviewEndpoints::default()
+        }),
+    };
     let state = AppState {
         store: store.clone(),
         jobs: jobs.clone(),
+        access: reads.clone(),
         metrics_token: config.metrics_bearer_token.clone().map(Arc::new),
         prometheus: crate::metrics::handle(),
         max_body_bytes: config.max_body_bytes,
@@ -292,26 +319,14 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
             config.pfx_workers,
             config.pfx_queue,
         )),
-        intake: IntakePorts {
-            reads: reads.clone(),
-            config: reads.clone(),
-            series: reads.clone(),
-            registry: Arc::new(kuatia_infrastructure::lookup::StoreRegistry(store.clone())),
-            clock: clock.clone(),
-        },
+        intake: intake.clone(),
         artifacts: artifacts.clone(),
         printer: printer.clone(),
         artifact_urls,
         destinations: destinations.clone(),
         webhook_delivery: webhooks.clone(),
         mail_configured: config.smtp_url.as_ref().is_some_and(|u| !u.expose().is_empty()),
-        sandbox: Arc::new(crate::sandbox::Sandbox {
-            sifen_target: match &config.sandbox_sifen_url {
-                Some(url) => crate::sandbox::SifenTarget::Url(url.clone()),
-                None => crate::sandbox::SifenTarget::OwnSimulator,
-            },
-            ..crate::sandbox::Sandbox::default()
-        }),
+        sandbox,
     };
     // Demo mode runs the SIFEN simulator in-process; the demo channel points at it.
     let sifen_sim = if config.demo_mode() {
@@ -368,7 +383,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
             ..Default::default()
         })),
         signer: Arc::new(OpensslSigner),
-        destinations: Arc::new(TenantDestinations::new(destinations.clone(), reads.clone())),
+        destinations: destinations.clone(),
         clock: clock.clone(),
     })
     .with_retry_scale(config.sifen_retry_scale)
@@ -417,7 +432,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         config: reads.clone(),
         series: reads.clone(),
         reporter: Arc::new(HttpNumberReporter::new()),
-        destinations: Arc::new(TenantDestinations::new(destinations.clone(), reads.clone())),
+        destinations: destinations.clone(),
         clock: clock.clone(),
     });
     // The KuDE job waits on renders of background priority (`Printer::render_background`):

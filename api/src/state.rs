@@ -13,6 +13,8 @@ pub struct AppState {
     pub store: SharedStore,
     /// The job queue.
     pub jobs: Arc<dyn JobQueue>,
+    /// What authentication reads (API keys by hash, memberships).
+    pub access: Arc<dyn kuatia_application::access::AccessReads>,
     /// Bearer token of `/metrics`; `None` disables it.
     pub metrics_token: Option<Arc<Secret>>,
     /// Renders the Prometheus exposition.
@@ -45,49 +47,15 @@ pub struct AppState {
     pub printer: Arc<dyn kuatia_application::printables::Printer>,
     /// Signs and checks artifact download URLs.
     pub artifact_urls: Arc<kuatia_application::download_urls::UrlSigner>,
-    /// The destination policy outgoing requests follow (`KUATIA_PRIVATE_DESTINATIONS`,
-    /// `KUATIA_PUBLIC_SIGNUP`).
-    pub destinations: Arc<kuatia_infrastructure::destination::Policy>,
+    /// The destination policy outgoing requests follow, per tenant (`KUATIA_PRIVATE_DESTINATIONS`,
+    /// `KUATIA_PUBLIC_SIGNUP`): a channel's endpoint and a webhook's URL are checked when saved.
+    pub destinations: Arc<dyn kuatia_application::process::ports::Destinations>,
     /// The webhook deliveries (the endpoints' `test` sends through them).
     pub webhook_delivery: Arc<kuatia_application::process::webhook_delivery::WebhookDelivery>,
     /// Whether a mail server is configured (`KUATIA_SMTP_URL`): invitations are emailed, and
     /// otherwise their `accept_url` is given to the inviter.
     pub mail_configured: bool,
-    /// The sandbox preview's settings (where `sifen_dev` sends).
-    pub sandbox: Arc<Sandbox>,
-}
-
-/// Where `sifen_dev` previews go.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SifenTarget {
-    /// A SIFEN simulator started for each preview on a loopback port, with the preview's CSC,
-    /// stopped when the answer is in: nothing is kept, not even by the simulator.
-    OwnSimulator,
-    /// A SIFEN test endpoint's base URL (`https://sifen-test.set.gov.py`, a simulator's
-    /// `http://host:port`).
-    Url(String),
-}
-
-/// The sandbox's settings (the preview itself is `crate::sandbox`).
-#[derive(Debug, Clone)]
-pub struct Sandbox {
-    /// Where `sifen_dev` sends.
-    pub sifen_target: SifenTarget,
-    /// Timeouts of the SOAP client.
-    pub soap: kuatia_infrastructure::sifen_soap::SoapClientConfig,
-}
-
-impl Default for Sandbox {
-    fn default() -> Self {
-        Self {
-            sifen_target: SifenTarget::OwnSimulator,
-            // A person waits for the answer: shorter than the pipeline's 15 s / 45 s.
-            soap: kuatia_infrastructure::sifen_soap::SoapClientConfig {
-                connect_timeout_ms: 5_000,
-                read_timeout_ms: 30_000,
-                total_timeout_ms: 40_000,
-                ..kuatia_infrastructure::sifen_soap::SoapClientConfig::default()
-            },
-        }
-    }
+    /// What the sandbox preview reads and talks to (intake's reads, the vault, the signer, the
+    /// printer, throw-away certificates, SIFEN's checks in process or at a test endpoint).
+    pub sandbox: kuatia_application::sandbox::SandboxPorts,
 }

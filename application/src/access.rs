@@ -5,6 +5,7 @@
 //! that creates it. A SHA-256 rather than a slow password hash is right here: the key is random
 //! and long, so there is nothing to brute-force, and every request must verify it quickly.
 
+use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use kuatia_domain::access::Role;
 use kuatia_domain::tenancy::{Environment, TenantId, TenantSlug};
@@ -21,6 +22,45 @@ const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrst
 /// Lower-case hex SHA-256 of a secret.
 pub fn sha256_hex(secret: &str) -> String {
     hex::encode(Sha256::digest(secret.as_bytes()))
+}
+
+/// An API key's record (no secret).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiKeyRow {
+    /// Id.
+    pub id: Uuid,
+    /// Tenant.
+    pub tenant_id: TenantId,
+    /// Label.
+    pub name: String,
+    /// Role.
+    pub role: Role,
+    /// Company scope.
+    pub company_id: Option<Uuid>,
+    /// Recognisable prefix.
+    pub prefix: String,
+    /// Issued.
+    pub created_at: DateTime<Utc>,
+    /// Stops working at.
+    pub expires_at: Option<DateTime<Utc>>,
+    /// Revoked at.
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+impl ApiKeyRow {
+    /// Whether the key authenticates at `now`.
+    pub fn is_active(&self, now: DateTime<Utc>) -> bool {
+        self.revoked_at.is_none() && self.expires_at.is_none_or(|at| at > now)
+    }
+}
+
+/// The access read models, as authentication reads them on every request.
+#[async_trait]
+pub trait AccessReads: Send + Sync {
+    /// The API key whose secret hashes to `sha256` (active or not).
+    async fn key_by_hash(&self, sha256: &str) -> Result<Option<ApiKeyRow>, StoreError>;
+    /// `user`'s role in `tenant`; `None`: not a member.
+    async fn role_of(&self, tenant: TenantId, user: Uuid) -> Result<Option<Role>, StoreError>;
 }
 
 /// A freshly generated key: the secret, its listing prefix and its hash.

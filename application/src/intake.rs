@@ -37,7 +37,7 @@ use crate::documents::{self, DocumentsError, Intake, Stored};
 use crate::event_store::{EventMetadata, SharedStore, StoreError};
 use crate::external_ids::{self, ExternalClaim, ExternalId};
 use crate::idempotency::{self, Claim};
-use crate::process::ports::{Clock, CompanySnapshot, ConfigurationReads, NumberSeries};
+use crate::process::ports::{Clock, CompanyConfig, CompanySnapshot, ConfigurationReads, NumberSeries};
 
 /// Who sends the document: the tenant, the company the caller is scoped to (an API key of one
 /// company), and what its events record of it.
@@ -77,6 +77,9 @@ pub trait IntakeReads: Send + Sync {
         tenant: TenantId,
         company: Uuid,
     ) -> Result<Option<Arc<CompanySnapshot>>, StoreError>;
+    /// The tenant's companies (only `only` when given), by RUC.
+    async fn companies(&self, tenant: TenantId, only: Option<Uuid>)
+    -> Result<Vec<CompanyConfig>, StoreError>;
     /// A document of the tenant.
     async fn document(&self, tenant: TenantId, id: Uuid) -> Result<Option<DocumentFacts>, StoreError>;
     /// The tenant's document with this CDC.

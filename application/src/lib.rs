@@ -27,6 +27,7 @@ pub mod process;
 pub mod projection;
 pub mod rate_limit;
 pub mod records;
+pub mod sandbox;
 pub mod trace_context;
 pub mod upcast;
 pub mod vault;

@@ -12,7 +12,8 @@
 //! workflows' port.
 
 use async_trait::async_trait;
-use kuatia_application::process::ports::{Destinations, TenantReads};
+use kuatia_application::event_store::StoreError;
+use kuatia_application::process::ports::{Destinations, RefusedDestination, TenantReads};
 use kuatia_domain::tenancy::TenantId;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
@@ -269,6 +270,20 @@ impl Destinations for TenantDestinations {
             .await
             .map(|d| d.pinned)
             .map_err(|e| e.to_string())
+    }
+
+    async fn check_saved(
+        &self,
+        tenant: TenantId,
+        url: &str,
+    ) -> Result<Result<(), RefusedDestination>, StoreError> {
+        let production = self.tenants.is_production(tenant).await?;
+        Ok(crate::webhooks::check_saved(url, &self.policy.rules(production))
+            .await
+            .map_err(|refusal| RefusedDestination {
+                code: refusal.code(),
+                message: refusal.to_string(),
+            }))
     }
 }
 

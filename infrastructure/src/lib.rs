@@ -12,6 +12,7 @@ pub mod lookup;
 pub mod number_reporter;
 pub mod pfx_work;
 pub mod printing;
+pub mod sandbox;
 pub mod selfsigned;
 pub mod sifen;
 pub mod sifen_sim;

@@ -262,35 +262,7 @@ pub async fn tenant(store: &SharedStore, id: TenantId) -> Result<Option<TenantRo
         .transpose()
 }
 
-/// An API key's record (no secret).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ApiKeyRow {
-    /// Id.
-    pub id: Uuid,
-    /// Tenant.
-    pub tenant_id: TenantId,
-    /// Label.
-    pub name: String,
-    /// Role.
-    pub role: Role,
-    /// Company scope.
-    pub company_id: Option<Uuid>,
-    /// Recognisable prefix.
-    pub prefix: String,
-    /// Issued.
-    pub created_at: DateTime<Utc>,
-    /// Stops working at.
-    pub expires_at: Option<DateTime<Utc>>,
-    /// Revoked at.
-    pub revoked_at: Option<DateTime<Utc>>,
-}
-
-impl ApiKeyRow {
-    /// Whether the key authenticates at `now`.
-    pub fn is_active(&self, now: DateTime<Utc>) -> bool {
-        self.revoked_at.is_none() && self.expires_at.is_none_or(|at| at > now)
-    }
-}
+pub use kuatia_application::access::ApiKeyRow;
 
 fn key_row(r: &[SqlValue]) -> Result<ApiKeyRow, StoreError> {
     Ok(ApiKeyRow {

@@ -1,15 +1,18 @@
 //! The read ports of the process managers (`kuatia_application::process::ports`, and the webhook
 //! delivery's `WebhookReads`) and of intake (`kuatia_application::intake`), answered from the
 //! read models: the configuration (print settings included), the number series, the tenants,
-//! the webhook endpoints, the documents.
+//! the webhook endpoints, the documents, and authentication's (`kuatia_application::access::AccessReads`:
+//! API keys and memberships).
 
 use async_trait::async_trait;
+use kuatia_application::access::{AccessReads, ApiKeyRow};
 use kuatia_application::event_store::{SharedStore, StoreError};
 use kuatia_application::intake::{DocumentFacts, IntakeReads};
 use kuatia_application::process::ports::{
     CompanyConfig, CompanySnapshot, ConfigurationReads, NumberSeries, TenantReads,
 };
 use kuatia_application::process::webhook_delivery::{Endpoint, WebhookReads};
+use kuatia_domain::access::Role;
 use kuatia_domain::certificate::CertificateRecord;
 use kuatia_domain::channel::EmissionChannel;
 use kuatia_domain::company::{Branch, IssuancePoint};
@@ -19,7 +22,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use crate::webhooks::{self as endpoints, EndpointRow};
-use crate::{configuration as config, documents, number_series};
+use crate::{access, configuration as config, documents, number_series};
 
 /// The read models behind the process managers' and intake's read ports.
 #[derive(Clone)]
@@ -37,6 +40,15 @@ impl Reads {
             store,
             snapshots: Arc::default(),
         }
+    }
+}
+
+fn company_config(c: config::CompanyRow) -> CompanyConfig {
+    CompanyConfig {
+        id: c.id,
+        ruc: c.ruc,
+        profile: c.profile,
+        config_version: c.config_version,
     }
 }
 
@@ -58,6 +70,18 @@ impl IntakeReads for Reads {
         company: Uuid,
     ) -> Result<Option<Arc<CompanySnapshot>>, StoreError> {
         config::company_snapshot(&self.store, &self.snapshots, tenant, company).await
+    }
+
+    async fn companies(
+        &self,
+        tenant: TenantId,
+        only: Option<Uuid>,
+    ) -> Result<Vec<CompanyConfig>, StoreError> {
+        Ok(config::companies(&self.store, tenant, only)
+            .await?
+            .into_iter()
+            .map(company_config)
+            .collect())
     }
 
     async fn document(&self, tenant: TenantId, id: Uuid) -> Result<Option<DocumentFacts>, StoreError> {
@@ -85,6 +109,19 @@ impl IntakeReads for Reads {
     }
 }
 
+#[async_trait]
+impl AccessReads for Reads {
+    async fn key_by_hash(&self, sha256: &str) -> Result<Option<ApiKeyRow>, StoreError> {
+        access::key_by_hash(&self.store, sha256).await
+    }
+
+    async fn role_of(&self, tenant: TenantId, user: Uuid) -> Result<Option<Role>, StoreError> {
+        Ok(access::membership(&self.store, tenant, user)
+            .await?
+            .map(|m| m.role))
+    }
+}
+
 impl std::fmt::Debug for Reads {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Reads").finish_non_exhaustive()
@@ -96,12 +133,7 @@ impl ConfigurationReads for Reads {
     async fn company(&self, tenant: TenantId, id: Uuid) -> Result<Option<CompanyConfig>, StoreError> {
         Ok(config::company(&self.store, tenant, id)
             .await?
-            .map(|c| CompanyConfig {
-                id: c.id,
-                ruc: c.ruc,
-                profile: c.profile,
-                config_version: c.config_version,
-            }))
+            .map(company_config))
     }
 
     async fn channel(&self, tenant: TenantId, id: Uuid) -> Result<Option<EmissionChannel>, StoreError> {

@@ -159,7 +159,7 @@ pub async fn create_branch(
     Json(body): Json<CreateBranch>,
 ) -> Result<(StatusCode, axum::Json<BranchView>), ApiError> {
     caller.require(CREATE_BRANCH)?;
-    let company = caller.company_row(&state.store, body.company_id).await?;
+    let company = crate::routes::companies::company_row(&caller, &state.store, body.company_id).await?;
     let branch = Branch {
         branch_id: Uuid::now_v7(),
         code: body.code,

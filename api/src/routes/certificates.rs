@@ -264,7 +264,7 @@ pub async fn upload_certificate(
             })
         })
         .transpose()?;
-    let company = caller.company_row(&state.store, explicit).await?;
+    let company = crate::routes::companies::company_row(&caller, &state.store, explicit).await?;
     let pfx = fields
         .pfx
         .filter(|p| !p.is_empty())

@@ -270,3 +270,18 @@ pub async fn update_company(
         .ok_or_else(|| ApiError::not_found("no such company"))?;
     Ok(axum::Json(row.into()))
 }
+
+/// The company a write needs, as its row: the explicit or the caller's key's company, which must
+/// exist.
+pub async fn company_row(
+    caller: &Caller,
+    store: &kuatia_application::event_store::SharedStore,
+    explicit: Option<Uuid>,
+) -> Result<kuatia_projections::configuration::CompanyRow, ApiError> {
+    let id = caller
+        .company_scope(explicit)?
+        .ok_or_else(|| ApiError::invalid_field("company_id", "required", "company_id is required"))?;
+    kuatia_projections::configuration::company(store, caller.tenant, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("no such company"))
+}

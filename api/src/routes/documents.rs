@@ -155,7 +155,7 @@ fn first_message(issues: &[Issue]) -> String {
 }
 
 /// Who the caller is, as the intake use case needs it.
-fn requester(caller: &Caller) -> intake::Requester {
+pub(crate) fn requester(caller: &Caller) -> intake::Requester {
     intake::Requester {
         tenant: caller.tenant,
         company_scope: caller.company_id,

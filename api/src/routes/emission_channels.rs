@@ -320,12 +320,15 @@ async fn save(
     // The destination policy (docs/security.md): a production tenant's SIFEN endpoint or
     // autoimpresor reporting endpoint is https; every tenant's reaches only public or
     // allow-listed addresses (demo tenants anywhere only while public signup is off).
-    let rules = crate::destinations::rules(&state.store, &state.destinations, caller.tenant).await?;
-    if let Err(refusal) = kuatia_infrastructure::webhooks::check_saved(&channel.endpoint, &rules).await {
+    if let Err(refused) = state
+        .destinations
+        .check_saved(caller.tenant, &channel.endpoint)
+        .await?
+    {
         return Err(ApiError::invalid_field(
             "credentials.endpoint",
-            refusal.code(),
-            refusal.to_string(),
+            refused.code,
+            refused.message,
         ));
     }
     configuration::configure_channel(
@@ -374,7 +377,7 @@ pub async fn create_channel(
     Json(body): Json<ChannelRequest>,
 ) -> Result<(StatusCode, axum::Json<ChannelView>), ApiError> {
     caller.require(CREATE_CHANNEL)?;
-    let company = caller.company_row(&state.store, body.company_id).await?;
+    let company = crate::routes::companies::company_row(&caller, &state.store, body.company_id).await?;
     let (channel, secrets) = channel_from(body, Uuid::now_v7(), None)?;
     let view = save(&state, &caller, &company, channel, secrets).await?;
     Ok((StatusCode::CREATED, axum::Json(view)))

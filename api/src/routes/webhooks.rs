@@ -236,13 +236,12 @@ async fn check(state: &AppState, caller: &Caller, settings: &EndpointSettings) -
     if !issues.is_empty() {
         return Err(invalid(issues));
     }
-    let rules = state.destinations.rules(environment == Environment::Production);
-    if let Err(refusal) = kuatia_infrastructure::webhooks::check_saved(&settings.url, &rules).await {
-        return Err(ApiError::invalid_field(
-            "url",
-            refusal.code(),
-            refusal.to_string(),
-        ));
+    if let Err(refused) = state
+        .destinations
+        .check_saved(caller.tenant, &settings.url)
+        .await?
+    {
+        return Err(ApiError::invalid_field("url", refused.code, refused.message));
     }
     Ok(())
 }
@@ -300,7 +299,11 @@ pub async fn create_webhook(
 ) -> Result<(StatusCode, axum::Json<WebhookWithSecret>), ApiError> {
     caller.require(MANAGE_WEBHOOKS)?;
     let company_id = match caller.company_scope(request.company_id)? {
-        Some(id) => Some(caller.company_row(&state.store, Some(id)).await?.id),
+        Some(id) => Some(
+            crate::routes::companies::company_row(&caller, &state.store, Some(id))
+                .await?
+                .id,
+        ),
         None => None,
     };
     let settings = EndpointSettings {

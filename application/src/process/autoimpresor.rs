@@ -188,15 +188,7 @@ pub struct AutoimpresorPorts {
 /// What both handlers share.
 #[derive(Clone)]
 pub struct Autoimpresor {
-    store: SharedStore,
-    vault: Vault,
-    artifacts: Arc<dyn ArtifactStore>,
-    printer: Arc<dyn Printer>,
-    config: Arc<dyn ConfigurationReads>,
-    series: Arc<dyn NumberSeries>,
-    reporter: Arc<dyn NumberReporter>,
-    destinations: Arc<dyn Destinations>,
-    clock: Arc<dyn Clock>,
+    ports: AutoimpresorPorts,
     /// Draws of one series in this process take turns (other instances are kept honest by the
     /// number series projection), as SIFEN's transforms do.
     series_locks: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
@@ -221,15 +213,7 @@ impl Autoimpresor {
     /// The channel over its ports.
     pub fn new(ports: AutoimpresorPorts) -> Self {
         Self {
-            store: ports.store,
-            vault: ports.vault,
-            artifacts: ports.artifacts,
-            printer: ports.printer,
-            config: ports.config,
-            series: ports.series,
-            reporter: ports.reporter,
-            destinations: ports.destinations,
-            clock: ports.clock,
+            ports,
             series_locks: Arc::default(),
         }
     }
@@ -243,7 +227,7 @@ impl Autoimpresor {
     }
 
     async fn load(&self, tenant: TenantId, id: Uuid) -> Result<Option<DocumentState>, JobFailure> {
-        load_document(&self.store, tenant, id).await
+        load_document(&self.ports.store, tenant, id).await
     }
 
     async fn document(&self, job: &Job) -> Result<(TenantId, Uuid, DocumentState), JobFailure> {
@@ -260,7 +244,7 @@ impl Autoimpresor {
         id: Uuid,
         commands: Vec<DocumentCommand>,
     ) -> Result<Ran, JobFailure> {
-        match documents::executor(&self.store)
+        match documents::executor(&self.ports.store)
             .execute_all(
                 tenant,
                 &aggregate::stream_id(tenant, id),
@@ -300,6 +284,7 @@ impl Autoimpresor {
         state: &DocumentState,
     ) -> Result<(AutoimpresorSettings, String, Option<Uuid>), JobFailure> {
         let channel = self
+            .ports
             .config
             .channel(tenant, state.routing.channel_id)
             .await
@@ -321,12 +306,14 @@ impl Autoimpresor {
         let permanent =
             |what: &str| JobFailure::Permanent(format!("document {}: no {what}", state.document_id));
         let branch = self
+            .ports
             .config
             .branch(tenant, state.routing.branch_id)
             .await
             .map_err(retry)?
             .ok_or_else(|| permanent("branch"))?;
         let point = self
+            .ports
             .config
             .issuance_point(tenant, state.routing.issuance_point_id)
             .await
@@ -338,7 +325,7 @@ impl Autoimpresor {
     /// Queued → numbered (`rendering`), or refused. `Ok(false)`: nothing more to do now.
     async fn number(&self, tenant: TenantId, id: Uuid, state: &DocumentState) -> Result<bool, JobFailure> {
         let (settings, _, _) = self.settings(tenant, state).await?;
-        let now = self.clock.now();
+        let now = self.ports.clock.now();
         let issue_date = local_time::paraguay(state.document.issue_datetime.with_timezone(&Utc)).date();
         let today = local_time::paraguay_today(now);
         if let Some(message) = validity_refusal(&settings, issue_date, today) {
@@ -348,7 +335,12 @@ impl Autoimpresor {
         let series = series_key(state.routing.company_id, &settings, &establishment, &point);
         let lock = self.series_lock(&series);
         let _turn = lock.lock().await;
-        let opened = self.series.next_number(tenant, &series).await.map_err(retry)?;
+        let opened = self
+            .ports
+            .series
+            .next_number(tenant, &series)
+            .await
+            .map_err(retry)?;
         let next = opened.unwrap_or(settings.next_number);
         if next > settings.range_end {
             let message = format!(
@@ -417,12 +409,14 @@ impl Autoimpresor {
             .clone()
             .ok_or_else(|| permanent("rendering without a number".into()))?;
         let company = self
+            .ports
             .config
             .company(tenant, state.routing.company_id)
             .await
             .map_err(retry)?
             .ok_or_else(|| permanent("no company".into()))?;
         let branch = self
+            .ports
             .config
             .branch(tenant, state.routing.branch_id)
             .await
@@ -445,6 +439,7 @@ impl Autoimpresor {
             email: Some(profile.email.clone()).filter(|e| !e.is_empty()),
         };
         let print_settings = self
+            .ports
             .config
             .print_settings(tenant, state.routing.company_id)
             .await
@@ -461,17 +456,18 @@ impl Autoimpresor {
             watermark: None,
         };
         let pdf = self
+            .ports
             .printer
             .render(Printable::Autoimpresor(Box::new(printable)), &print_settings)
             .await
             .map_err(|e| retry(format!("rendering the printable: {e}")))?;
-        let sha = self.artifacts.put(&pdf).await.map_err(retry)?;
+        let sha = self.ports.artifacts.put(&pdf).await.map_err(retry)?;
         let artifact_id = Uuid::now_v7();
-        let now = self.clock.now();
+        let now = self.ports.clock.now();
         let mut commands = Vec::new();
         if state.latest_artifact(ArtifactKind::NormalizedPayload).is_none() {
             let payload = super::sifen::normalized_payload(state)?;
-            let payload_sha = self.artifacts.put(&payload).await.map_err(retry)?;
+            let payload_sha = self.ports.artifacts.put(&payload).await.map_err(retry)?;
             commands.push(super::sifen::normalized_payload_artifact(
                 state,
                 payload_sha,
@@ -612,6 +608,7 @@ impl JobHandler for ReportNumber {
         }
         let (settings, endpoint, secret) = a.settings(tenant, &state).await?;
         let company = a
+            .ports
             .config
             .company(tenant, state.routing.company_id)
             .await
@@ -622,13 +619,14 @@ impl JobHandler for ReportNumber {
         // still lead to public (or allow-listed) addresses, and the request goes to the very
         // address checked (a rebinding DNS answer cannot move it).
         let pinned = a
+            .ports
             .destinations
             .check(tenant, &endpoint)
             .await
             .map_err(|e| retry(format!("the reporting endpoint: {e}")))?;
         let api_key = match secret {
             Some(secret) => {
-                let key = a.vault.get(tenant, secret).await.map_err(retry)?;
+                let key = a.ports.vault.get(tenant, secret).await.map_err(retry)?;
                 let key = String::from_utf8(key.to_vec())
                     .map_err(|_| JobFailure::Permanent(format!("document {id}: an unreadable API key")))?;
                 Some(Zeroizing::new(key))
@@ -642,7 +640,7 @@ impl JobHandler for ReportNumber {
             body,
             api_key,
         };
-        let answer = a.reporter.post(&request).await.map_err(|e| match e {
+        let answer = a.ports.reporter.post(&request).await.map_err(|e| match e {
             ReportFailure::Request(e) => retry(e),
             ReportFailure::Transport(why) => retry(format!("reporting to {endpoint}: {why}")),
         })?;
@@ -656,7 +654,7 @@ impl JobHandler for ReportNumber {
         let command = DocumentCommand::RecordNumberReported {
             report,
             http_status: answer.status,
-            at: a.clock.now(),
+            at: a.ports.clock.now(),
         };
         match a.run(tenant, id, vec![command]).await? {
             Ran::Done | Ran::Changed(_) => Ok(()),

@@ -11,8 +11,17 @@ use kuatia_domain::sifen::de::{self, DeInput, Issuer};
 use kuatia_domain::sifen::qr::{self, Csc, QrData};
 use rand::Rng;
 
-use super::ports::SigningKey;
+use kuatia_domain::certificate::CertificateRecord;
+use kuatia_domain::channel::SifenSettings;
+use kuatia_domain::ruc::Ruc;
+use kuatia_domain::tenancy::TenantId;
+use uuid::Uuid;
+use zeroize::Zeroizing;
+
+use super::ports::{CompanyConfig, ConfigurationReads, SigningKey};
 use crate::artifacts::sha256_hex;
+use crate::event_store::StoreError;
+use crate::vault::{Vault, VaultError};
 
 /// What signing needs besides the document.
 pub struct SigningSetup<'a> {
@@ -121,6 +130,79 @@ pub fn build_and_sign(
         unsigned_sha256,
         xml,
         signed_at: now,
+    })
+}
+
+/// What signing a company's DEs needs of its `sifen` channel: the issuer as the DE names it,
+/// the certificate's record, its private key and chain (PEM), and the CSC.
+pub struct SigningMaterial {
+    /// The issuer.
+    pub issuer: Issuer,
+    /// The certificate's record (its validity).
+    pub certificate: CertificateRecord,
+    /// The certificate's private key and chain, PEM.
+    pub pem: Zeroizing<Vec<u8>>,
+    /// The CSC's secret.
+    pub csc: String,
+}
+
+/// Why [`signing_material`] could not be read.
+#[derive(Debug)]
+pub enum MaterialError {
+    /// A record is missing or unreadable: `no branch`, `no issuance point`, `no certificate`,
+    /// `an unreadable company RUC`, `an unreadable CSC`.
+    Missing(&'static str),
+    /// The store failed.
+    Store(StoreError),
+    /// A sealed secret could not be opened: which one, and why.
+    Vault(&'static str, VaultError),
+}
+
+impl From<StoreError> for MaterialError {
+    fn from(e: StoreError) -> Self {
+        Self::Store(e)
+    }
+}
+
+/// Reads the [`SigningMaterial`] of `company`'s `sifen` channel at the branch and point given:
+/// the one reading the SIFEN process manager and the sandbox's company previews share.
+pub async fn signing_material(
+    config: &dyn ConfigurationReads,
+    vault: &Vault,
+    tenant: TenantId,
+    company: &CompanyConfig,
+    sifen: &SifenSettings,
+    branch_id: Uuid,
+    issuance_point_id: Uuid,
+) -> Result<SigningMaterial, MaterialError> {
+    let branch = config
+        .branch(tenant, branch_id)
+        .await?
+        .ok_or(MaterialError::Missing("no branch"))?;
+    let point = config
+        .issuance_point(tenant, issuance_point_id)
+        .await?
+        .ok_or(MaterialError::Missing("no issuance point"))?;
+    let ruc = Ruc::parse(&company.ruc).map_err(|_| MaterialError::Missing("an unreadable company RUC"))?;
+    let issuer = Issuer::from_config(&ruc, &company.profile, &branch, &point, sifen);
+    let certificate = config
+        .certificate(tenant, sifen.certificate_id)
+        .await?
+        .ok_or(MaterialError::Missing("no certificate"))?;
+    let pem = vault
+        .get(tenant, certificate.secret_id)
+        .await
+        .map_err(|e| MaterialError::Vault("the certificate's private key", e))?;
+    let csc = vault
+        .get(tenant, sifen.csc_secret_id)
+        .await
+        .map_err(|e| MaterialError::Vault("the CSC", e))?;
+    let csc = String::from_utf8(csc.to_vec()).map_err(|_| MaterialError::Missing("an unreadable CSC"))?;
+    Ok(SigningMaterial {
+        issuer,
+        certificate,
+        pem,
+        csc,
     })
 }
 

@@ -25,6 +25,7 @@ use kuatia_domain::tenancy::TenantId;
 use uuid::Uuid;
 
 use crate::aggregate::AggregateStore;
+use crate::artifacts::ArtifactStore;
 use crate::event_store::{EventMetadata, SharedStore};
 use crate::jobs::Job;
 use crate::worker::JobFailure;
@@ -71,4 +72,27 @@ pub async fn load_document(
         .await
         .map_err(retry)?;
     Ok(loaded.aggregate().state().cloned())
+}
+
+/// The document's signed XML as stored (the bytes SIFEN got and the KuDE prints). A document
+/// without one, or whose record names none, fails for good; an artifact store that cannot answer
+/// (or lost the bytes) is retried.
+pub async fn signed_xml(artifacts: &dyn ArtifactStore, state: &DocumentState) -> Result<Vec<u8>, JobFailure> {
+    let id = state.document_id;
+    let artifact_id = state
+        .signed_xml_artifact_id
+        .ok_or_else(|| JobFailure::Permanent(format!("document {id} has no signed XML")))?;
+    let artifact = state
+        .artifact(artifact_id)
+        .ok_or_else(|| JobFailure::Permanent(format!("document {id}: signed XML not recorded")))?;
+    artifacts
+        .get(&artifact.sha256)
+        .await
+        .map_err(retry)?
+        .ok_or_else(|| {
+            retry(format!(
+                "the signed XML {} is not in the artifact store",
+                artifact.sha256
+            ))
+        })
 }

@@ -175,4 +175,22 @@ pub trait Destinations: Send + Sync {
     /// the rules pin one. The error says why the destination is refused (it may be DNS: the
     /// caller tries again later).
     async fn check(&self, tenant: TenantId, url: &str) -> Result<Option<SocketAddr>, String>;
+    /// Checks `url` when it is saved (a channel's endpoint, a webhook's URL): as
+    /// [`check`](Self::check), except that a demo tenant's host that does not resolve yet passes
+    /// (it is checked again before every connection). The outer error: the tenant could not be
+    /// read; the inner one: the destination is refused.
+    async fn check_saved(
+        &self,
+        tenant: TenantId,
+        url: &str,
+    ) -> Result<Result<(), RefusedDestination>, StoreError>;
+}
+
+/// Why a destination is refused: a code for the API's `details.errors` and the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefusedDestination {
+    /// `invalid_url`, `https_required`, `private_address`, …
+    pub code: &'static str,
+    /// The reason, in words.
+    pub message: String,
 }

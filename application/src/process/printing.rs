@@ -125,22 +125,7 @@ impl Printing {
 
     /// The KuDE's input: the signed XML as stored.
     async fn kude_input(&self, state: &DocumentState) -> Result<Printable, JobFailure> {
-        let id = state.document_id;
-        let artifact = state
-            .signed_xml_artifact_id
-            .and_then(|a| state.artifact(a))
-            .ok_or_else(|| JobFailure::Permanent(format!("document {id} has no signed XML")))?;
-        let signed_xml = self
-            .artifacts
-            .get(&artifact.sha256)
-            .await
-            .map_err(retry)?
-            .ok_or_else(|| {
-                retry(format!(
-                    "the signed XML {} is not in the artifact store",
-                    artifact.sha256
-                ))
-            })?;
+        let signed_xml = super::signed_xml(self.artifacts.as_ref(), state).await?;
         Ok(Printable::Kude {
             signed_xml,
             watermark: None,

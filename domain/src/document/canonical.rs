@@ -355,11 +355,11 @@ pub struct Card {
     pub kind: CardKind,
 }
 
-/// `payment_terms.check` (extension).
+/// `payment_terms.check` (extension): a cheque (its schema keeps the wire name `Check`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = Check))]
 #[serde(deny_unknown_fields)]
-pub struct Check {
+pub struct Cheque {
     /// Cheque number.
     pub number: String,
     /// Issuing bank.
@@ -388,7 +388,7 @@ pub struct PaymentTerms {
     pub card: Option<Card>,
     /// Extension: cheque details.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub check: Option<Check>,
+    pub check: Option<Cheque>,
 }
 
 /// manual or automatic.

@@ -17,7 +17,7 @@ use kuatia_application::jobs::{Job, JobState};
 use kuatia_application::printables::{PrintError, Printable, Printer};
 use kuatia_application::process::autoimpresor::{Autoimpresor, AutoimpresorPorts, series_key};
 use kuatia_application::process::ports::{
-    Clock, CompanyConfig, ConfigurationReads, Destinations, NumberSeries,
+    Clock, CompanyConfig, ConfigurationReads, Destinations, NumberSeries, RefusedDestination,
 };
 use kuatia_application::vault::Vault;
 use kuatia_application::worker::{JobFailure, JobHandler};
@@ -78,6 +78,13 @@ impl Destinations for PinnedTo {
     async fn check(&self, _tenant: TenantId, url: &str) -> Result<Option<SocketAddr>, String> {
         self.checked.lock().unwrap().push(url.to_owned());
         Ok(Some(*self.addr.lock().unwrap()))
+    }
+    async fn check_saved(
+        &self,
+        _tenant: TenantId,
+        _url: &str,
+    ) -> Result<Result<(), RefusedDestination>, StoreError> {
+        Ok(Ok(()))
     }
 }
 

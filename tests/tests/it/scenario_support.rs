@@ -4,7 +4,8 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Duration as TimeDelta, Utc};
-use kuatia_application::process::ports::{Clock, Destinations};
+use kuatia_application::event_store::StoreError;
+use kuatia_application::process::ports::{Clock, Destinations, RefusedDestination};
 use kuatia_domain::tenancy::TenantId;
 use std::net::SocketAddr;
 use std::sync::Mutex;
@@ -38,6 +39,13 @@ pub(crate) struct Anywhere;
 impl Destinations for Anywhere {
     async fn check(&self, _tenant: TenantId, _url: &str) -> Result<Option<SocketAddr>, String> {
         Ok(None)
+    }
+    async fn check_saved(
+        &self,
+        _tenant: TenantId,
+        _url: &str,
+    ) -> Result<Result<(), RefusedDestination>, StoreError> {
+        Ok(Ok(()))
     }
 }
 

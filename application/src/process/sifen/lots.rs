@@ -97,7 +97,7 @@ impl Pipeline {
         lot: &[(Uuid, &str)],
     ) -> Heard {
         let xmls: Vec<&str> = lot.iter().map(|(_, xml)| *xml).collect();
-        let d_id = u64::try_from(self.clock.now().timestamp_millis()).unwrap_or(1);
+        let d_id = u64::try_from(self.ports.clock.now().timestamp_millis()).unwrap_or(1);
         let failed =
             |reason: String, raw: Option<String>| Heard::Answer(Outcome::Failed(reason), raw.map(Arc::from));
         match client.send_lot(d_id, &xmls).await {
@@ -113,8 +113,9 @@ impl Pipeline {
                     }),
                 );
                 job.max_attempts = 1_000;
-                job.run_at =
-                    Some(self.clock.now() + chrono::Duration::from_std(self.lots.poll).unwrap_or_default());
+                job.run_at = Some(
+                    self.ports.clock.now() + chrono::Duration::from_std(self.lots.poll).unwrap_or_default(),
+                );
                 match &self.jobs {
                     Some(jobs) => match jobs.enqueue(&job).await {
                         Ok(_) => Heard::InLot {
@@ -239,7 +240,7 @@ impl SifenLot {
         };
         let setup = p.setup(tenant, first).await?;
         let client = p.client(&setup)?;
-        let d_id = u64::try_from(p.clock.now().timestamp_millis()).unwrap_or(1);
+        let d_id = u64::try_from(p.ports.clock.now().timestamp_millis()).unwrap_or(1);
         let answer = client
             .lot_result(d_id, &LotQuery::Number(number.clone()))
             .await
@@ -275,7 +276,7 @@ impl SifenLot {
             let cdc = state_of.cdc.clone().unwrap_or_default();
             let found = answer.result.documents.iter().find(|d| d.cdc == cdc);
             let outcome = match (meaning, found) {
-                (Meaning::Approved, Some(entry)) => lot_outcome(&*client, &*p.clock, &cdc, entry).await,
+                (Meaning::Approved, Some(entry)) => lot_outcome(&*client, &*p.ports.clock, &cdc, entry).await,
                 (Meaning::Approved, None) => Outcome::Failed(format!(
                     "SIFEN {}: the concluded lot {number} does not list this CDC",
                     answer.result.code
@@ -290,7 +291,9 @@ impl SifenLot {
         }
         // A document another writer changed meanwhile: the job polls again, and the documents
         // recorded now are no longer waiting.
-        for result in documents::commands_each(&p.store, tenant, work, super::metadata(super::ACTOR)).await {
+        for result in
+            documents::commands_each(&p.ports.store, tenant, work, super::metadata(super::ACTOR)).await
+        {
             result.map_err(retry)?;
         }
         Ok(())
