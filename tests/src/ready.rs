@@ -108,6 +108,15 @@ impl TestApp {
 }
 
 impl Ready {
+    /// The same tenant on `app`, for when the service it was made on restarted (on another port).
+    pub fn on(self, app: &TestApp) -> Self {
+        Self {
+            client: app.client.clone(),
+            base: app.base.clone(),
+            ..self
+        }
+    }
+
     /// A request with the owner key and the tenant header.
     pub fn req(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
         self.client

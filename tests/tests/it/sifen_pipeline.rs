@@ -40,6 +40,27 @@ impl Fx {
         Self { app, r, sim }
     }
 
+    /// Stops the service and starts it again on the same database with another configuration;
+    /// the tenant and the simulator stay.
+    pub(crate) async fn restart(
+        self,
+        adjust: impl FnOnce(&mut kuatia_infrastructure::config::Config),
+    ) -> Self {
+        let Self { app, r, sim } = self;
+        let app = app
+            .restart(|c| {
+                c.rate_limit_per_key = 100_000;
+                adjust(c);
+            })
+            .await
+            .expect("restart");
+        Self {
+            r: r.on(&app),
+            app,
+            sim,
+        }
+    }
+
     /// Posts with a fresh Idempotency-Key; asserts 201 and `queued`, returns the id.
     pub(crate) async fn post(&self, doc: &Value) -> String {
         let body = self.r.post(doc).await;
@@ -352,12 +373,7 @@ async fn documents_waiting_together_share_numbering_turns_and_commit_in_number_o
     for n in 0..30 {
         docs.push(f.post(&f.invoice(&format!("TURN-{n}"))).await);
     }
-    let Fx { app, r, sim } = f;
-    let f = Fx {
-        app: restart(app, |c| c.workers = 8).await,
-        r,
-        sim,
-    };
+    let f = f.restart(|c| c.workers = 8).await;
     let status = f.settle(&docs, Duration::from_secs(60)).await;
     // (number, the turn's time, the position of the numbering event) per document.
     let mut numbered = Vec::new();
@@ -1253,16 +1269,6 @@ async fn buyers_sellers_and_branches_are_placed_and_named_by_sets_geographic_tab
     f.app.stop().await;
 }
 
-/// Stops the service and starts it again on the same database with another configuration.
-async fn restart(app: TestApp, adjust: impl FnOnce(&mut kuatia_infrastructure::config::Config)) -> TestApp {
-    app.restart(|c| {
-        c.rate_limit_per_key = 100_000;
-        adjust(c);
-    })
-    .await
-    .expect("restart")
-}
-
 #[tokio::test]
 async fn after_a_master_key_rotation_every_secret_opens_under_the_new_key_alone() {
     use kuatia_infrastructure::config::Secret;
@@ -1286,7 +1292,7 @@ async fn after_a_master_key_rotation_every_secret_opens_under_the_new_key_alone(
         c.master_key = Some(Secret::new(new_key));
         c.master_key_previous = Some(Secret::new(kuatia_tests::TEST_MASTER_KEY));
     };
-    fx.app = restart(fx.app, rotating).await;
+    fx = fx.restart(rotating).await;
     let second = fx.post(&fx.invoice("ROTATE-2")).await;
     let settled = fx
         .settle(std::slice::from_ref(&second), Duration::from_secs(30))
@@ -1315,7 +1321,7 @@ async fn after_a_master_key_rotation_every_secret_opens_under_the_new_key_alone(
     assert!(again.rotated.is_empty() && again.failed.is_empty(), "{again:?}");
 
     // Step 3: the old key is gone from the configuration; everything still opens.
-    fx.app = restart(fx.app, |c| c.master_key = Some(Secret::new(new_key))).await;
+    fx = fx.restart(|c| c.master_key = Some(Secret::new(new_key))).await;
     let third = fx.post(&fx.invoice("ROTATE-3")).await;
     let settled = fx
         .settle(std::slice::from_ref(&third), Duration::from_secs(30))
