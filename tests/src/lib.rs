@@ -4,9 +4,15 @@
 //! or, when `KUATIA_TEST_POSTGRES_URL` names a PostgreSQL server's admin database
 //! (`postgres://postgres@127.0.0.1:5432/postgres`), a new database on it, dropped afterwards.
 //! [`TestApp`] starts the real service (the composition root, port 0) on such a database and
-//! talks HTTP to it. The tests themselves live in `tests/it/`.
+//! talks HTTP to it; [`Ready`] is a tenant on it ready to issue, with what tests do with its
+//! documents. The tests themselves live in `tests/it/`.
 
+pub mod http;
 pub mod ledger;
+pub mod ready;
+
+pub use http::{b64, error_code, hours_ago, id, in_paraguay, post_together, send, send_with_headers};
+pub use ready::{CSC, PASSWORD, RUC, Ready, add_company_at, sifen_channel_body};
 
 use kuatia_application::upcast::UpcasterChain;
 use kuatia_infrastructure::config::{Config, LogFormat, Secret};
@@ -488,6 +494,21 @@ impl TestApp {
             service: Some(service),
             db,
         })
+    }
+
+    /// Stops the service and starts it again on the same database, as [`TestApp::spawn_on`].
+    pub async fn restart(self, adjust: impl FnOnce(&mut Config)) -> anyhow::Result<Self> {
+        let Self { service, db, .. } = self;
+        service.expect("running").stop().await.expect("clean stop");
+        Self::spawn_on(db, adjust).await
+    }
+
+    /// A second instance of the service on the same database, started from the database's
+    /// plain configuration ([`TestDb::config`], without the test defaults) after `adjust`.
+    pub async fn second_instance(&self, adjust: impl FnOnce(&mut Config)) -> kuatia_api::compose::Service {
+        let mut config = self.db.config();
+        adjust(&mut config);
+        kuatia_api::compose::start(config).await.expect("second instance")
     }
 }
 

@@ -494,7 +494,7 @@ async fn admins_cannot_revoke_owner_keys_and_scoped_keys_revoke_only_their_compa
         let app = &app;
         let (tenant, owner) = (tenant.clone(), owner.clone());
         async move {
-            let (status, body) = crate::documents::send(
+            let (status, body) = kuatia_tests::send(
                 app.as_key(Method::POST, "/v1/companies", &owner, &tenant)
                     .json(&TestApp::company_body(ruc)),
             )
@@ -534,13 +534,8 @@ async fn admins_cannot_revoke_owner_keys_and_scoped_keys_revoke_only_their_compa
         let app = &app;
         let tenant = tenant.clone();
         async move {
-            crate::documents::send(app.as_key(
-                Method::DELETE,
-                &format!("/v1/api-keys/{id}"),
-                &caller,
-                &tenant,
-            ))
-            .await
+            kuatia_tests::send(app.as_key(Method::DELETE, &format!("/v1/api-keys/{id}"), &caller, &tenant))
+                .await
         }
     };
     for (who, caller, target) in [
@@ -577,8 +572,7 @@ async fn admins_cannot_revoke_owner_keys_and_scoped_keys_revoke_only_their_compa
     }
     // The revocation names the caller in the audit log.
     let (status, page) =
-        crate::documents::send(app.as_key(Method::GET, "/v1/events?after=0&limit=1000", &owner, &tenant))
-            .await;
+        kuatia_tests::send(app.as_key(Method::GET, "/v1/events?after=0&limit=1000", &owner, &tenant)).await;
     assert_eq!(status, 200, "{page}");
     let revoked: Vec<&Value> = page["events"]
         .as_array()
@@ -609,9 +603,9 @@ async fn an_idempotency_key_never_replays_another_company_s_document() {
     let app = TestApp::spawn().await;
     let (tenant, owner) = app.tenant("idem-scope").await;
     let (a, _, _) =
-        crate::documents::add_company_at(&app, &tenant, &owner, "80069563-1", "http://127.0.0.1:9").await;
+        kuatia_tests::add_company_at(&app, &tenant, &owner, "80069563-1", "http://127.0.0.1:9").await;
     let (b, _, _) =
-        crate::documents::add_company_at(&app, &tenant, &owner, "80000005-6", "http://127.0.0.1:9").await;
+        kuatia_tests::add_company_at(&app, &tenant, &owner, "80000005-6", "http://127.0.0.1:9").await;
     let mut keys = Vec::new();
     for company in [&a, &b] {
         let (status, issued) = issue(
@@ -627,7 +621,7 @@ async fn an_idempotency_key_never_replays_another_company_s_document() {
     let mut doc = kuatia_domain::document::canonical::sample_invoice();
     doc.as_object_mut().expect("object").remove("company_id");
     doc["external_id"] = json!("SAME-BODY-1");
-    doc["issue_datetime"] = json!(crate::documents::hours_ago(1));
+    doc["issue_datetime"] = json!(kuatia_tests::hours_ago(1));
     let mut created = Vec::new();
     for key in &keys {
         let response = app
@@ -667,7 +661,7 @@ async fn a_company_scoped_admin_key_cannot_make_tenant_wide_members() {
     // mint an unscoped key: tenant-wide access from a company's key.
     let app = TestApp::spawn().await;
     let (tenant, owner) = app.tenant("scoped-members").await;
-    let (status, company) = crate::documents::send(
+    let (status, company) = kuatia_tests::send(
         app.as_key(Method::POST, "/v1/companies", &owner, &tenant)
             .json(&TestApp::company_body("80069563-1")),
     )
@@ -683,7 +677,7 @@ async fn a_company_scoped_admin_key_cannot_make_tenant_wide_members() {
     assert_eq!(status, 201, "{scoped}");
     let scoped = scoped["key"].as_str().expect("key").to_owned();
     let (status, user) =
-        crate::documents::send(app.client.post(format!("{}/v1/users", app.base)).json(
+        kuatia_tests::send(app.client.post(format!("{}/v1/users", app.base)).json(
             &json!({"email": "mallory@example.com", "password": "a long enough passphrase", "name": "M"}),
         ))
         .await;
@@ -692,7 +686,7 @@ async fn a_company_scoped_admin_key_cannot_make_tenant_wide_members() {
         json!({"email": "mallory@example.com", "role": "admin"}),
         json!({"user_id": user["id"], "role": "viewer"}),
     ] {
-        let (status, answer) = crate::documents::send(
+        let (status, answer) = kuatia_tests::send(
             app.as_key(Method::POST, "/v1/memberships", &scoped, &tenant)
                 .json(&body),
         )
@@ -701,7 +695,7 @@ async fn a_company_scoped_admin_key_cannot_make_tenant_wide_members() {
         assert_eq!(answer["code"], "permission_error", "{answer}");
     }
     // The tenant-wide owner still can.
-    let (status, answer) = crate::documents::send(
+    let (status, answer) = kuatia_tests::send(
         app.as_key(Method::POST, "/v1/memberships", &owner, &tenant)
             .json(&json!({"user_id": user["id"], "role": "viewer"})),
     )

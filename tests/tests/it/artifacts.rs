@@ -2,14 +2,13 @@
 //! HTTP, with the SIFEN documents' signed XML and SIFEN answers as the stored files; and the
 //! artifact store on a real S3-compatible server (moto), started by the test.
 
-use crate::documents::{Ready, hours_ago, id, ready_at, send};
 use kuatia_api::routes::artifacts::UrlSigner;
 use kuatia_application::artifacts::{ArtifactError, ArtifactStore, sha256_hex};
 use kuatia_domain::document::canonical::sample_invoice;
 use kuatia_infrastructure::artifacts::{ArtifactLocation, ObjectArtifacts, S3Settings};
 use kuatia_infrastructure::config::{Config, Secret};
 use kuatia_infrastructure::sifen_sim::{self, RunningSimulator, SimConfig};
-use kuatia_tests::TestApp;
+use kuatia_tests::{Ready, TestApp, id, send};
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStoreExt, PutPayload};
 use reqwest::Method;
@@ -18,10 +17,19 @@ use std::time::Duration;
 
 const URL_KEY: &str = "test-artifact-url-key";
 
+/// A service whose tenant's sifen channel sends to the simulator, with presigned URLs; it reads
+/// as its tenant.
 struct Fx {
     app: TestApp,
     r: Ready,
     _sim: RunningSimulator,
+}
+
+impl std::ops::Deref for Fx {
+    type Target = Ready;
+    fn deref(&self) -> &Ready {
+        &self.r
+    }
 }
 
 impl Fx {
@@ -34,21 +42,13 @@ impl Fx {
             adjust(c);
         })
         .await;
-        let r = ready_at(&app, slug, &sim.base_url()).await;
+        let r = app.ready_at(slug, &sim.base_url()).await;
         Self { app, r, _sim: sim }
-    }
-
-    fn req(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
-        self.app.as_key(method, path, &self.r.key, &self.r.tenant)
     }
 
     /// An invoice taken to `accepted` through the simulator, with its KuDE rendered.
     async fn accepted_invoice(&self) -> String {
-        let mut doc = sample_invoice();
-        doc["company_id"] = json!(self.r.company);
-        doc["external_id"] = json!("ART-1");
-        doc["issue_datetime"] = json!(hours_ago(1));
-        let posted = doc;
+        let posted = self.invoice("ART-1");
         let (status, created) = send(
             self.req(Method::POST, "/v1/documents")
                 .header("Idempotency-Key", "art-1")
@@ -58,14 +58,7 @@ impl Fx {
         assert_eq!(status, 201, "{created}");
         let doc = id(&created);
         let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        loop {
-            let (_, s) = send(self.req(Method::GET, &format!("/v1/documents/{doc}/status"))).await;
-            if s["status"] == "accepted" {
-                break;
-            }
-            assert!(std::time::Instant::now() < deadline, "not accepted: {s}");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        self.wait_status(&doc, "accepted", Duration::from_secs(60)).await;
         // The KuDE job records its artifact after acceptance: wait for it, so that two reads of
         // the artifacts (the listing, the detail) see the same ones.
         loop {

@@ -1,14 +1,8 @@
 //! `GET /v1/events`: a tenant's events in commit order, page by page (reconciliation).
 
-use kuatia_tests::TestApp;
+use kuatia_tests::{TestApp, send};
 use reqwest::Method;
 use serde_json::{Value, json};
-
-async fn send(request: reqwest::RequestBuilder) -> (u16, Value) {
-    let response = request.send().await.expect("send");
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
-}
 
 #[tokio::test]
 async fn a_reconciliation_job_pages_through_its_tenants_events_in_commit_order() {

@@ -2,12 +2,10 @@
 //! the channel's authorised range, refused outside it, rendered and accepted, and every printed
 //! or voided number is reported to the channel's endpoint (a real HTTP server of the test).
 
-use crate::documents::{Ready, hours_ago, id, ready_at, send};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use chrono::{Duration as Days, Utc};
-use kuatia_domain::document::canonical::sample_invoice;
-use kuatia_tests::TestApp;
+use kuatia_tests::{Ready, TestApp, hours_ago, id, post_together, send};
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -76,10 +74,19 @@ impl Endpoint {
     }
 }
 
+/// A service whose tenant's company has an autoimpresor channel reporting to [`Endpoint`]; it
+/// reads as its tenant (`f.status(…)`, `f.until(…)`).
 pub(crate) struct Fx {
     pub(crate) app: TestApp,
     pub(crate) r: Ready,
     pub(crate) endpoint: Endpoint,
+}
+
+impl std::ops::Deref for Fx {
+    type Target = Ready;
+    fn deref(&self) -> &Ready {
+        &self.r
+    }
 }
 
 impl Fx {
@@ -105,7 +112,7 @@ impl Fx {
         })
         .await;
         // The sifen channel (the company's default) never gets these documents.
-        let r = ready_at(&app, slug, "http://127.0.0.1:9").await;
+        let r = app.ready_at(slug, "http://127.0.0.1:9").await;
         let today = Utc::now().date_naive();
         let (status, channel) = send(
             app.as_key(Method::POST, "/v1/emission-channels", &r.key, &r.tenant)
@@ -131,85 +138,19 @@ impl Fx {
         Self { app, r, endpoint }
     }
 
-    pub(crate) fn req(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
-        self.app.as_key(method, path, &self.r.key, &self.r.tenant)
-    }
-
     pub(crate) fn receipt(&self, external_id: &str) -> Value {
-        let mut doc = sample_invoice();
-        doc["company_id"] = json!(self.r.company);
-        doc["external_id"] = json!(external_id);
-        doc["issue_datetime"] = json!(hours_ago(1));
+        let mut doc = self.invoice(external_id);
         doc["channel"] = json!("autoimpresor");
         doc
     }
 
+    /// Posts with a fresh Idempotency-Key; asserts 201, `queued` and the autoimpresor channel,
+    /// returns the id.
     pub(crate) async fn post(&self, doc: &Value) -> String {
-        let (status, body) = send(
-            self.req(Method::POST, "/v1/documents")
-                .header("Idempotency-Key", uuid::Uuid::now_v7().to_string())
-                .json(doc),
-        )
-        .await;
-        assert_eq!(status, 201, "{body}");
+        let body = self.r.post(doc).await;
         assert_eq!(body["status"], "queued", "{body}");
         assert_eq!(body["channel"], "autoimpresor", "{body}");
         id(&body)
-    }
-
-    pub(crate) async fn status(&self, doc: &str) -> Value {
-        let (status, body) = send(self.req(Method::GET, &format!("/v1/documents/{doc}/status"))).await;
-        assert_eq!(status, 200, "{body}");
-        body
-    }
-
-    pub(crate) async fn timeline(&self, doc: &str) -> Vec<Value> {
-        let (status, body) = send(self.req(Method::GET, &format!("/v1/documents/{doc}/timeline"))).await;
-        assert_eq!(status, 200, "{body}");
-        body.as_array().cloned().unwrap_or_default()
-    }
-
-    /// Waits until `done` holds for every document's status; returns the statuses.
-    pub(crate) async fn until(
-        &self,
-        docs: &[String],
-        within: Duration,
-        done: impl Fn(&Value) -> bool,
-    ) -> Vec<Value> {
-        let deadline = std::time::Instant::now() + within;
-        loop {
-            let mut all = Vec::new();
-            for doc in docs {
-                all.push(self.status(doc).await);
-            }
-            let open: Vec<&Value> = all.iter().filter(|s| !done(s)).collect();
-            if open.is_empty() {
-                return all;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "{} documents not there after {within:?}, e.g. {}",
-                open.len(),
-                open[0]
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    }
-
-    /// Counts the tenant's events of `event_type`.
-    pub(crate) async fn count_events(&self, event_type: &str) -> usize {
-        let (mut after, mut count) = (0_i64, 0);
-        loop {
-            let (status, page) =
-                send(self.req(Method::GET, &format!("/v1/events?after={after}&limit=1000"))).await;
-            assert_eq!(status, 200, "{page}");
-            let events = page["events"].as_array().cloned().unwrap_or_default();
-            if events.is_empty() {
-                return count;
-            }
-            count += events.iter().filter(|e| e["type"] == event_type).count();
-            after = page["next_after"].as_i64().expect("next_after");
-        }
     }
 }
 
@@ -227,20 +168,12 @@ fn numbered(s: &Value) -> bool {
 #[tokio::test]
 async fn two_hundred_concurrent_documents_get_two_hundred_consecutive_numbers_and_the_201st_is_refused() {
     let f = Fx::new("auto-range", (1, 200), 30, 0).await;
-    let mut posts = tokio::task::JoinSet::new();
-    for n in 0..200 {
-        let request = f
-            .req(Method::POST, "/v1/documents")
+    let docs = post_together((0..200).map(|n| {
+        f.req(Method::POST, "/v1/documents")
             .header("Idempotency-Key", format!("auto-{n}"))
-            .json(&f.receipt(&format!("AUTO-{n}")));
-        posts.spawn(send(request));
-    }
-    let mut docs = Vec::new();
-    while let Some(joined) = posts.join_next().await {
-        let (status, body) = joined.expect("post");
-        assert_eq!(status, 201, "{body}");
-        docs.push(id(&body));
-    }
+            .json(&f.receipt(&format!("AUTO-{n}")))
+    }))
+    .await;
     let all = f.until(&docs, Duration::from_secs(180), numbered).await;
     let numbers: Vec<String> = all
         .iter()
@@ -487,11 +420,7 @@ async fn documents_queued_before_the_range_ran_out_are_refused_by_the_channel_wi
     for n in 0..4 {
         docs.push(f.post(&f.receipt(&format!("RACE-{n}"))).await);
     }
-    let mut config = f.app.db.config();
-    config.workers = 2;
-    let worker = kuatia_api::compose::start(config)
-        .await
-        .expect("a numbering instance");
+    let worker = f.app.second_instance(|c| c.workers = 2).await;
     let all = f
         .until(&docs, Duration::from_secs(120), |s| {
             matches!(s["status"].as_str(), Some("accepted" | "failed_terminal"))
@@ -545,29 +474,24 @@ async fn two_instances_numbering_one_range_never_repeat_or_skip_a_number() {
     let f = Fx::new("auto-two", (1, 60), 30, 0).await;
     // A second instance on the same database: its workers draw from the same series, with their
     // own in-process locks, so only the number series projection keeps them apart.
-    let mut config = f.app.db.config();
-    config.rate_limit_per_key = 1_000_000;
-    config.workers = 4;
-    let second = kuatia_api::compose::start(config).await.expect("second instance");
+    let second = f
+        .app
+        .second_instance(|c| {
+            c.rate_limit_per_key = 1_000_000;
+            c.workers = 4;
+        })
+        .await;
     let bases = [f.app.base.clone(), format!("http://{}", second.addr)];
-    let mut posts = tokio::task::JoinSet::new();
-    for n in 0..60 {
-        let request = f
-            .app
+    let docs = post_together((0..60).map(|n| {
+        f.app
             .client
             .post(format!("{}/v1/documents", bases[n % 2]))
             .bearer_auth(&f.r.key)
             .header("X-Tenant-Id", &f.r.tenant)
             .header("Idempotency-Key", format!("two-{n}"))
-            .json(&f.receipt(&format!("TWO-{n}")));
-        posts.spawn(send(request));
-    }
-    let mut docs = Vec::new();
-    while let Some(joined) = posts.join_next().await {
-        let (status, body) = joined.expect("post");
-        assert_eq!(status, 201, "{body}");
-        docs.push(id(&body));
-    }
+            .json(&f.receipt(&format!("TWO-{n}")))
+    }))
+    .await;
     let all = f.until(&docs, Duration::from_secs(120), numbered).await;
     let numbers: BTreeSet<String> = all
         .iter()

@@ -7,32 +7,30 @@
 //! (the endpoint is named by a host no resolver knows, so only the pinned address reaches it).
 //! The end-to-end tests over HTTP (`autoimpresor`, `printables`) stay beside these.
 
-use crate::scenario_support::{SetClock, TempDir};
+use crate::scenario_support::{
+    Ground, SetClock, TempDir, artifact_store, handler, head_office, point_001, profile, running_job,
+};
 use async_trait::async_trait;
 use chrono::{DateTime, Duration as TimeDelta, NaiveDate, Utc};
 use kuatia_application::aggregate::AggregateStore;
 use kuatia_application::documents::{self, AUTOIMPRESOR_ISSUE, AUTOIMPRESOR_REPORT, Intake};
 use kuatia_application::event_store::{EventMetadata, SharedStore, StoreError};
-use kuatia_application::jobs::{Job, JobState};
 use kuatia_application::printables::{PrintError, Printable, Printer};
 use kuatia_application::process::autoimpresor::{Autoimpresor, AutoimpresorPorts, series_key};
 use kuatia_application::process::ports::{
     Clock, CompanyConfig, ConfigurationReads, Destinations, NumberSeries, RefusedDestination,
 };
-use kuatia_application::vault::Vault;
 use kuatia_application::worker::{JobFailure, JobHandler};
 use kuatia_domain::certificate::CertificateRecord;
 use kuatia_domain::channel::{AutoimpresorSettings, ChannelKind, EmissionChannel};
-use kuatia_domain::company::{Branch, CompanyProfile, IssuancePoint};
+use kuatia_domain::company::{Branch, IssuancePoint};
 use kuatia_domain::document::aggregate::{Document, DocumentState, DocumentStatus, stream_id};
 use kuatia_domain::document::canonical::{self, sample_invoice};
 use kuatia_domain::document::routing::Routing;
 use kuatia_domain::local_time::paraguay_today;
 use kuatia_domain::print_settings::PrintSettings;
 use kuatia_domain::tenancy::TenantId;
-use kuatia_infrastructure::artifacts::{ArtifactLocation, ObjectArtifacts};
 use kuatia_infrastructure::number_reporter::HttpNumberReporter;
-use kuatia_infrastructure::vault::AesGcmSealer;
 use kuatia_projections::reads::Reads;
 use kuatia_tests::TestDb;
 use serde_json::{Value, json};
@@ -150,14 +148,14 @@ impl Scenario {
     /// 30 days ahead, reporting to an endpoint that answers 500 to its first `fail_first`
     /// requests.
     async fn new(range: (u64, u64), fail_first: usize) -> Self {
-        let db = TestDb::new().await;
-        let artifacts = TempDir::new();
-        let database = db.open().await;
-        let store = database.store();
-        let tenant = TenantId::from_uuid(Uuid::now_v7());
-        let sealer =
-            AesGcmSealer::from_base64("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=").expect("a key");
-        let vault = Vault::new(store.clone(), Arc::new(sealer));
+        let Ground {
+            db,
+            artifacts,
+            store,
+            vault,
+            tenant,
+            ..
+        } = Ground::new().await;
         let api_key = vault
             .put(tenant, "api_key", API_KEY.as_bytes())
             .await
@@ -173,9 +171,7 @@ impl Scenario {
         let today = paraguay_today(now);
         let (company_id, branch_id, point_id, channel_id) =
             (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
-        let mut profile = kuatia_tests::TestApp::company_body(RUC);
-        profile.as_object_mut().unwrap().remove("ruc");
-        let profile: CompanyProfile = serde_json::from_value(profile).expect("a profile");
+        let profile = profile();
         let config = Arc::new(Configured {
             company: CompanyConfig {
                 id: company_id,
@@ -204,25 +200,8 @@ impl Scenario {
                     next_number: range.0,
                 }),
             }),
-            branch: Branch {
-                branch_id,
-                code: "001".into(),
-                name: "Casa central".into(),
-                address: None,
-                house_number: None,
-                city_code: None,
-                city_name: None,
-                department_code: None,
-                department_name: None,
-                is_default: true,
-            },
-            point: IssuancePoint {
-                point_id,
-                branch_id,
-                code: "001".into(),
-                name: None,
-                is_default: true,
-            },
+            branch: head_office(branch_id),
+            point: point_001(point_id, branch_id),
         });
         let clock = Arc::new(SetClock::at(now));
         let printer = Arc::new(CountingPrinter::default());
@@ -234,9 +213,7 @@ impl Scenario {
         let channel = Autoimpresor::new(AutoimpresorPorts {
             store: store.clone(),
             vault,
-            artifacts: Arc::new(
-                ObjectArtifacts::open(&ArtifactLocation::Local(artifacts.0.clone())).expect("artifacts"),
-            ),
+            artifacts: artifact_store(&artifacts),
             printer: printer.clone(),
             config: config.clone(),
             series: reads.clone(),
@@ -321,29 +298,12 @@ impl Scenario {
     }
 
     fn handler(&self, kind: &str) -> Arc<dyn JobHandler> {
-        self.channel
-            .handlers()
-            .into_iter()
-            .find(|h| h.kind() == kind)
-            .expect("a handler of the kind")
+        handler(self.channel.handlers(), kind)
     }
 
     /// When: a job of `kind` runs with `payload`.
     async fn run(&self, kind: &str, payload: Value) -> Result<(), JobFailure> {
-        let job = Job {
-            id: Uuid::now_v7(),
-            kind: kind.into(),
-            idempotency_key: Uuid::now_v7().to_string(),
-            tenant_id: self.tenant,
-            payload,
-            state: JobState::Running,
-            attempts: 1,
-            max_attempts: 10,
-            next_attempt_at: self.clock.now(),
-            lease_owner: None,
-            lease_expires_at: None,
-            last_error: None,
-        };
+        let job = running_job(self.tenant, kind, payload, self.clock.now());
         self.handler(kind).run(&job).await
     }
 

@@ -1,16 +1,14 @@
 //! Certificates and emission channels, black-box.
 
-use base64::Engine;
 use chrono::{Duration, Utc};
 use kuatia_infrastructure::selfsigned::SelfSigned;
-use kuatia_tests::{TestApp, legacy_pfx, multipart_form, pkcs12_info};
+use kuatia_tests::{
+    CSC, PASSWORD, RUC, TestApp, b64, error_code, id, legacy_pfx, multipart_form, pkcs12_info, send,
+};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-const RUC: &str = "80069563-1";
 const OTHER_RUC: &str = "80013884-8";
-const PASSWORD: &str = "pfx pass 1234";
-const CSC: &str = "ABCD0000000000000000000000000000";
 const NEW_CSC: &str = "EFGH0000000000000000000000000000";
 const CLIENT_SECRET: &str = "client-secret-value-9f8e7d";
 const API_KEY: &str = "autoimpresor-api-key-1a2b3c";
@@ -30,34 +28,6 @@ const CERTIFICATE_FIELDS: [&str; 12] = [
     "status",
     "subject",
 ];
-
-async fn send(request: reqwest::RequestBuilder) -> (u16, Value) {
-    let response = request.send().await.expect("send");
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
-}
-
-fn b64(bytes: &[u8]) -> String {
-    base64::engine::general_purpose::STANDARD.encode(bytes)
-}
-
-fn id(value: &Value) -> String {
-    value["id"].as_str().expect("id").to_owned()
-}
-
-/// Asserts the status, the code and the contract's error body `{code, message, request_id}`.
-fn error_code(status: u16, body: &Value, expected_status: u16, expected_code: &str) {
-    assert_eq!(
-        (status, body["code"].as_str()),
-        (expected_status, Some(expected_code)),
-        "{body}"
-    );
-    assert!(body["message"].as_str().is_some_and(|m| !m.is_empty()), "{body}");
-    assert!(
-        body["request_id"].as_str().is_some_and(|r| !r.is_empty()),
-        "{body}"
-    );
-}
 
 /// The `field`s of `details.errors`.
 fn error_fields(body: &Value) -> Vec<(String, String)> {

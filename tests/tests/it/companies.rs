@@ -1,14 +1,8 @@
 //! Companies, black-box.
 
-use kuatia_tests::TestApp;
+use kuatia_tests::{TestApp, send};
 use reqwest::Method;
 use serde_json::{Value, json};
-
-async fn send(request: reqwest::RequestBuilder) -> (u16, Value) {
-    let response = request.send().await.expect("send");
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
-}
 
 #[tokio::test]
 async fn a_company_is_registered_with_a_verified_ruc_once_per_tenant() {

@@ -6,14 +6,14 @@
 //! are fakes (their HTTP APIs have their end-to-end test in `webhooks`), every destination is
 //! allowed (the policy has its own tests) and the clock is set by the scenario.
 
-use crate::scenario_support::{Anywhere, SetClock, TempDir};
+use crate::scenario_support::{Anywhere, Ground, SetClock, TempDir, artifact_store, handler, running_job};
 use crate::webhooks::{Inbox, free_port, start_receiver, start_smtp_refusing};
 use async_trait::async_trait;
 use chrono::{Duration as TimeDelta, Utc};
 use kuatia_application::aggregate::AggregateStore;
 use kuatia_application::documents::{self, Intake};
 use kuatia_application::event_store::{EventMetadata, SharedStore};
-use kuatia_application::jobs::{Job, JobFilter, JobState};
+use kuatia_application::jobs::{Job, JobFilter};
 use kuatia_application::process::delivery::{
     ChatSender, Deliveries, DeliveryPorts, DeliverySettings, Mailer, Message, delivery_id,
 };
@@ -24,7 +24,7 @@ use kuatia_application::webhooks::{
     self as app, DELIVERY_PLAN, DELIVERY_SEND, DeliveryRow, DeliveryStatus as WebhookStatus, NewDelivery,
     WEBHOOK_DELIVER,
 };
-use kuatia_application::worker::{JobFailure, JobHandler};
+use kuatia_application::worker::JobFailure;
 use kuatia_domain::channel::ChannelKind;
 use kuatia_domain::document::aggregate::{
     DeliveryState, DeliveryStatus, DeliveryTarget, Document, DocumentState, stream_id,
@@ -33,10 +33,8 @@ use kuatia_domain::document::canonical::{self, DeliveryChannel, sample_invoice};
 use kuatia_domain::document::routing::Routing;
 use kuatia_domain::tenancy::TenantId;
 use kuatia_domain::webhook::{EndpointSettings, retry_delay};
-use kuatia_infrastructure::artifacts::{ArtifactLocation, ObjectArtifacts};
 use kuatia_infrastructure::delivery::SmtpMailer;
 use kuatia_infrastructure::store::Database;
-use kuatia_infrastructure::vault::AesGcmSealer;
 use kuatia_infrastructure::webhooks::{WebhookSender, signature_header};
 use kuatia_tests::TestDb;
 use serde_json::{Value, json};
@@ -72,18 +70,14 @@ struct Scenario {
 
 impl Scenario {
     async fn new() -> Self {
-        let db = TestDb::new().await;
-        let database = db.open().await;
-        let store = database.store();
-        let sealer =
-            AesGcmSealer::from_base64("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=").expect("a key");
+        let ground = Ground::new().await;
         Self {
-            _db: db,
-            artifacts: TempDir::new(),
-            vault: Vault::new(store.clone(), Arc::new(sealer)),
-            store,
-            database,
-            tenant: TenantId::from_uuid(Uuid::now_v7()),
+            _db: ground.db,
+            artifacts: ground.artifacts,
+            vault: ground.vault,
+            store: ground.store,
+            database: ground.database,
+            tenant: ground.tenant,
             clock: Arc::new(SetClock(Mutex::new(Utc::now()))),
         }
     }
@@ -112,10 +106,7 @@ impl Scenario {
             DeliveryPorts {
                 store: self.store.clone(),
                 jobs: self.database.jobs(),
-                artifacts: Arc::new(
-                    ObjectArtifacts::open(&ArtifactLocation::Local(self.artifacts.0.clone()))
-                        .expect("artifacts"),
-                ),
+                artifacts: artifact_store(&self.artifacts),
                 mailer: mailer.map(Ok),
                 whatsapp,
                 telegram,
@@ -129,20 +120,7 @@ impl Scenario {
     }
 
     fn job(&self, kind: &str, payload: Value) -> Job {
-        Job {
-            id: Uuid::now_v7(),
-            kind: kind.into(),
-            idempotency_key: Uuid::now_v7().to_string(),
-            tenant_id: self.tenant,
-            payload,
-            state: JobState::Running,
-            attempts: 1,
-            max_attempts: 10,
-            next_attempt_at: self.clock.now(),
-            lease_owner: None,
-            lease_expires_at: None,
-            last_error: None,
-        }
+        running_job(self.tenant, kind, payload, self.clock.now())
     }
 
     /// Given: an endpoint for every event at `url`; its id and secret.
@@ -260,13 +238,6 @@ impl Scenario {
             }),
         )
     }
-}
-
-fn handler(handlers: Vec<Arc<dyn JobHandler>>, kind: &str) -> Arc<dyn JobHandler> {
-    handlers
-        .into_iter()
-        .find(|h| h.kind() == kind)
-        .expect("a handler of the kind")
 }
 
 fn scheduled(failure: JobFailure) -> (String, Duration) {

@@ -1,53 +1,17 @@
 //! Document intake and reading, black-box: the real
 //! service over HTTP on a fresh database.
 
-use chrono::{DateTime, Duration, FixedOffset, SecondsFormat, Utc};
+use chrono::{DateTime, Duration, SecondsFormat, Utc};
 use kuatia_domain::document::canonical::sample_invoice;
 use kuatia_domain::ruc::Ruc;
-use kuatia_infrastructure::selfsigned::SelfSigned;
-use kuatia_tests::TestApp;
+use kuatia_tests::{RUC, Ready, TestApp, add_company_at, error_code, hours_ago, id, in_paraguay, send};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-const RUC: &str = "80069563-1";
 const OTHER_RUC: &str = "80013884-8";
 const BUYER_RUC: &str = "80013884-8";
-pub(crate) const PASSWORD: &str = "pfx pass 1234";
-pub(crate) const CSC: &str = "ABCD0000000000000000000000000000";
 /// An electronic invoice's CDC (the validation module's example).
 const INVOICE_CDC: &str = "01800695631001001000000122025011511234567899";
-
-pub(crate) async fn send(request: reqwest::RequestBuilder) -> (u16, Value) {
-    let response = request.send().await.expect("send");
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
-}
-
-pub(crate) fn id(value: &Value) -> String {
-    value["id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("no id in {value}"))
-        .to_owned()
-}
-
-pub(crate) fn b64(bytes: &[u8]) -> String {
-    use base64::Engine;
-    base64::engine::general_purpose::STANDARD.encode(bytes)
-}
-
-/// Asserts the status, the code and the contract's error body `{code, message, request_id}`.
-fn error_code(status: u16, body: &Value, expected_status: u16, expected_code: &str) {
-    assert_eq!(
-        (status, body["code"].as_str()),
-        (expected_status, Some(expected_code)),
-        "{body}"
-    );
-    assert!(body["message"].as_str().is_some_and(|m| !m.is_empty()), "{body}");
-    assert!(
-        body["request_id"].as_str().is_some_and(|r| !r.is_empty()),
-        "{body}"
-    );
-}
 
 /// `(field, code)` of a list of issues.
 fn pairs(issues: &Value) -> Vec<(String, String)> {
@@ -76,97 +40,13 @@ fn issue_at<'a>(issues: &'a Value, field: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no issue at {field} in {issues}"))
 }
 
-/// `now − hours`, in Paraguay's offset, RFC 3339.
-pub(crate) fn hours_ago(hours: i64) -> String {
-    at(Utc::now() - Duration::hours(hours))
-}
-
-fn at(t: DateTime<Utc>) -> String {
-    let py = FixedOffset::west_opt(3 * 3600).expect("offset");
-    t.with_timezone(&py).to_rfc3339_opts(SecondsFormat::Secs, false)
-}
-
-/// A tenant ready to issue on SIFEN: a company (with its certificate), branch 001 with point 001
-/// and a default sifen channel with CSC.
-pub(crate) struct Ready {
-    pub(crate) tenant: String,
-    pub(crate) key: String,
-    pub(crate) company: String,
-    pub(crate) branch: String,
-    pub(crate) point: String,
-}
-
 async fn add_company(app: &TestApp, tenant: &str, key: &str, ruc: &str) -> (String, String, String) {
     add_company_at(app, tenant, key, ruc, "http://127.0.0.1:8082").await
 }
 
-/// A company with branch, point, certificate and a sifen channel sending to `endpoint`.
-pub(crate) async fn add_company_at(
-    app: &TestApp,
-    tenant: &str,
-    key: &str,
-    ruc: &str,
-    endpoint: &str,
-) -> (String, String, String) {
-    let req = |m: Method, p: &str| app.as_key(m, p, key, tenant);
-    let (status, company) = send(req(Method::POST, "/v1/companies").json(&TestApp::company_body(ruc))).await;
-    assert_eq!(status, 201, "{company}");
-    let company = id(&company);
-    let (status, branch) = send(
-        req(Method::POST, "/v1/branches")
-            .json(&json!({"company_id": company, "code": "001", "name": "Casa central"})),
-    )
-    .await;
-    assert_eq!(status, 201, "{branch}");
-    let (status, point) = send(
-        req(Method::POST, "/v1/issuance-points").json(&json!({"branch_id": id(&branch), "code": "001"})),
-    )
-    .await;
-    assert_eq!(status, 201, "{point}");
-    let pfx = SelfSigned::for_ruc("DE GENERACION ELECTRONICA S.A.", ruc, 365)
-        .pfx(PASSWORD)
-        .expect("pfx");
-    let (status, certificate) = send(req(Method::POST, "/v1/certificates").json(&json!({
-        "company_id": company, "pfx_base64": b64(&pfx), "password": PASSWORD,
-    })))
-    .await;
-    assert_eq!(status, 201, "{certificate}");
-    let (status, channel) = send(req(Method::POST, "/v1/emission-channels").json(&json!({
-        "company_id": company,
-        "channel": "sifen",
-        "is_default": true,
-        "credentials": {"endpoint": endpoint, "client_id": "client-1", "client_secret": "s3cret-value"},
-        "sifen": {"environment": "test", "timbrado": "12345678", "timbrado_valid_from": "2024-01-01",
-                  "csc_id": "0001", "csc": CSC, "certificate_id": id(&certificate)},
-    })))
-    .await;
-    assert_eq!(status, 201, "{channel}");
-    (company, id(&branch), id(&point))
-}
-
-/// A tenant whose company sends to `endpoint`.
-pub(crate) async fn ready_at(app: &TestApp, slug: &str, endpoint: &str) -> Ready {
-    let (tenant, key) = app.tenant(slug).await;
-    let (company, branch, point) = add_company_at(app, &tenant, &key, RUC, endpoint).await;
-    Ready {
-        tenant,
-        key,
-        company,
-        branch,
-        point,
-    }
-}
-
+/// [`TestApp::ready_at`] with the channel pointing at port 8082 of this machine.
 async fn ready(app: &TestApp, slug: &str) -> Ready {
-    let (tenant, key) = app.tenant(slug).await;
-    let (company, branch, point) = add_company(app, &tenant, &key, RUC).await;
-    Ready {
-        tenant,
-        key,
-        company,
-        branch,
-        point,
-    }
+    app.ready_at(slug, "http://127.0.0.1:8082").await
 }
 
 struct Fx {
@@ -198,7 +78,7 @@ impl Fx {
     }
 
     fn req(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
-        self.app.as_key(method, path, &self.r.key, &self.r.tenant)
+        self.r.req(method, path)
     }
 
     fn req_as(&self, key: &str, method: Method, path: &str) -> reqwest::RequestBuilder {
@@ -976,7 +856,7 @@ async fn every_list_filter_returns_exactly_the_expected_documents() {
             .expect("date-time")
     };
     let (t2, t4) = (issue_of(&d2), issue_of(&d4));
-    let enc = |t: DateTime<Utc>| at(t).replace('+', "%2B");
+    let enc = |t: DateTime<Utc>| in_paraguay(t).replace('+', "%2B");
     assert_eq!(
         f.ids(&format!("?date_from={}&date_to={}", enc(t2), enc(t4)))
             .await,

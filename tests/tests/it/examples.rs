@@ -4,10 +4,10 @@
 //! `queued` with no issue, and ends `accepted` (by the SIFEN simulator, or printed on the
 //! autoimpresor channel). A file added to the folder is checked here without a change to the test.
 
-use crate::documents::{hours_ago, id, send};
 use crate::sifen_pipeline::Fx;
 use chrono::{Duration, Utc};
 use kuatia_infrastructure::sifen_sim::SimConfig;
+use kuatia_tests::{hours_ago, id, send};
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;

@@ -3,7 +3,7 @@
 
 use base64::Engine;
 use kuatia_infrastructure::selfsigned::SelfSigned;
-use kuatia_tests::{TestApp, legacy_pfx, multipart_form, pkcs12_info};
+use kuatia_tests::{TestApp, id, legacy_pfx, multipart_form, pkcs12_info, send_with_headers};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -11,13 +11,6 @@ const EMAIL: &str = "integradora@example.com.py";
 const USER_PASSWORD: &str = "a long enough console secret";
 const PFX_PASSWORD: &str = "firma 2026 pass";
 const CSC: &str = "ABCD0000000000000000000000000000";
-
-async fn send(request: reqwest::RequestBuilder) -> (u16, reqwest::header::HeaderMap, Value) {
-    let response = request.send().await.expect("send");
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
-    (status, headers, response.json().await.unwrap_or(Value::Null))
-}
 
 /// A refusal: the status, the code, and the contract's body `{code, message, request_id}` with
 /// the request id echoed in `X-Request-Id`.
@@ -44,10 +37,6 @@ fn created(step: &str, answer: &(u16, reqwest::header::HeaderMap, Value)) -> Val
     answer.2.clone()
 }
 
-fn id(value: &Value) -> String {
-    value["id"].as_str().expect("id").to_owned()
-}
-
 #[tokio::test]
 async fn an_integrator_goes_from_nothing_to_a_ready_sifen_channel_in_the_first_hour() {
     let app = TestApp::spawn_with(|c| c.insecure_cookies = true).await;
@@ -57,7 +46,7 @@ async fn an_integrator_goes_from_nothing_to_a_ready_sifen_channel_in_the_first_h
     let tenant_body = json!({"slug": "primera-hora", "name": "Primera Hora S.A."});
     let tenant = created(
         "tenant",
-        &send(app.client.post(url("/v1/tenants")).json(&tenant_body)).await,
+        &send_with_headers(app.client.post(url("/v1/tenants")).json(&tenant_body)).await,
     );
     let tenant_id = id(&tenant);
     let bootstrap = tenant["bootstrap_api_key"]
@@ -67,7 +56,7 @@ async fn an_integrator_goes_from_nothing_to_a_ready_sifen_channel_in_the_first_h
     assert!(bootstrap.starts_with("kt_test_"), "a demo tenant's key: {tenant}");
     refused(
         "the same slug again",
-        &send(app.client.post(url("/v1/tenants")).json(&tenant_body)).await,
+        &send_with_headers(app.client.post(url("/v1/tenants")).json(&tenant_body)).await,
         409,
         "conflict_error",
     );
@@ -76,7 +65,7 @@ async fn an_integrator_goes_from_nothing_to_a_ready_sifen_channel_in_the_first_h
     // 2. A console user (the bootstrap key in hand; the endpoint itself needs none).
     refused(
         "a short password",
-        &send(
+        &send_with_headers(
             with_key(Method::POST, "/v1/users")
                 .json(&json!({"email": EMAIL, "password": "short", "name": "Ana"})),
         )
@@ -86,7 +75,7 @@ async fn an_integrator_goes_from_nothing_to_a_ready_sifen_channel_in_the_first_h
     );
     let user = created(
         "user",
-        &send(
+        &send_with_headers(
             with_key(Method::POST, "/v1/users")
                 .json(&json!({"email": EMAIL, "password": USER_PASSWORD, "name": "Ana"})),
         )
@@ -97,7 +86,7 @@ async fn an_integrator_goes_from_nothing_to_a_ready_sifen_channel_in_the_first_h
     // 3. Her membership as admin: an invitation made with the bootstrap key.
     refused(
         "a membership without credentials",
-        &send(
+        &send_with_headers(
             app.client
                 .post(url("/v1/memberships"))
                 .header("X-Tenant-Id", &tenant_id)
@@ -107,8 +96,10 @@ async fn an_integrator_goes_from_nothing_to_a_ready_sifen_channel_in_the_first_h
         401,
         "authentication_error",
     );
-    let (status, _, invitation) =
-        send(with_key(Method::POST, "/v1/memberships").json(&json!({"email": EMAIL, "role": "admin"}))).await;
+    let (status, _, invitation) = send_with_headers(
+        with_key(Method::POST, "/v1/memberships").json(&json!({"email": EMAIL, "role": "admin"})),
+    )
+    .await;
     assert_eq!(status, 202, "an invitation: {invitation}");
     assert_eq!(
         (invitation["status"].as_str(), invitation["role"].as_str()),
@@ -122,7 +113,7 @@ async fn an_integrator_goes_from_nothing_to_a_ready_sifen_channel_in_the_first_h
     // 4. Login: the session lives in the kuatia_session cookie; she accepts the invitation with it.
     refused(
         "a wrong password",
-        &send(
+        &send_with_headers(
             app.client
                 .post(url("/v1/auth/login"))
                 .json(&json!({"email": EMAIL, "password": "not her password"})),
@@ -131,7 +122,7 @@ async fn an_integrator_goes_from_nothing_to_a_ready_sifen_channel_in_the_first_h
         401,
         "authentication_error",
     );
-    let (status, headers, answer) = send(
+    let (status, headers, answer) = send_with_headers(
         app.client
             .post(url("/v1/auth/login"))
             .json(&json!({"email": EMAIL, "password": USER_PASSWORD})),
@@ -149,7 +140,7 @@ async fn an_integrator_goes_from_nothing_to_a_ready_sifen_channel_in_the_first_h
         "{set_cookie}"
     );
     let cookie = set_cookie.split(';').next().expect("pair").to_owned();
-    let (status, _, membership) = send(
+    let (status, _, membership) = send_with_headers(
         app.client
             .post(url(&format!("/v1/invitations/{token}/accept")))
             .header("Cookie", cookie.clone()),
@@ -171,7 +162,7 @@ async fn an_integrator_goes_from_nothing_to_a_ready_sifen_channel_in_the_first_h
     // 5. The company: a wrong check digit first, then the right one.
     refused(
         "a cookie request without X-Tenant-Id",
-        &send(
+        &send_with_headers(
             app.client
                 .post(url("/v1/companies"))
                 .header("Cookie", cookie.clone())
@@ -182,7 +173,8 @@ async fn an_integrator_goes_from_nothing_to_a_ready_sifen_channel_in_the_first_h
         "validation_error",
     );
     let wrong_dv =
-        send(console(Method::POST, "/v1/companies").json(&TestApp::company_body("80069563-7"))).await;
+        send_with_headers(console(Method::POST, "/v1/companies").json(&TestApp::company_body("80069563-7")))
+            .await;
     refused("a wrong DV", &wrong_dv, 400, "validation_error");
     assert_eq!(
         (
@@ -195,14 +187,15 @@ async fn an_integrator_goes_from_nothing_to_a_ready_sifen_channel_in_the_first_h
     );
     let company = created(
         "company",
-        &send(console(Method::POST, "/v1/companies").json(&TestApp::company_body("80069563-1"))).await,
+        &send_with_headers(console(Method::POST, "/v1/companies").json(&TestApp::company_body("80069563-1")))
+            .await,
     );
     let company_id = id(&company);
 
     // 6. A branch and its issuance point.
     refused(
         "a branch code that is not 3 digits",
-        &send(
+        &send_with_headers(
             console(Method::POST, "/v1/branches")
                 .json(&json!({"company_id": company_id, "code": "1", "name": "Casa central"})),
         )
@@ -212,7 +205,7 @@ async fn an_integrator_goes_from_nothing_to_a_ready_sifen_channel_in_the_first_h
     );
     let branch = created(
         "branch",
-        &send(
+        &send_with_headers(
             console(Method::POST, "/v1/branches")
                 .json(&json!({"company_id": company_id, "code": "001", "name": "Casa central"})),
         )
@@ -220,7 +213,7 @@ async fn an_integrator_goes_from_nothing_to_a_ready_sifen_channel_in_the_first_h
     );
     let point = created(
         "issuance point",
-        &send(
+        &send_with_headers(
             console(Method::POST, "/v1/issuance-points")
                 .json(&json!({"branch_id": id(&branch), "code": "001", "name": "Caja 1"})),
         )
@@ -235,7 +228,7 @@ async fn an_integrator_goes_from_nothing_to_a_ready_sifen_channel_in_the_first_h
     let modern_b64 = base64::engine::general_purpose::STANDARD.encode(&modern);
     refused(
         "a wrong PFX password",
-        &send(console(Method::POST, "/v1/certificates").json(&json!({
+        &send_with_headers(console(Method::POST, "/v1/certificates").json(&json!({
             "company_id": company_id, "pfx_base64": modern_b64, "password": "not the pfx password"
         })))
         .await,
@@ -244,7 +237,7 @@ async fn an_integrator_goes_from_nothing_to_a_ready_sifen_channel_in_the_first_h
     );
     let modern_cert = created(
         "modern certificate",
-        &send(console(Method::POST, "/v1/certificates").json(&json!({
+        &send_with_headers(console(Method::POST, "/v1/certificates").json(&json!({
             "company_id": company_id, "pfx_base64": modern_b64, "password": PFX_PASSWORD,
             "label": "firma moderna"
         })))
@@ -256,7 +249,7 @@ async fn an_integrator_goes_from_nothing_to_a_ready_sifen_channel_in_the_first_h
     );
     refused(
         "the same certificate twice",
-        &send(console(Method::POST, "/v1/certificates").json(&json!({
+        &send_with_headers(console(Method::POST, "/v1/certificates").json(&json!({
             "company_id": company_id, "pfx_base64": modern_b64, "password": PFX_PASSWORD
         })))
         .await,
@@ -277,7 +270,7 @@ async fn an_integrator_goes_from_nothing_to_a_ready_sifen_channel_in_the_first_h
     ]);
     let legacy_cert = created(
         "legacy certificate",
-        &send(
+        &send_with_headers(
             console(Method::POST, "/v1/certificates")
                 .header("Content-Type", content_type)
                 .body(body),
@@ -286,7 +279,7 @@ async fn an_integrator_goes_from_nothing_to_a_ready_sifen_channel_in_the_first_h
     );
     assert_eq!(legacy_cert["status"], "valid", "{legacy_cert}");
     for certificate in [&modern_cert, &legacy_cert] {
-        let (status, _, validation) = send(console(
+        let (status, _, validation) = send_with_headers(console(
             Method::POST,
             &format!("/v1/certificates/{}/validate", id(certificate)),
         ))
@@ -302,7 +295,7 @@ async fn an_integrator_goes_from_nothing_to_a_ready_sifen_channel_in_the_first_h
     let readiness = |path: String| {
         let request = console(Method::GET, &path);
         async move {
-            let (status, _, body) = send(request).await;
+            let (status, _, body) = send_with_headers(request).await;
             assert_eq!(status, 200, "{body}");
             body["channels"].as_array().expect("channels").clone()
         }
@@ -332,7 +325,7 @@ async fn an_integrator_goes_from_nothing_to_a_ready_sifen_channel_in_the_first_h
             "certificate_id": id(&modern_cert),
         },
     });
-    let missing_csc = send(console(Method::POST, "/v1/emission-channels").json(&channel)).await;
+    let missing_csc = send_with_headers(console(Method::POST, "/v1/emission-channels").json(&channel)).await;
     refused(
         "a sifen channel without its CSC",
         &missing_csc,
@@ -347,7 +340,7 @@ async fn an_integrator_goes_from_nothing_to_a_ready_sifen_channel_in_the_first_h
     channel["sifen"]["csc"] = json!(CSC);
     let channel = created(
         "sifen channel",
-        &send(console(Method::POST, "/v1/emission-channels").json(&channel)).await,
+        &send_with_headers(console(Method::POST, "/v1/emission-channels").json(&channel)).await,
     );
     assert_eq!(channel["sifen"]["csc_configured"], true);
     assert!(!channel.to_string().contains(CSC), "{channel}");

@@ -1,18 +1,11 @@
 //! Users, console sessions and memberships, black-box.
 
-use kuatia_tests::TestApp;
+use kuatia_tests::{TestApp, send_with_headers};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-async fn send(request: reqwest::RequestBuilder) -> (u16, reqwest::header::HeaderMap, Value) {
-    let response = request.send().await.expect("send");
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
-    (status, headers, response.json().await.unwrap_or(Value::Null))
-}
-
 async fn register(app: &TestApp, email: &str, password: &str) -> (u16, Value) {
-    let (status, _, body) = send(
+    let (status, _, body) = send_with_headers(
         app.client
             .post(format!("{}/v1/users", app.base))
             .json(&json!({"email": email, "password": password, "name": "Ana"})),
@@ -22,7 +15,7 @@ async fn register(app: &TestApp, email: &str, password: &str) -> (u16, Value) {
 }
 
 async fn login(app: &TestApp, email: &str, password: &str) -> (u16, Option<String>, Value) {
-    let (status, headers, body) = send(
+    let (status, headers, body) = send_with_headers(
         app.client
             .post(format!("{}/v1/auth/login", app.base))
             .json(&json!({"email": email, "password": password})),
@@ -50,7 +43,7 @@ fn token_of(invitation: &Value) -> String {
 pub(crate) async fn join(app: &TestApp, tenant: &str, key: &str, email: &str, role: &str) -> (Value, String) {
     let password = "a long enough secret";
     register(app, email, password).await;
-    let (status, _, invitation) = send(
+    let (status, _, invitation) = send_with_headers(
         app.as_key(Method::POST, "/v1/memberships", key, tenant)
             .json(&json!({"email": email, "role": role})),
     )
@@ -59,7 +52,7 @@ pub(crate) async fn join(app: &TestApp, tenant: &str, key: &str, email: &str, ro
     let (status, set_cookie, body) = login(app, email, password).await;
     assert_eq!(status, 200, "{body}");
     let cookie = cookie_pair(&set_cookie.expect("cookie"));
-    let (status, _, membership) = send(
+    let (status, _, membership) = send_with_headers(
         app.client
             .post(format!(
                 "{}/v1/invitations/{}/accept",
@@ -128,14 +121,14 @@ async fn a_member_logs_in_works_through_the_cookie_and_logs_out() {
         (Some("admin"), Some(tenant.as_str()))
     );
     // Invited again, she cannot join twice.
-    let (status, _, again) = send(
+    let (status, _, again) = send_with_headers(
         app.as_key(Method::POST, "/v1/memberships", &owner, &tenant)
             .json(&json!({"user_id": member["user_id"], "role": "viewer"})),
     )
     .await;
     assert_eq!(status, 202, "{again}");
     let (_, set_cookie, _) = login(&app, "ana@example.com", "a long enough secret").await;
-    let (status, _, twice) = send(
+    let (status, _, twice) = send_with_headers(
         app.client
             .post(format!("{}/v1/invitations/{}/accept", app.base, token_of(&again)))
             .header("Cookie", cookie_pair(&set_cookie.expect("cookie"))),
@@ -170,16 +163,19 @@ async fn a_member_logs_in_works_through_the_cookie_and_logs_out() {
             .header("Cookie", cookie.clone())
     };
 
-    let (status, _, read) =
-        send(with_cookie(Method::GET, &format!("/v1/tenants/{tenant}")).header("X-Tenant-Id", &tenant)).await;
+    let (status, _, read) = send_with_headers(
+        with_cookie(Method::GET, &format!("/v1/tenants/{tenant}")).header("X-Tenant-Id", &tenant),
+    )
+    .await;
     assert_eq!((status, read["slug"].as_str()), (200, Some("acme")));
     // A cross-site form can send the cookie but not a header: refused.
-    let (status, _, csrf) =
-        send(with_cookie(Method::POST, "/v1/api-keys").json(&json!({"name": "forged", "role": "owner"})))
-            .await;
+    let (status, _, csrf) = send_with_headers(
+        with_cookie(Method::POST, "/v1/api-keys").json(&json!({"name": "forged", "role": "owner"})),
+    )
+    .await;
     assert_eq!((status, csrf["code"].as_str()), (400, Some("validation_error")));
     let globex = {
-        let (_, _, current) = send(app.as_key(
+        let (_, _, current) = send_with_headers(app.as_key(
             Method::GET,
             "/v1/api-keys/current",
             &other_tenant_key,
@@ -189,13 +185,13 @@ async fn a_member_logs_in_works_through_the_cookie_and_logs_out() {
         current
     };
     assert_eq!(globex["code"], "permission_error");
-    let (status, _, _) = send(
+    let (status, _, _) = send_with_headers(
         with_cookie(Method::GET, "/v1/api-keys/current")
             .header("X-Tenant-Id", uuid::Uuid::now_v7().to_string()),
     )
     .await;
     assert_eq!(status, 403, "not a member of that tenant");
-    let (status, _, created) = send(
+    let (status, _, created) = send_with_headers(
         with_cookie(Method::POST, "/v1/api-keys")
             .header("X-Tenant-Id", &tenant)
             .json(&json!({"name": "from the console", "role": "issuer"})),
@@ -203,10 +199,11 @@ async fn a_member_logs_in_works_through_the_cookie_and_logs_out() {
     .await;
     assert_eq!(status, 201, "an admin session issues keys: {created}");
     let (status, _, _) =
-        send(with_cookie(Method::GET, "/v1/api-keys/current").header("X-Tenant-Id", &tenant)).await;
+        send_with_headers(with_cookie(Method::GET, "/v1/api-keys/current").header("X-Tenant-Id", &tenant))
+            .await;
     assert_eq!(status, 404, "a session is not an API key");
 
-    let (status, headers, out) = send(with_cookie(Method::POST, "/v1/auth/logout")).await;
+    let (status, headers, out) = send_with_headers(with_cookie(Method::POST, "/v1/auth/logout")).await;
     assert_eq!((status, out["session_ended"].as_bool()), (200, Some(true)));
     assert!(
         headers["set-cookie"]
@@ -214,8 +211,10 @@ async fn a_member_logs_in_works_through_the_cookie_and_logs_out() {
             .expect("ascii")
             .contains("Max-Age=0")
     );
-    let (status, _, _) =
-        send(with_cookie(Method::GET, &format!("/v1/tenants/{tenant}")).header("X-Tenant-Id", &tenant)).await;
+    let (status, _, _) = send_with_headers(
+        with_cookie(Method::GET, &format!("/v1/tenants/{tenant}")).header("X-Tenant-Id", &tenant),
+    )
+    .await;
     assert_eq!(status, 401, "the session ended server-side");
     app.stop().await;
 }
@@ -231,14 +230,14 @@ async fn an_expired_session_no_longer_authenticates() {
             .header("Cookie", cookie.clone())
             .header("X-Tenant-Id", &tenant)
     };
-    assert_eq!(send(read()).await.0, 200);
+    assert_eq!(send_with_headers(read()).await.0, 200);
     kuatia_tests::execute(
         &app.service().database,
         "UPDATE sessions SET expires_at = created_at",
     )
     .await
     .expect("age the session");
-    assert_eq!(send(read()).await.0, 401);
+    assert_eq!(send_with_headers(read()).await.0, 401);
     app.stop().await;
 }
 
@@ -247,12 +246,12 @@ async fn only_owners_and_admins_add_members_and_only_owners_add_owners() {
     let app = TestApp::spawn().await;
     let (tenant, owner) = app.tenant("acme").await;
     register(&app, "ana@example.com", "a long enough secret").await;
-    let (_, _, viewer) = send(
+    let (_, _, viewer) = send_with_headers(
         app.as_key(Method::POST, "/v1/api-keys", &owner, &tenant)
             .json(&json!({"name": "v", "role": "viewer"})),
     )
     .await;
-    let (_, _, admin) = send(
+    let (_, _, admin) = send_with_headers(
         app.as_key(Method::POST, "/v1/api-keys", &owner, &tenant)
             .json(&json!({"name": "a", "role": "admin"})),
     )
@@ -261,11 +260,12 @@ async fn only_owners_and_admins_add_members_and_only_owners_add_owners() {
         app.as_key(Method::POST, "/v1/memberships", &key, &tenant)
             .json(&json!({"email": "ana@example.com", "role": role}))
     };
-    let (status, _, _) = send(add(viewer["key"].as_str().expect("k").to_owned(), "viewer")).await;
+    let (status, _, _) =
+        send_with_headers(add(viewer["key"].as_str().expect("k").to_owned(), "viewer")).await;
     assert_eq!(status, 403);
-    let (status, _, _) = send(add(admin["key"].as_str().expect("k").to_owned(), "owner")).await;
+    let (status, _, _) = send_with_headers(add(admin["key"].as_str().expect("k").to_owned(), "owner")).await;
     assert_eq!(status, 403);
-    let (status, _, _) = send(add(owner.clone(), "owner")).await;
+    let (status, _, _) = send_with_headers(add(owner.clone(), "owner")).await;
     assert_eq!(status, 202);
     app.stop().await;
 }
@@ -282,9 +282,9 @@ async fn an_invitation_neither_reveals_who_is_registered_nor_adds_anyone_until_i
             .json(&json!({"email": email, "role": "issuer"}))
     };
     // A registered and an unknown address get the same answer.
-    let (status, _, known) = send(invite("Ana@Example.com ")).await;
+    let (status, _, known) = send_with_headers(invite("Ana@Example.com ")).await;
     assert_eq!(status, 202, "{known}");
-    let (status, _, unknown) = send(invite("ghost@example.com")).await;
+    let (status, _, unknown) = send_with_headers(invite("ghost@example.com")).await;
     assert_eq!(status, 202, "{unknown}");
     let keys = |v: &Value| {
         let mut k: Vec<String> = v.as_object().expect("object").keys().cloned().collect();
@@ -332,17 +332,18 @@ async fn an_invitation_neither_reveals_who_is_registered_nor_adds_anyone_until_i
     let (_, set_cookie, answer) = login(&app, "ana@example.com", password).await;
     assert_eq!(answer["memberships"], json!([]), "{answer}");
     let ana = cookie_pair(&set_cookie.expect("cookie"));
-    let (_, _, members) = send(app.as_key(Method::GET, "/v1/memberships", &owner, &tenant)).await;
+    let (_, _, members) =
+        send_with_headers(app.as_key(Method::GET, "/v1/memberships", &owner, &tenant)).await;
     assert_eq!(members, json!([]));
 
     // The token alone grants nothing: no credentials, an API key, another user's session.
-    let (status, _, body) = send(accept(&token)).await;
+    let (status, _, body) = send_with_headers(accept(&token)).await;
     assert_eq!(
         (status, body["code"].as_str()),
         (401, Some("authentication_error")),
         "{body}"
     );
-    let (status, _, body) = send(accept(&token).bearer_auth(&other_key)).await;
+    let (status, _, body) = send_with_headers(accept(&token).bearer_auth(&other_key)).await;
     assert_eq!(
         (status, body["code"].as_str()),
         (403, Some("permission_error")),
@@ -351,13 +352,13 @@ async fn an_invitation_neither_reveals_who_is_registered_nor_adds_anyone_until_i
     register(&app, "beto@example.com", password).await;
     let (_, set_cookie, _) = login(&app, "beto@example.com", password).await;
     let beto = cookie_pair(&set_cookie.expect("cookie"));
-    let (status, _, body) = send(accept(&token).header("Cookie", &beto)).await;
+    let (status, _, body) = send_with_headers(accept(&token).header("Cookie", &beto)).await;
     assert_eq!(
         (status, body["code"].as_str()),
         (403, Some("permission_error")),
         "{body}"
     );
-    let (status, _, body) = send(accept("x".repeat(43).as_str()).header("Cookie", &ana)).await;
+    let (status, _, body) = send_with_headers(accept("x".repeat(43).as_str()).header("Cookie", &ana)).await;
     assert_eq!(
         (status, body["code"].as_str()),
         (404, Some("not_found")),
@@ -365,19 +366,19 @@ async fn an_invitation_neither_reveals_who_is_registered_nor_adds_anyone_until_i
     );
 
     // Ana accepts with her own session: now she is a member, once.
-    let (status, _, membership) = send(accept(&token).header("Cookie", &ana)).await;
+    let (status, _, membership) = send_with_headers(accept(&token).header("Cookie", &ana)).await;
     assert_eq!(status, 200, "{membership}");
     assert_eq!(
         (membership["tenant_id"].as_str(), membership["role"].as_str()),
         (Some(tenant.as_str()), Some("issuer"))
     );
-    let (status, _, body) = send(accept(&token).header("Cookie", &ana)).await;
+    let (status, _, body) = send_with_headers(accept(&token).header("Cookie", &ana)).await;
     assert_eq!(
         (status, body["code"].as_str()),
         (409, Some("conflict_error")),
         "{body}"
     );
-    let (status, _, _) = send(
+    let (status, _, _) = send_with_headers(
         app.client
             .get(format!("{}/v1/tenants/{tenant}", app.base))
             .header("Cookie", &ana)
@@ -387,9 +388,9 @@ async fn an_invitation_neither_reveals_who_is_registered_nor_adds_anyone_until_i
     assert_eq!(status, 200);
 
     // A revoked invitation accepts no more; the list shows each one's state.
-    let (_, _, for_beto) = send(invite("beto@example.com")).await;
+    let (_, _, for_beto) = send_with_headers(invite("beto@example.com")).await;
     let id = for_beto["invitation_id"].as_str().expect("id").to_owned();
-    let (status, _, _) = send(app.as_key(
+    let (status, _, _) = send_with_headers(app.as_key(
         Method::DELETE,
         &format!("/v1/invitations/{id}"),
         &other_key,
@@ -397,7 +398,7 @@ async fn an_invitation_neither_reveals_who_is_registered_nor_adds_anyone_until_i
     ))
     .await;
     assert_eq!(status, 403, "another tenant's key");
-    let (status, _, _) = send(app.as_key(
+    let (status, _, _) = send_with_headers(app.as_key(
         Method::DELETE,
         &format!("/v1/invitations/{}", uuid::Uuid::now_v7()),
         &owner,
@@ -406,15 +407,17 @@ async fn an_invitation_neither_reveals_who_is_registered_nor_adds_anyone_until_i
     .await;
     assert_eq!(status, 404);
     let (status, _, _) =
-        send(app.as_key(Method::DELETE, &format!("/v1/invitations/{id}"), &owner, &tenant)).await;
+        send_with_headers(app.as_key(Method::DELETE, &format!("/v1/invitations/{id}"), &owner, &tenant))
+            .await;
     assert_eq!(status, 204);
-    let (status, _, body) = send(accept(&token_of(&for_beto)).header("Cookie", &beto)).await;
+    let (status, _, body) = send_with_headers(accept(&token_of(&for_beto)).header("Cookie", &beto)).await;
     assert_eq!(
         (status, body["code"].as_str()),
         (409, Some("conflict_error")),
         "{body}"
     );
-    let (status, _, listed) = send(app.as_key(Method::GET, "/v1/invitations", &owner, &tenant)).await;
+    let (status, _, listed) =
+        send_with_headers(app.as_key(Method::GET, "/v1/invitations", &owner, &tenant)).await;
     assert_eq!(status, 200, "{listed}");
     let states: Vec<(&str, &str)> = listed
         .as_array()
@@ -445,7 +448,8 @@ async fn an_invitation_neither_reveals_who_is_registered_nor_adds_anyone_until_i
     assert_eq!(listed[2]["membership_id"], membership["id"]);
 
     // Each step is an event; none carries the token.
-    let (_, _, page) = send(app.as_key(Method::GET, "/v1/events?after=0&limit=1000", &owner, &tenant)).await;
+    let (_, _, page) =
+        send_with_headers(app.as_key(Method::GET, "/v1/events?after=0&limit=1000", &owner, &tenant)).await;
     let text = page.to_string();
     for kind in ["MemberInvited", "MemberAdded", "InvitationRevoked"] {
         assert!(text.contains(kind), "{kind}: {text}");
@@ -464,7 +468,7 @@ async fn with_a_mail_server_the_invitation_link_is_emailed_and_not_answered() {
     })
     .await;
     let (tenant, owner) = app.tenant("acme").await;
-    let (status, _, invitation) = send(
+    let (status, _, invitation) = send_with_headers(
         app.as_key(Method::POST, "/v1/memberships", &owner, &tenant)
             .json(&json!({"email": "ana@example.com", "role": "viewer"})),
     )
@@ -490,7 +494,7 @@ async fn with_a_mail_server_the_invitation_link_is_emailed_and_not_answered() {
     // The emailed link accepts, with Ana's session.
     register(&app, "ana@example.com", "a long enough secret").await;
     let (_, set_cookie, _) = login(&app, "ana@example.com", "a long enough secret").await;
-    let (status, _, membership) = send(
+    let (status, _, membership) = send_with_headers(
         app.client
             .post(format!("{}/v1/invitations/{token}/accept", app.base))
             .header("Cookie", cookie_pair(&set_cookie.expect("cookie"))),
@@ -509,7 +513,7 @@ async fn the_invitation_page_logs_the_invitee_in_and_accepts_without_javascript(
     let app = TestApp::spawn().await;
     let (tenant, owner) = app.tenant("acme").await;
     register(&app, "ana@example.com", "a long enough secret").await;
-    let (_, _, invitation) = send(
+    let (_, _, invitation) = send_with_headers(
         app.as_key(Method::POST, "/v1/memberships", &owner, &tenant)
             .json(&json!({"email": "ana@example.com", "role": "issuer"})),
     )
@@ -540,7 +544,7 @@ async fn the_invitation_page_logs_the_invitee_in_and_accepts_without_javascript(
         .map(cookie_pair)
         .expect("a session");
     assert!(done.text().await.expect("html").contains("Invitación aceptada"));
-    let (status, _, _) = send(
+    let (status, _, _) = send_with_headers(
         app.client
             .get(format!("{}/v1/tenants/{tenant}", app.base))
             .header("Cookie", &cookie)
@@ -550,7 +554,7 @@ async fn the_invitation_page_logs_the_invitee_in_and_accepts_without_javascript(
     assert_eq!(status, 200);
     // Closed now, and a made-up link is not found; what the inviter typed is escaped.
     assert_eq!(app.client.get(&url).send().await.expect("page").status(), 409);
-    let (_, _, hostile) = send(
+    let (_, _, hostile) = send_with_headers(
         app.as_key(Method::POST, "/v1/memberships", &owner, &tenant)
             .json(&json!({"email": "<script>alert(1)</script>@example.com", "role": "viewer"})),
     )
@@ -613,7 +617,7 @@ async fn members_are_listed_changed_and_removed_and_the_last_owner_stays() {
         members.push(membership["id"].as_str().expect("id").to_owned());
     }
     let (ana, beto) = (members[0].clone(), members[1].clone());
-    let (status, _, listed) = send(as_key(Method::GET, "/v1/memberships")).await;
+    let (status, _, listed) = send_with_headers(as_key(Method::GET, "/v1/memberships")).await;
     assert_eq!(status, 200, "{listed}");
     let roles: Vec<&str> = listed
         .as_array()
@@ -632,44 +636,48 @@ async fn members_are_listed_changed_and_removed_and_the_last_owner_stays() {
             .header("Cookie", cookie.clone())
             .header("X-Tenant-Id", &tenant)
     };
-    let (status, _, refused) =
-        send(as_beto(Method::PATCH, &format!("/v1/memberships/{ana}")).json(&json!({"role": "viewer"})))
-            .await;
+    let (status, _, refused) = send_with_headers(
+        as_beto(Method::PATCH, &format!("/v1/memberships/{ana}")).json(&json!({"role": "viewer"})),
+    )
+    .await;
     assert_eq!(
         (status, refused["code"].as_str()),
         (403, Some("permission_error")),
         "{refused}"
     );
-    let (status, _, refused) =
-        send(as_key(Method::PATCH, &format!("/v1/memberships/{ana}")).json(&json!({"role": "admin"}))).await;
+    let (status, _, refused) = send_with_headers(
+        as_key(Method::PATCH, &format!("/v1/memberships/{ana}")).json(&json!({"role": "admin"})),
+    )
+    .await;
     assert_eq!(
         (status, refused["code"].as_str()),
         (409, Some("conflict_error")),
         "{refused}"
     );
-    let (status, _, _) = send(as_key(Method::DELETE, &format!("/v1/memberships/{ana}"))).await;
+    let (status, _, _) = send_with_headers(as_key(Method::DELETE, &format!("/v1/memberships/{ana}"))).await;
     assert_eq!(status, 409);
 
     // The owner lowers Beto, then removes him: his session no longer reaches the tenant.
-    let (status, _, changed) =
-        send(as_key(Method::PATCH, &format!("/v1/memberships/{beto}")).json(&json!({"role": "viewer"})))
-            .await;
+    let (status, _, changed) = send_with_headers(
+        as_key(Method::PATCH, &format!("/v1/memberships/{beto}")).json(&json!({"role": "viewer"})),
+    )
+    .await;
     assert_eq!(
         (status, changed["role"].as_str()),
         (200, Some("viewer")),
         "{changed}"
     );
-    let (status, _, _) = send(as_beto(Method::GET, &format!("/v1/tenants/{tenant}"))).await;
+    let (status, _, _) = send_with_headers(as_beto(Method::GET, &format!("/v1/tenants/{tenant}"))).await;
     assert_eq!(status, 200);
-    let (status, _, _) = send(as_key(Method::DELETE, &format!("/v1/memberships/{beto}"))).await;
+    let (status, _, _) = send_with_headers(as_key(Method::DELETE, &format!("/v1/memberships/{beto}"))).await;
     assert_eq!(status, 204);
-    let (status, _, gone) = send(as_beto(Method::GET, &format!("/v1/tenants/{tenant}"))).await;
+    let (status, _, gone) = send_with_headers(as_beto(Method::GET, &format!("/v1/tenants/{tenant}"))).await;
     assert_eq!(status, 403, "{gone}");
-    let (status, _, _) = send(as_key(Method::DELETE, &format!("/v1/memberships/{beto}"))).await;
+    let (status, _, _) = send_with_headers(as_key(Method::DELETE, &format!("/v1/memberships/{beto}"))).await;
     assert_eq!(status, 404);
 
     // Each change is an event of the audit log.
-    let (_, _, page) = send(as_key(Method::GET, "/v1/events?after=0&limit=1000")).await;
+    let (_, _, page) = send_with_headers(as_key(Method::GET, "/v1/events?after=0&limit=1000")).await;
     let types: Vec<&str> = page["events"]
         .as_array()
         .expect("events")

@@ -1125,7 +1125,7 @@ async fn the_lookup_commands_generate_import_report_and_manage_keys() {
 async fn intake_warns_about_a_buyer_the_registry_lists_as_not_active_or_does_not_list() {
     // The sample invoice's buyer is 80013884-8.
     let app = TestApp::spawn_with(|c| c.workers = 0).await;
-    let ready = crate::documents::ready_at(&app, "registry", "http://127.0.0.1:9").await;
+    let ready = app.ready_at("registry", "http://127.0.0.1:9").await;
     let validate = |doc: &Value| {
         app.as_key(
             reqwest::Method::POST,
@@ -1137,7 +1137,7 @@ async fn intake_warns_about_a_buyer_the_registry_lists_as_not_active_or_does_not
     };
     let mut doc = kuatia_domain::document::canonical::sample_invoice();
     doc["company_id"] = serde_json::json!(ready.company);
-    doc["issue_datetime"] = serde_json::json!(crate::documents::hours_ago(1));
+    doc["issue_datetime"] = serde_json::json!(kuatia_tests::hours_ago(1));
     let warnings = |body: &Value| -> Vec<String> {
         body["warnings"]
             .as_array()
@@ -1150,14 +1150,14 @@ async fn intake_warns_about_a_buyer_the_registry_lists_as_not_active_or_does_not
     };
 
     // No registry imported yet: no warning.
-    let (status, body) = crate::documents::send(validate(&doc)).await;
+    let (status, body) = kuatia_tests::send(validate(&doc)).await;
     assert_eq!(status, 200, "{body}");
     assert!(warnings(&body).is_empty(), "{body}");
 
     let scratch = ScratchDir::new();
     fixture_files(&scratch.0, &[("80013884", "CLIENTE S.A.", "CANCELADO")]);
     import_dir(&app.service().database, &scratch.0, 1).await;
-    let (status, body) = crate::documents::send(validate(&doc)).await;
+    let (status, body) = kuatia_tests::send(validate(&doc)).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["valid"], true, "a warning does not block: {body}");
     assert_eq!(warnings(&body), vec!["buyer_ruc_not_active".to_owned()], "{body}");
@@ -1169,7 +1169,7 @@ async fn intake_warns_about_a_buyer_the_registry_lists_as_not_active_or_does_not
         &[("80069563", "DE GENERACION ELECTRONICA S.A.", "ACTIVO")],
     );
     import_dir(&app.service().database, &other.0, 2).await;
-    let (_, body) = crate::documents::send(validate(&doc)).await;
+    let (_, body) = kuatia_tests::send(validate(&doc)).await;
     assert_eq!(warnings(&body), vec!["buyer_ruc_not_found".to_owned()], "{body}");
     app.stop().await;
 }

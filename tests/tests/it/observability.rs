@@ -8,15 +8,13 @@
 //! id a test watches. Export is per service (each test's service registers its exporter for its
 //! own runtime), so the other tests of the binary neither see nor disturb these collectors.
 
-use crate::documents::{hours_ago, id, ready_at, send};
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
 use axum::routing::post;
-use kuatia_domain::document::canonical::sample_invoice;
 use kuatia_infrastructure::config::{LogFormat, Secret};
 use kuatia_infrastructure::sifen_sim::{SimConfig, Simulator};
-use kuatia_tests::TestApp;
+use kuatia_tests::{Ready, TestApp, id, post_together, send, send_with_headers};
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -197,50 +195,30 @@ fn random_hex(bytes: usize) -> String {
 
 /// Posts an invoice with a `traceparent`; returns the document id and the response's
 /// `traceparent`.
-async fn post_traced(app: &TestApp, r: &crate::documents::Ready, traceparent: &str) -> (String, String) {
-    let mut doc = sample_invoice();
-    doc["company_id"] = json!(r.company);
-    doc["external_id"] = json!(format!("otel-{}", uuid::Uuid::now_v7()));
-    doc["issue_datetime"] = json!(hours_ago(1));
-    let response = app
-        .as_key(Method::POST, "/v1/documents", &r.key, &r.tenant)
-        .header("Idempotency-Key", uuid::Uuid::now_v7().to_string())
-        .header("traceparent", traceparent)
-        .json(&doc)
-        .send()
-        .await
-        .expect("send");
-    assert_eq!(response.status(), 201);
-    let echoed = response
-        .headers()
+async fn post_traced(r: &Ready, traceparent: &str) -> (String, String) {
+    let (status, headers, body) = send_with_headers(
+        r.req(Method::POST, "/v1/documents")
+            .header("Idempotency-Key", uuid::Uuid::now_v7().to_string())
+            .header("traceparent", traceparent)
+            .json(&r.invoice(&format!("otel-{}", uuid::Uuid::now_v7()))),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let echoed = headers
         .get("traceparent")
         .expect("the response names its trace")
         .to_str()
         .expect("ascii")
         .to_owned();
-    let body: Value = response.json().await.expect("json");
     (id(&body), echoed)
 }
 
-async fn wait_accepted(app: &TestApp, r: &crate::documents::Ready, doc: &str) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let (status, body) = send(app.as_key(
-            Method::GET,
-            &format!("/v1/documents/{doc}/status"),
-            &r.key,
-            &r.tenant,
-        ))
-        .await;
-        assert_eq!(status, 200, "{body}");
-        match body["status"].as_str() {
-            Some("accepted") => return,
-            Some("rejected" | "failed_terminal") => panic!("not accepted: {body}"),
-            _ => {}
-        }
-        assert!(Instant::now() < deadline, "still not accepted: {body}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+async fn wait_accepted(r: &Ready, doc: &str) {
+    let status = r
+        .settle(&[doc.to_owned()], Duration::from_secs(60))
+        .await
+        .remove(0);
+    assert_eq!(status["status"], "accepted", "not accepted: {status}");
 }
 
 fn attribute<'a>(span: &'a Value, key: &str) -> Option<&'a Value> {
@@ -261,7 +239,7 @@ async fn a_request_its_jobs_and_the_sifen_call_are_one_trace_exported_over_otlp(
         c.rate_limit_per_key = 100_000;
     })
     .await;
-    let r = ready_at(&app, "otel", &sim.url).await;
+    let r = app.ready_at("otel", &sim.url).await;
     // A webhook endpoint: its deliveries join the trace of the events that raised them.
     let inbox = crate::webhooks::Inbox::default();
     let (port, _receiver) = crate::webhooks::start_receiver(inbox.clone(), 0).await;
@@ -274,12 +252,12 @@ async fn a_request_its_jobs_and_the_sifen_call_are_one_trace_exported_over_otlp(
 
     let (trace_id, caller_span) = (random_hex(16), random_hex(8));
     logs().watch(&trace_id);
-    let (doc, echoed) = post_traced(&app, &r, &format!("00-{trace_id}-{caller_span}-01")).await;
+    let (doc, echoed) = post_traced(&r, &format!("00-{trace_id}-{caller_span}-01")).await;
     assert!(echoed.starts_with(&format!("00-{trace_id}-")), "{echoed}");
     assert!(echoed.ends_with("-01"), "{echoed}");
     let request_span = echoed[36..52].to_owned();
     assert_ne!(request_span, caller_span, "the request is a span of its own");
-    wait_accepted(&app, &r, &doc).await;
+    wait_accepted(&r, &doc).await;
 
     // Spans arrive in batches (at most a second after they end).
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -405,12 +383,12 @@ async fn without_an_otlp_endpoint_nothing_is_exported_and_the_trace_still_propag
     let sim = Sim::start().await;
     let app = TestApp::spawn_with(|c| c.rate_limit_per_key = 100_000).await;
     assert_eq!(app.service().addr.ip().to_string(), "127.0.0.1");
-    let r = ready_at(&app, "quiet", &sim.url).await;
+    let r = app.ready_at("quiet", &sim.url).await;
 
     let trace_id = random_hex(16);
-    let (doc, echoed) = post_traced(&app, &r, &format!("00-{trace_id}-{}-01", random_hex(8))).await;
+    let (doc, echoed) = post_traced(&r, &format!("00-{trace_id}-{}-01", random_hex(8))).await;
     assert!(echoed.starts_with(&format!("00-{trace_id}-")), "{echoed}");
-    wait_accepted(&app, &r, &doc).await;
+    wait_accepted(&r, &doc).await;
     // The trace reached SIFEN through the jobs all the same.
     assert!(
         sim.seen().iter().any(|t| t.contains(&trace_id)),
@@ -464,20 +442,12 @@ async fn a_lot_result_counts_sifen_s_code_for_each_document() {
     let received = "kuatia_sifen_responses_total{operation=\"recep_lote\",code=\"0300\"}";
     let before = scrape().await;
 
-    let mut posts = tokio::task::JoinSet::new();
-    for i in 0..6 {
-        let request = f
-            .req(Method::POST, "/v1/documents")
+    let docs = post_together((0..6).map(|i| {
+        f.req(Method::POST, "/v1/documents")
             .header("Idempotency-Key", format!("otel-lot-{i}"))
-            .json(&f.invoice(&format!("otel-lot-{i}")));
-        posts.spawn(send(request));
-    }
-    let mut docs = Vec::new();
-    while let Some(joined) = posts.join_next().await {
-        let (status, body) = joined.expect("post");
-        assert_eq!(status, 201, "{body}");
-        docs.push(id(&body));
-    }
+            .json(&f.invoice(&format!("otel-lot-{i}")))
+    }))
+    .await;
     let settled = f.settle(&docs, Duration::from_secs(60)).await;
     assert!(settled.iter().all(|s| s["status"] == "accepted"), "{settled:?}");
 

@@ -5,12 +5,12 @@
 //!
 //! Needs poppler-utils (`pdftotext`, `pdftoppm`, `pdfinfo`) and zbar-tools (`zbarimg`).
 
-use crate::documents::{Ready, hours_ago, id, ready_at, send};
 use kuatia_application::artifacts::ArtifactStore;
 use kuatia_application::printables::{Printable, Printer};
 use kuatia_domain::document::canonical::sample_invoice;
 use kuatia_infrastructure::sifen_sim::{self, RunningSimulator, SimConfig};
 use kuatia_tests::TestApp;
+use kuatia_tests::{Ready, hours_ago, id, send};
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -19,11 +19,20 @@ use std::time::Duration;
 /// An associated invoice for the notes (any CDC with a right check digit).
 const INVOICE_CDC: &str = "01800695631001001000000122025011511234567899";
 
+/// A service whose tenant's sifen channel sends to the simulator, and a scratch folder; it reads
+/// as its tenant.
 struct Fx {
     app: TestApp,
     r: Ready,
     _sim: RunningSimulator,
     dir: PathBuf,
+}
+
+impl std::ops::Deref for Fx {
+    type Target = Ready;
+    fn deref(&self) -> &Ready {
+        &self.r
+    }
 }
 
 impl Fx {
@@ -32,7 +41,7 @@ impl Fx {
             .await
             .expect("simulator");
         let app = TestApp::spawn_with(|c| c.rate_limit_per_key = 100_000).await;
-        let r = ready_at(&app, "printables", &sim.base_url()).await;
+        let r = app.ready_at("printables", &sim.base_url()).await;
         let dir = std::env::temp_dir().join(format!("kuatia-printables-{}", uuid::Uuid::now_v7()));
         std::fs::create_dir_all(&dir).expect("dir");
         Self {
@@ -43,70 +52,17 @@ impl Fx {
         }
     }
 
-    fn req(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
-        self.app.as_key(method, path, &self.r.key, &self.r.tenant)
-    }
-
-    fn invoice(&self, external_id: &str) -> Value {
-        let mut doc = sample_invoice();
-        doc["company_id"] = json!(self.r.company);
-        doc["external_id"] = json!(external_id);
-        doc["issue_datetime"] = json!(hours_ago(1));
-        doc
-    }
-
     async fn post(&self, doc: &Value) -> (String, Value) {
-        let (status, body) = send(
-            self.req(Method::POST, "/v1/documents")
-                .header("Idempotency-Key", uuid::Uuid::now_v7().to_string())
-                .json(doc),
-        )
-        .await;
-        assert_eq!(status, 201, "{body}");
+        let body = self.r.post(doc).await;
         (id(&body), body)
-    }
-
-    async fn timeline(&self, doc: &str) -> Vec<Value> {
-        let (status, body) = send(self.req(Method::GET, &format!("/v1/documents/{doc}/timeline"))).await;
-        assert_eq!(status, 200, "{body}");
-        body.as_array().cloned().unwrap_or_default()
-    }
-
-    /// The artifacts of a kind recorded so far: `(version, sha256)`.
-    async fn artifacts(&self, doc: &str, kind: &str) -> Vec<(u64, String)> {
-        self.timeline(doc)
-            .await
-            .iter()
-            .filter_map(|e| {
-                let a = &e["data"]["ArtifactRecorded"];
-                (e["type"] == "ArtifactRecorded" && a["kind"] == kind).then(|| {
-                    (
-                        a["version"].as_u64().expect("version"),
-                        a["sha256"].as_str().expect("sha").to_owned(),
-                    )
-                })
-            })
-            .collect()
     }
 
     /// Waits until the document has `version` of its `kind` artifact; returns its bytes.
     async fn wait_for(&self, doc: &str, kind: &str, version: u64) -> Vec<u8> {
-        let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Some((_, sha)) = self
-                .artifacts(doc, kind)
-                .await
-                .into_iter()
-                .find(|(v, _)| *v == version)
-            {
-                return self.stored(&sha).await;
-            }
-            if std::time::Instant::now() > deadline {
-                let status = send(self.req(Method::GET, &format!("/v1/documents/{doc}/status"))).await;
-                panic!("no {kind} v{version} for {doc} after 60 s: {status:?}");
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        let sha = self
+            .wait_recorded(doc, kind, version, Duration::from_secs(60))
+            .await;
+        self.stored(&sha).await
     }
 
     async fn stored(&self, sha: &str) -> Vec<u8> {
@@ -345,7 +301,7 @@ async fn every_sifen_type_gets_a_kude_with_the_mandatory_fields_and_a_qr_that_de
         assert_eq!(s["status"], "accepted", "{kind}: {s}");
         let cdc = s["cdc"].as_str().expect("cdc");
         let number = s["number"].as_str().expect("number");
-        let (_, xml_sha) = f.artifacts(doc, "signed_xml").await.remove(0);
+        let (_, xml_sha) = f.recorded(doc, "signed_xml").await.remove(0);
         let xml = String::from_utf8(f.stored(&xml_sha).await).expect("utf-8");
 
         let path = f.write(&format!("{kind}.pdf"), &pdf);
@@ -424,14 +380,14 @@ async fn a_long_invoice_numbers_its_pages_and_regenerate_pdf_adds_a_ticket_versi
     assert_eq!(queued["type"], "kude", "{queued}");
     assert_eq!(queued["version"], 2, "{queued}");
     let ticket = f.wait_for(&doc, "kude", 2).await;
-    let versions = f.artifacts(&doc, "kude").await;
+    let versions = f.recorded(&doc, "kude").await;
     assert_eq!(versions.iter().map(|(v, _)| *v).collect::<Vec<_>>(), vec![1, 2]);
     assert_eq!(f.stored(&versions[0].1).await, pdf, "version 1 is unchanged");
     let path = f.write("ticket.pdf", &ticket);
     let (pages, width) = info(&path);
     assert_eq!(pages, 1, "a ticket roll is one page");
     assert!((width - 226.77).abs() < 0.5, "80 mm = 226.77 pt, got {width}");
-    let (_, xml_sha) = f.artifacts(&doc, "signed_xml").await.remove(0);
+    let (_, xml_sha) = f.recorded(&doc, "signed_xml").await.remove(0);
     let xml = String::from_utf8(f.stored(&xml_sha).await).expect("utf-8");
     assert_eq!(qr(&path), dcarqr(&xml), "the ticket's QR is dCarQR too");
     let text = text(&path);
@@ -712,22 +668,6 @@ async fn an_exonerated_only_invoice_prints_zero_exentas_and_its_exoneradas_on_th
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// `(version, sha256)` of every `kind` artifact in a timeline.
-fn versions(timeline: &[Value], kind: &str) -> Vec<(u64, String)> {
-    timeline
-        .iter()
-        .filter_map(|e| {
-            let a = &e["data"]["ArtifactRecorded"];
-            (e["type"] == "ArtifactRecorded" && a["kind"] == kind).then(|| {
-                (
-                    a["version"].as_u64().expect("version"),
-                    a["sha256"].as_str().expect("sha").to_owned(),
-                )
-            })
-        })
-        .collect()
-}
-
 #[tokio::test]
 async fn regenerate_pdf_of_an_autoimpresor_document_adds_a_printable_version() {
     let f = crate::autoimpresor::Fx::new("printables-auto", (1, 100), 30, 0).await;
@@ -742,7 +682,7 @@ async fn regenerate_pdf_of_an_autoimpresor_document_adds_a_printable_version() {
     assert_eq!(queued["version"], 2, "{queued}");
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     let printed = loop {
-        let printed = versions(&f.timeline(&doc).await, "printable_pdf");
+        let printed = f.recorded(&doc, "printable_pdf").await;
         if printed.len() == 2 {
             break printed;
         }

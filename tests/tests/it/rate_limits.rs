@@ -105,9 +105,7 @@ async fn a_second_instance_sees_what_the_first_counted() {
     away_from_a_window_edge().await;
     let app = TestApp::spawn_with(|c| c.rate_limit_per_key = 6).await;
     let (tenant, key) = app.tenant("acme").await;
-    let mut config = app.db.config();
-    config.rate_limit_per_key = 6;
-    let second = kuatia_api::compose::start(config).await.expect("second instance");
+    let second = app.second_instance(|c| c.rate_limit_per_key = 6).await;
     let second_base = format!("http://{}", second.addr);
     for _ in 0..4 {
         let r = app

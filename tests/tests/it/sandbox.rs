@@ -5,11 +5,11 @@
 //!
 //! Needs xmllint (libxml2-utils), xmlsec1 and pdfinfo/pdftotext (poppler-utils).
 
-use crate::documents::{Ready, hours_ago, id, ready_at, send};
 use kuatia_domain::document::canonical::sample_invoice;
 use kuatia_domain::sifen::cdc::Cdc;
 use kuatia_domain::sifen::facts::TEST_ISSUER_NAME;
 use kuatia_infrastructure::sifen_sim::{self, SimConfig};
+use kuatia_tests::{Ready, hours_ago, id, send};
 use kuatia_tests::{ScratchDir, TestApp, TestDb};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -532,7 +532,7 @@ async fn the_openapi_document_has_the_sandbox_with_examples_that_run() {
 #[tokio::test]
 async fn with_credentials_the_preview_uses_the_companys_configuration_and_role() {
     let app = app().await;
-    let r = ready_at(&app, "sandbox", "http://127.0.0.1:9").await;
+    let r = app.ready_at("sandbox", "http://127.0.0.1:9").await;
 
     // An empty body previews the sample invoice as this company's.
     let (status, body) = preview_as(&app, &r, &r.key, &json!({})).await;
@@ -713,7 +713,7 @@ async fn a_hundred_previews_of_every_mode_leave_every_table_series_and_artifact_
     })
     .await;
     // A tenant that has issued a real document: a number series, artifacts, events and jobs.
-    let r = ready_at(&app, "persist", &sim.base_url()).await;
+    let r = app.ready_at("persist", &sim.base_url()).await;
     let mut invoice = sample_invoice();
     invoice["company_id"] = json!(r.company);
     invoice["issue_datetime"] = json!(hours_ago(1));

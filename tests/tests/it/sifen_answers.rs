@@ -5,11 +5,11 @@
 //! approved CDC is never sent again, and no status comes from an answer the table does not read
 //! as a verdict.
 
-use crate::documents::send;
 use crate::sifen_lots::post_together;
 use crate::sifen_pipeline::Fx;
 use kuatia_domain::sifen::answers::{self, Meaning, Operation};
 use kuatia_infrastructure::sifen_sim::SimConfig;
+use kuatia_tests::send;
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;

@@ -3,7 +3,6 @@
 //! document records its own verdict; a lot SIFEN did not queue, or whose answer was lost, is
 //! reconciled by CDC and never has a CDC sent again while a lot holding it is processing.
 
-use crate::documents::{id, send};
 use crate::sifen_pipeline::Fx;
 use kuatia_infrastructure::sifen_sim::SimConfig;
 use reqwest::Method;
@@ -12,21 +11,12 @@ use std::time::Duration;
 
 /// Posts `n` invoices at once, as concurrent clients would; returns their ids.
 pub(crate) async fn post_together(f: &Fx, prefix: &str, n: usize) -> Vec<String> {
-    let mut posts = tokio::task::JoinSet::new();
-    for i in 0..n {
-        let request = f
-            .req(Method::POST, "/v1/documents")
+    kuatia_tests::post_together((0..n).map(|i| {
+        f.req(Method::POST, "/v1/documents")
             .header("Idempotency-Key", format!("{prefix}-{i}"))
-            .json(&f.invoice(&format!("{prefix}-{i}")));
-        posts.spawn(send(request));
-    }
-    let mut docs = Vec::new();
-    while let Some(joined) = posts.join_next().await {
-        let (status, body) = joined.expect("post");
-        assert_eq!(status, 201, "{body}");
-        docs.push(id(&body));
-    }
-    docs
+            .json(&f.invoice(&format!("{prefix}-{i}")))
+    }))
+    .await
 }
 
 /// The lot ids a document's timeline recorded on its submissions.

@@ -1,20 +1,27 @@
 //! The SIFEN pipeline end to end, black-box: documents posted over HTTP to a service whose sifen
 //! channel points at the SIFEN simulator (in-process, real HTTP and SOAP), on each backend.
 
-use crate::documents::{Ready, hours_ago, id, ready_at, send};
-use kuatia_domain::document::canonical::sample_invoice;
 use kuatia_domain::sifen::cdc::Cdc;
 use kuatia_infrastructure::sifen_sim::{self, RunningSimulator, SimConfig};
-use kuatia_tests::TestApp;
+use kuatia_tests::{Ready, TestApp, hours_ago, id, post_together, send};
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+/// A service whose tenant's sifen channel sends to the simulator; it reads as its tenant
+/// (`f.invoice(…)`, `f.status(…)`, `f.settle(…)`).
 pub(crate) struct Fx {
     pub(crate) app: TestApp,
     pub(crate) r: Ready,
     pub(crate) sim: RunningSimulator,
+}
+
+impl std::ops::Deref for Fx {
+    type Target = Ready;
+    fn deref(&self) -> &Ready {
+        &self.r
+    }
 }
 
 impl Fx {
@@ -29,74 +36,36 @@ impl Fx {
             adjust(c);
         })
         .await;
-        let r = ready_at(&app, "pipeline", &sim.base_url()).await;
+        let r = app.ready_at("pipeline", &sim.base_url()).await;
         Self { app, r, sim }
     }
 
-    pub(crate) fn req(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
-        self.app.as_key(method, path, &self.r.key, &self.r.tenant)
-    }
-
-    pub(crate) fn invoice(&self, external_id: &str) -> Value {
-        let mut doc = sample_invoice();
-        doc["company_id"] = json!(self.r.company);
-        doc["external_id"] = json!(external_id);
-        doc["issue_datetime"] = json!(hours_ago(1));
-        doc
-    }
-
-    pub(crate) async fn post(&self, doc: &Value) -> String {
-        let (status, body) = send(
-            self.req(Method::POST, "/v1/documents")
-                .header("Idempotency-Key", uuid::Uuid::now_v7().to_string())
-                .json(doc),
-        )
-        .await;
-        assert_eq!(status, 201, "{body}");
-        assert_eq!(body["status"], "queued", "{body}");
-        id(&body)
-    }
-
-    pub(crate) async fn status(&self, doc: &str) -> Value {
-        let (status, body) = send(self.req(Method::GET, &format!("/v1/documents/{doc}/status"))).await;
-        assert_eq!(status, 200, "{body}");
-        body
-    }
-
-    /// Waits until every document is final; returns their status bodies.
-    pub(crate) async fn settle(&self, docs: &[String], within: Duration) -> Vec<Value> {
-        let deadline = std::time::Instant::now() + within;
-        loop {
-            let mut all = Vec::new();
-            for doc in docs {
-                all.push(self.status(doc).await);
-            }
-            let open: Vec<&Value> = all
-                .iter()
-                .filter(|s| {
-                    !matches!(
-                        s["status"].as_str(),
-                        Some("accepted" | "rejected" | "failed_terminal")
-                    )
-                })
-                .collect();
-            if open.is_empty() {
-                return all;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "{} documents not final after {within:?}, e.g. {}",
-                open.len(),
-                open[0]
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
+    /// Stops the service and starts it again on the same database with another configuration;
+    /// the tenant and the simulator stay.
+    pub(crate) async fn restart(
+        self,
+        adjust: impl FnOnce(&mut kuatia_infrastructure::config::Config),
+    ) -> Self {
+        let Self { app, r, sim } = self;
+        let app = app
+            .restart(|c| {
+                c.rate_limit_per_key = 100_000;
+                adjust(c);
+            })
+            .await
+            .expect("restart");
+        Self {
+            r: r.on(&app),
+            app,
+            sim,
         }
     }
 
-    pub(crate) async fn timeline(&self, doc: &str) -> Vec<Value> {
-        let (status, body) = send(self.req(Method::GET, &format!("/v1/documents/{doc}/timeline"))).await;
-        assert_eq!(status, 200, "{body}");
-        body.as_array().cloned().unwrap_or_default()
+    /// Posts with a fresh Idempotency-Key; asserts 201 and `queued`, returns the id.
+    pub(crate) async fn post(&self, doc: &Value) -> String {
+        let body = self.r.post(doc).await;
+        assert_eq!(body["status"], "queued", "{body}");
+        id(&body)
     }
 
     pub(crate) async fn stats(&self) -> Value {
@@ -369,20 +338,12 @@ async fn a_credit_note_referencing_an_accepted_invoice_is_accepted_in_its_own_se
 async fn concurrent_documents_get_consecutive_numbers_without_gaps_or_repeats() {
     let f = Fx::new(SimConfig::default(), |c| c.workers = 4).await;
     // Posted at once, as concurrent clients would.
-    let mut posts = tokio::task::JoinSet::new();
-    for n in 0..30 {
-        let request = f
-            .req(Method::POST, "/v1/documents")
+    let docs = post_together((0..30).map(|n| {
+        f.req(Method::POST, "/v1/documents")
             .header("Idempotency-Key", format!("seq-{n}"))
-            .json(&f.invoice(&format!("SEQ-{n}")));
-        posts.spawn(send(request));
-    }
-    let mut docs = Vec::new();
-    while let Some(joined) = posts.join_next().await {
-        let (status, body) = joined.expect("post");
-        assert_eq!(status, 201, "{body}");
-        docs.push(id(&body));
-    }
+            .json(&f.invoice(&format!("SEQ-{n}")))
+    }))
+    .await;
     let status = f.settle(&docs, Duration::from_secs(60)).await;
     let numbers: BTreeSet<String> = status
         .iter()
@@ -412,12 +373,7 @@ async fn documents_waiting_together_share_numbering_turns_and_commit_in_number_o
     for n in 0..30 {
         docs.push(f.post(&f.invoice(&format!("TURN-{n}"))).await);
     }
-    let Fx { app, r, sim } = f;
-    let f = Fx {
-        app: restart(app, |c| c.workers = 8).await,
-        r,
-        sim,
-    };
+    let f = f.restart(|c| c.workers = 8).await;
     let status = f.settle(&docs, Duration::from_secs(60)).await;
     // (number, the turn's time, the position of the numbering event) per document.
     let mut numbered = Vec::new();
@@ -1313,18 +1269,6 @@ async fn buyers_sellers_and_branches_are_placed_and_named_by_sets_geographic_tab
     f.app.stop().await;
 }
 
-/// Stops the service and starts it again on the same database with another configuration.
-async fn restart(app: TestApp, adjust: impl FnOnce(&mut kuatia_infrastructure::config::Config)) -> TestApp {
-    let TestApp { service, db, .. } = app;
-    service.expect("running").stop().await.expect("clean stop");
-    TestApp::spawn_on(db, |c| {
-        c.rate_limit_per_key = 100_000;
-        adjust(c);
-    })
-    .await
-    .expect("restart")
-}
-
 #[tokio::test]
 async fn after_a_master_key_rotation_every_secret_opens_under_the_new_key_alone() {
     use kuatia_infrastructure::config::Secret;
@@ -1348,7 +1292,7 @@ async fn after_a_master_key_rotation_every_secret_opens_under_the_new_key_alone(
         c.master_key = Some(Secret::new(new_key));
         c.master_key_previous = Some(Secret::new(kuatia_tests::TEST_MASTER_KEY));
     };
-    fx.app = restart(fx.app, rotating).await;
+    fx = fx.restart(rotating).await;
     let second = fx.post(&fx.invoice("ROTATE-2")).await;
     let settled = fx
         .settle(std::slice::from_ref(&second), Duration::from_secs(30))
@@ -1377,7 +1321,7 @@ async fn after_a_master_key_rotation_every_secret_opens_under_the_new_key_alone(
     assert!(again.rotated.is_empty() && again.failed.is_empty(), "{again:?}");
 
     // Step 3: the old key is gone from the configuration; everything still opens.
-    fx.app = restart(fx.app, |c| c.master_key = Some(Secret::new(new_key))).await;
+    fx = fx.restart(|c| c.master_key = Some(Secret::new(new_key))).await;
     let third = fx.post(&fx.invoice("ROTATE-3")).await;
     let settled = fx
         .settle(std::slice::from_ref(&third), Duration::from_secs(30))
@@ -1449,14 +1393,14 @@ async fn a_master_key_that_does_not_open_the_secrets_is_reported_by_ready_fails_
     );
 
     // A start with a key that did not seal them is refused, naming the problem.
-    let TestApp { service, db, .. } = f.app;
-    service.expect("running").stop().await.expect("clean stop");
-    let refused = TestApp::spawn_on(db, |c| {
-        c.master_key = Some(kuatia_infrastructure::config::Secret::new(
-            "bmV3LW1hc3Rlci1rZXktb2Yta3VhdGlhLTMyLWJ5dGU=",
-        ));
-    })
-    .await;
+    let refused = f
+        .app
+        .restart(|c| {
+            c.master_key = Some(kuatia_infrastructure::config::Secret::new(
+                "bmV3LW1hc3Rlci1rZXktb2Yta3VhdGlhLTMyLWJ5dGU=",
+            ));
+        })
+        .await;
     let error = format!("{:#}", refused.err().expect("the start is refused"));
     assert!(
         error.contains("does not open this database's sealed secrets") && error.contains(foreign),

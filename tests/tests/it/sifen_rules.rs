@@ -3,10 +3,10 @@
 //! (`infrastructure/sifen-rules`) rejects with the rule's code, and — the proof on volume — a
 //! thousand generated documents of every type that pass intake, the pipeline and that engine.
 
-use crate::documents::{Ready, hours_ago, id, ready_at, send};
 use crate::sifen_xml::{arb_document, autofactura, invoice, note, remision};
 use kuatia_infrastructure::sifen_sim::{self, SimConfig};
 use kuatia_tests::TestApp;
+use kuatia_tests::{Ready, hours_ago, id, send};
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config as ProptestConfig, RngAlgorithm, TestRng, TestRunner};
 use reqwest::Method;
@@ -15,10 +15,6 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 const OTHER_RUC_INVOICE_CDC: &str = "01800138848001001123456412018121817819792239";
-
-fn req(app: &TestApp, r: &Ready, method: Method, path: &str) -> reqwest::RequestBuilder {
-    app.as_key(method, path, &r.key, &r.tenant)
-}
 
 /// A document of the fixtures, made the tenant's and dated an hour ago.
 fn ours(mut value: Value, r: &Ready) -> Value {
@@ -50,10 +46,8 @@ fn ours(mut value: Value, r: &Ready) -> Value {
 
 /// A tenant ready to issue every type on SIFEN: the remisión's legal notice set.
 async fn ready_for_every_type(app: &TestApp, slug: &str, endpoint: &str) -> Ready {
-    let r = ready_at(app, slug, endpoint).await;
-    let (status, channels) = send(req(
-        app,
-        &r,
+    let r = app.ready_at(slug, endpoint).await;
+    let (status, channels) = send(r.req(
         Method::GET,
         &format!("/v1/emission-channels?company_id={}", r.company),
     ))
@@ -65,13 +59,8 @@ async fn ready_for_every_type(app: &TestApp, slug: &str, endpoint: &str) -> Read
         .cloned()
         .expect("a sifen channel");
     let (status, patched) = send(
-        req(
-            app,
-            &r,
-            Method::PATCH,
-            &format!("/v1/emission-channels/{}", id(&channel)),
-        )
-        .json(&json!({"sifen": {"remision_notice": "Traslado conforme a la RG 41/2014"}})),
+        r.req(Method::PATCH, &format!("/v1/emission-channels/{}", id(&channel)))
+            .json(&json!({"sifen": {"remision_notice": "Traslado conforme a la RG 41/2014"}})),
     )
     .await;
     assert_eq!(status, 200, "{patched}");
@@ -234,7 +223,7 @@ fn broken_at_intake() -> Vec<(&'static str, &'static str, &'static str, Value, M
             "associated_document.timbrado",
             note("credit_note"),
             |d| {
-                // The company's own electronic timbrado (crate::documents::add_company_at).
+                // The company's own electronic timbrado (kuatia_tests::add_company_at).
                 d["associated_document"] = json!({"timbrado": "12345678", "establishment": "001", "point": "001",
                 "number": "0000123", "issue_date": "2025-05-30"});
             },
@@ -252,7 +241,7 @@ async fn each_rule_intake_checks_is_refused_there_with_its_issue_code() {
     let app = TestApp::spawn_with(|c| c.rate_limit_per_key = 100_000).await;
     let r = ready_for_every_type(&app, "rules-intake", &sim.base_url()).await;
     let validate = |doc: Value| {
-        let request = req(&app, &r, Method::POST, "/v1/documents/validate").json(&doc);
+        let request = r.req(Method::POST, "/v1/documents/validate").json(&doc);
         async move { send(request).await }
     };
     let mut claimed: BTreeSet<(String, String)> = kuatia_sifen_rules::INTAKE
@@ -280,14 +269,14 @@ async fn each_rule_intake_checks_is_refused_there_with_its_issue_code() {
     }
     // 2417 needs one of the tenant's invoices SIFEN approved: a credit note for more than it.
     let (status, body) = send(
-        req(&app, &r, Method::POST, "/v1/documents")
+        r.req(Method::POST, "/v1/documents")
             .header("Idempotency-Key", "rules-invoice")
             .json(&ours(invoice(), &r)),
     )
     .await;
     assert_eq!(status, 201, "{body}");
     let invoice_id = id(&body);
-    wait_accepted(&app, &r, &invoice_id).await;
+    wait_accepted(&r, &invoice_id).await;
     let mut credit = ours(note("credit_note"), &r);
     credit["associated_document"] = json!({"document_id": invoice_id});
     let (_, answer) = validate(credit.clone()).await;
@@ -332,7 +321,8 @@ async fn the_credit_notes_of_an_invoice_add_up_to_at_most_its_total() {
     let app = TestApp::spawn_with(|c| c.rate_limit_per_key = 100_000).await;
     let r = ready_for_every_type(&app, "rules-2417", &sim.base_url()).await;
     let post = |doc: Value, key: String| {
-        let request = req(&app, &r, Method::POST, "/v1/documents")
+        let request = r
+            .req(Method::POST, "/v1/documents")
             .header("Idempotency-Key", key)
             .json(&doc);
         async move { send(request).await }
@@ -340,7 +330,7 @@ async fn the_credit_notes_of_an_invoice_add_up_to_at_most_its_total() {
     let (status, body) = post(ours(invoice(), &r), "2417-invoice".into()).await;
     assert_eq!(status, 201, "{body}");
     let invoice_id = id(&body);
-    wait_accepted(&app, &r, &invoice_id).await;
+    wait_accepted(&r, &invoice_id).await;
     let invoice_total = body["grand_total"].as_i64().expect("the invoice's total");
     let mut credit = ours(note("credit_note"), &r);
     credit["associated_document"] = json!({"document_id": invoice_id});
@@ -442,11 +432,11 @@ async fn a_thousand_generated_documents_pass_intake_the_pipeline_and_the_simulat
                 invoices[chosen].1 -= total;
             }
             let invoice = invoices[chosen].0.clone();
-            wait_accepted(&app, &r, &invoice).await;
+            wait_accepted(&r, &invoice).await;
             doc["associated_document"] = json!({"document_id": invoice});
         }
         let (status, body) = send(
-            req(&app, &r, Method::POST, "/v1/documents")
+            r.req(Method::POST, "/v1/documents")
                 .header("Idempotency-Key", format!("vol-{n}"))
                 .json(&doc),
         )
@@ -466,60 +456,37 @@ async fn a_thousand_generated_documents_pass_intake_the_pipeline_and_the_simulat
         .collect();
     assert_eq!(types.len(), 5, "{types:?}");
     for (document, doc) in &posted {
-        let status = wait_final(&app, &r, document).await;
+        let status = wait_final(&r, document).await;
         if status["status"] != "accepted" {
-            panic!(
-                "{status}\nSIFEN said: {}\n{doc:#}",
-                rejection(&app, &r, document).await
-            );
+            panic!("{status}\nSIFEN said: {}\n{doc:#}", rejection(&r, document).await);
         }
     }
     app.stop().await;
 }
 
-async fn status_of(app: &TestApp, r: &Ready, document: &str) -> Value {
-    let (status, body) = send(req(
-        app,
-        r,
-        Method::GET,
-        &format!("/v1/documents/{document}/status"),
-    ))
-    .await;
-    assert_eq!(status, 200, "{body}");
-    body
-}
-
-async fn wait_final(app: &TestApp, r: &Ready, document: &str) -> Value {
-    let deadline = std::time::Instant::now() + Duration::from_secs(300);
-    loop {
-        let status = status_of(app, r, document).await;
-        if matches!(
-            status["status"].as_str(),
+/// Waits until the document is final (validation failures included); returns its status.
+async fn wait_final(r: &Ready, document: &str) -> Value {
+    let done = |s: &Value| {
+        matches!(
+            s["status"].as_str(),
             Some("accepted" | "rejected" | "failed_terminal" | "validation_failed")
-        ) {
-            return status;
-        }
-        assert!(std::time::Instant::now() < deadline, "not final: {status}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        )
+    };
+    r.until(&[document.to_owned()], Duration::from_secs(300), done)
+        .await
+        .remove(0)
 }
 
-async fn wait_accepted(app: &TestApp, r: &Ready, document: &str) {
-    let status = wait_final(app, r, document).await;
+async fn wait_accepted(r: &Ready, document: &str) {
+    let status = wait_final(r, document).await;
     if status["status"] != "accepted" {
-        panic!("{status}\nSIFEN said: {}", rejection(app, r, document).await);
+        panic!("{status}\nSIFEN said: {}", rejection(r, document).await);
     }
 }
 
 /// The document's last `DocumentRejected` event, for a failure's message.
-async fn rejection(app: &TestApp, r: &Ready, document: &str) -> Value {
-    let (_, timeline) = send(req(
-        app,
-        r,
-        Method::GET,
-        &format!("/v1/documents/{document}/timeline"),
-    ))
-    .await;
+async fn rejection(r: &Ready, document: &str) -> Value {
+    let (_, timeline) = send(r.req(Method::GET, &format!("/v1/documents/{document}/timeline"))).await;
     timeline
         .as_array()
         .and_then(|t| t.iter().rev().find(|e| e["type"] == "DocumentRejected"))

@@ -5,22 +5,24 @@
 //! reach), the configuration fixed and the clock set by the scenario. The end-to-end tests
 //! against the simulator (`sifen_pipeline`, `sifen_lots`, `sifen_answers`) stay beside these.
 
-use crate::scenario_support::{Anywhere, SetClock, TempDir};
+use crate::scenario_support::{
+    Anywhere, Ground, SetClock, TempDir, artifact_store, handler, head_office, point_001, profile,
+    running_job,
+};
 use async_trait::async_trait;
 use chrono::{Duration as TimeDelta, Utc};
 use kuatia_application::aggregate::AggregateStore;
 use kuatia_application::documents::{self, Intake, SIFEN_PREPARE, SIFEN_SUBMIT};
 use kuatia_application::event_store::{EventMetadata, SharedStore, StoreError};
-use kuatia_application::jobs::{Job, JobFilter, JobState};
+use kuatia_application::jobs::{Job, JobFilter};
 use kuatia_application::process::ports::{
     Clock, CompanyConfig, ConfigurationReads, SifenConnector, SifenGateway,
 };
 use kuatia_application::process::sifen::{LotSettings, Pipeline, SIFEN_LOT, SifenPorts};
-use kuatia_application::vault::Vault;
 use kuatia_application::worker::{JobFailure, JobHandler};
 use kuatia_domain::certificate::{CertificateFacts, CertificateRecord};
 use kuatia_domain::channel::{ChannelKind, EmissionChannel, SifenEnvironment, SifenSettings};
-use kuatia_domain::company::{Branch, CompanyProfile, IssuancePoint};
+use kuatia_domain::company::{Branch, IssuancePoint};
 use kuatia_domain::document::aggregate::{Document, DocumentState, DocumentStatus, stream_id};
 use kuatia_domain::document::canonical::{self, sample_invoice};
 use kuatia_domain::document::routing::Routing;
@@ -29,11 +31,9 @@ use kuatia_domain::sifen::exchange::{
     LotReception, LotResult, ResultCode, SoapError,
 };
 use kuatia_domain::tenancy::TenantId;
-use kuatia_infrastructure::artifacts::{ArtifactLocation, ObjectArtifacts};
 use kuatia_infrastructure::selfsigned::SelfSigned;
 use kuatia_infrastructure::sifen::sign::OpensslSigner;
 use kuatia_infrastructure::store::Database;
-use kuatia_infrastructure::vault::AesGcmSealer;
 use kuatia_tests::TestDb;
 use serde_json::json;
 use std::collections::VecDeque;
@@ -269,14 +269,14 @@ struct Scenario {
 
 impl Scenario {
     async fn new(lots: bool) -> Self {
-        let db = TestDb::new().await;
-        let artifacts = TempDir::new();
-        let database = db.open().await;
-        let store = database.store();
-        let tenant = TenantId::from_uuid(Uuid::now_v7());
-        let sealer =
-            AesGcmSealer::from_base64("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=").expect("a key");
-        let vault = Vault::new(store.clone(), Arc::new(sealer));
+        let Ground {
+            db,
+            artifacts,
+            database,
+            store,
+            vault,
+            tenant,
+        } = Ground::new().await;
         let now = Utc::now();
         let (key, cert) = SelfSigned::for_ruc("Scenario S.A.", RUC, 365)
             .generate()
@@ -295,9 +295,7 @@ impl Scenario {
             Uuid::now_v7(),
             Uuid::now_v7(),
         );
-        let mut profile = kuatia_tests::TestApp::company_body(RUC);
-        profile.as_object_mut().unwrap().remove("ruc");
-        let profile: CompanyProfile = serde_json::from_value(profile).expect("a profile");
+        let profile = profile();
         let config = Arc::new(Configured {
             company: Mutex::new(CompanyConfig {
                 id: company_id,
@@ -323,25 +321,8 @@ impl Scenario {
                 }),
                 autoimpresor: None,
             }),
-            branch: Branch {
-                branch_id,
-                code: "001".into(),
-                name: "Casa central".into(),
-                address: None,
-                house_number: None,
-                city_code: None,
-                city_name: None,
-                department_code: None,
-                department_name: None,
-                is_default: true,
-            },
-            point: IssuancePoint {
-                point_id,
-                branch_id,
-                code: "001".into(),
-                name: None,
-                is_default: true,
-            },
+            branch: head_office(branch_id),
+            point: point_001(point_id, branch_id),
             certificate: Mutex::new(CertificateRecord {
                 certificate_id,
                 label: None,
@@ -368,9 +349,7 @@ impl Scenario {
         let mut pipeline = Pipeline::new(SifenPorts {
             store: store.clone(),
             vault,
-            artifacts: Arc::new(
-                ObjectArtifacts::open(&ArtifactLocation::Local(artifacts.0.clone())).expect("artifacts"),
-            ),
+            artifacts: artifact_store(&artifacts),
             config: config.clone(),
             series: reads,
             sifen: Arc::new(sifen.clone()),
@@ -436,28 +415,11 @@ impl Scenario {
     }
 
     fn handler(&self, kind: &str) -> Arc<dyn JobHandler> {
-        self.pipeline
-            .handlers()
-            .into_iter()
-            .find(|h| h.kind() == kind)
-            .expect("a handler of the kind")
+        handler(self.pipeline.handlers(), kind)
     }
 
     fn job(&self, kind: &str, payload: serde_json::Value) -> Job {
-        Job {
-            id: Uuid::now_v7(),
-            kind: kind.into(),
-            idempotency_key: Uuid::now_v7().to_string(),
-            tenant_id: self.tenant,
-            payload,
-            state: JobState::Running,
-            attempts: 1,
-            max_attempts: 10,
-            next_attempt_at: self.clock.now(),
-            lease_owner: None,
-            lease_expires_at: None,
-            last_error: None,
-        }
+        running_job(self.tenant, kind, payload, self.clock.now())
     }
 
     /// When: the document's job of `kind` runs.

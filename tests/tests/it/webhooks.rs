@@ -3,12 +3,10 @@
 //! every signature checked by `tests/scripts/verify_webhook.py` (Python + `openssl dgst`), which
 //! shares no code with ours.
 
-use crate::documents::{Ready, hours_ago, id, ready_at, send};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-use kuatia_domain::document::canonical::sample_invoice;
 use kuatia_infrastructure::sifen_sim::{self, RunningSimulator, SimConfig};
-use kuatia_tests::{ScratchDir, TestApp};
+use kuatia_tests::{Ready, ScratchDir, TestApp, id, send};
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicU16, Ordering};
@@ -107,10 +105,19 @@ fn verify(received: &Received, secrets: &[&str]) -> bool {
     out.status.success()
 }
 
+/// A service whose tenant's sifen channel sends to the simulator, with deliveries retried fast;
+/// it reads as its tenant.
 struct Fx {
     app: TestApp,
     r: Ready,
     _sim: RunningSimulator,
+}
+
+impl std::ops::Deref for Fx {
+    type Target = Ready;
+    fn deref(&self) -> &Ready {
+        &self.r
+    }
 }
 
 impl Fx {
@@ -125,12 +132,8 @@ impl Fx {
             adjust(c);
         })
         .await;
-        let r = ready_at(&app, "hooks", &sim.base_url()).await;
+        let r = app.ready_at("hooks", &sim.base_url()).await;
         Self { app, r, _sim: sim }
-    }
-
-    fn req(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
-        self.app.as_key(method, path, &self.r.key, &self.r.tenant)
     }
 
     async fn create_endpoint(&self, url: &str, events: Value) -> (String, String) {
@@ -143,35 +146,15 @@ impl Fx {
         (id(&body), body["secret"].as_str().expect("secret").to_owned())
     }
 
+    /// Posts this company's invoice `external_id`, changed by `extra`; returns the id.
     async fn post(&self, external_id: &str, extra: impl FnOnce(&mut Value)) -> String {
-        let mut doc = sample_invoice();
-        doc["company_id"] = json!(self.r.company);
-        doc["external_id"] = json!(external_id);
-        doc["issue_datetime"] = json!(hours_ago(1));
+        let mut doc = self.invoice(external_id);
         extra(&mut doc);
-        let (status, body) = send(
-            self.req(Method::POST, "/v1/documents")
-                .header("Idempotency-Key", uuid::Uuid::now_v7().to_string())
-                .json(&doc),
-        )
-        .await;
-        assert_eq!(status, 201, "{body}");
-        id(&body)
+        id(&self.r.post(&doc).await)
     }
 
     async fn wait_status(&self, doc: &str, want: &str) {
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            let (_, body) = send(self.req(Method::GET, &format!("/v1/documents/{doc}/status"))).await;
-            if body["status"] == want {
-                return;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "{doc} is not {want}: {body}"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        self.r.wait_status(doc, want, Duration::from_secs(30)).await;
     }
 
     async fn deliveries(&self, endpoint: &str, query: &str) -> (u16, Value) {
@@ -194,12 +177,6 @@ impl Fx {
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-    }
-
-    async fn timeline(&self, doc: &str) -> Vec<Value> {
-        let (status, body) = send(self.req(Method::GET, &format!("/v1/documents/{doc}/timeline"))).await;
-        assert_eq!(status, 200, "{body}");
-        body.as_array().cloned().unwrap_or_default()
     }
 }
 
@@ -1005,7 +982,7 @@ async fn a_certificate_near_its_end_raises_certificate_expiring_once_per_thresho
 #[tokio::test]
 async fn a_production_tenant_s_sifen_endpoint_follows_the_destination_policy() {
     // A channel endpoint accepted loopback and private addresses on production tenants.
-    use crate::documents::{CSC, PASSWORD, b64};
+    use kuatia_tests::{PASSWORD, b64};
     let app = TestApp::spawn_with(|c| c.private_destinations = Some(String::new())).await;
     let (status, body) = send(
         app.client
@@ -1040,14 +1017,9 @@ async fn a_production_tenant_s_sifen_endpoint_follows_the_destination_policy() {
         ("https://[::ffff:10.0.0.1]", "url_not_allowed"),
         ("https://localhost:8443", "url_not_allowed"),
     ] {
-        let (status, body) = send(req(Method::POST, "/v1/emission-channels").json(&json!({
-            "company_id": company,
-            "channel": "sifen",
-            "is_default": true,
-            "credentials": {"endpoint": endpoint, "client_id": "client-1", "client_secret": "s3cret-value"},
-            "sifen": {"environment": "test", "timbrado": "12345678", "timbrado_valid_from": "2024-01-01",
-                      "csc_id": "0001", "csc": CSC, "certificate_id": id(&certificate)},
-        })))
+        let (status, body) = send(req(Method::POST, "/v1/emission-channels").json(
+            &kuatia_tests::sifen_channel_body(&company, endpoint, &id(&certificate)),
+        ))
         .await;
         assert_eq!(status, 400, "{endpoint}: {body}");
         let error = &body["details"]["errors"][0];
@@ -1131,7 +1103,7 @@ async fn under_public_signup_demo_tenants_reach_private_addresses_only_through_t
                 assert_eq!(status, 400, "{case}: {url}: {body}");
             }
             // The demo tenant's SIFEN endpoint follows the same policy.
-            use crate::documents::{CSC, PASSWORD, b64};
+            use kuatia_tests::{CSC, PASSWORD, b64};
             let req = |m: Method, p: &str| app.as_key(m, p, &key, &tenant);
             let (status, company) =
                 send(req(Method::POST, "/v1/companies").json(&TestApp::company_body("80069563-1"))).await;
