@@ -222,7 +222,7 @@ pub enum Outcome {
         /// The KuDE (PDF).
         kude: Vec<u8>,
         /// SIFEN's answer.
-        exchange: Exchange,
+        exchange: Box<Exchange>,
     },
     /// The autoimpresor printable.
     Autoimpresor {
@@ -711,7 +711,7 @@ pub async fn preview(
                     cdc: signed.cdc,
                     signed_xml: signed.xml,
                     kude,
-                    exchange,
+                    exchange: Box::new(exchange),
                 },
             )
         }

@@ -281,8 +281,7 @@ mod tests {
         let e = nowhere
             .send_de(Answerer::TestEndpoint, &signed.xml, &pem, csc)
             .await
-            .err()
-            .expect("unreachable");
+            .expect_err("unreachable");
         assert!(matches!(e, SoapError::NotSent { .. }), "{e:?}");
 
         // The in-process simulation applies the same checks (and sends nothing to the
