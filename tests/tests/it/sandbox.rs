@@ -718,10 +718,12 @@ async fn a_hundred_previews_of_every_mode_leave_every_table_series_and_artifact_
     invoice["company_id"] = json!(r.company);
     invoice["issue_datetime"] = json!(hours_ago(1));
     let document = id(&r.post(&invoice).await);
-    r.wait_status(&document, "accepted", Duration::from_secs(60)).await;
+    r.wait_status(&document, "accepted", Duration::from_secs(60))
+        .await;
     // Its KuDE is rendered in the background after the acceptance, later on a busy machine: the
     // footprint is taken once it is recorded.
-    r.wait_recorded(&document, "kude", 1, Duration::from_secs(60)).await;
+    r.wait_recorded(&document, "kude", 1, Duration::from_secs(60))
+        .await;
     let before = settled(&app, &artifacts).await;
     assert!(!before.series.is_empty(), "the issued document opened a series");
     assert!(before.artifact_files > 0, "the issued document stored artifacts");
