@@ -360,7 +360,9 @@ impl Scenario {
         if lots {
             pipeline = pipeline.with_lots(
                 LotSettings {
-                    window: std::time::Duration::from_millis(500),
+                    // The turn waits for the jobs already started to arrive, at most this long (it
+                    // returns as soon as they have): long enough for a loaded machine's PostgreSQL.
+                    window: std::time::Duration::from_secs(5),
                     poll: std::time::Duration::from_secs(600),
                 },
                 database.jobs(),

@@ -182,11 +182,14 @@ impl TurnGate {
         Ticket(Some(self))
     }
 
-    /// Waits until the jobs started so far have arrived, at most `window`.
+    /// Waits until the jobs started so far have arrived, at most `window`. It first lets the
+    /// runtime run what is ready: jobs woken together with the leader's (a leader that met no
+    /// await on its way here) start before it counts them.
     async fn gather(&self, window: std::time::Duration) {
         if window.is_zero() {
             return;
         }
+        tokio::task::yield_now().await;
         let started = self.started.load(Ordering::Acquire);
         let deadline = tokio::time::Instant::now() + window;
         loop {
