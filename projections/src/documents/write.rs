@@ -1,0 +1,144 @@
+//! What one document event writes besides the document's status and version: the row intake
+//! creates, issues, CDC and number, artifacts.
+
+use chrono::Utc;
+use kuatia_application::event_store::{RecordedEvent, StoreError};
+use kuatia_application::projection::{SqlTx, SqlValue};
+use kuatia_domain::document::aggregate::DocumentEvent;
+use kuatia_domain::document::issues::Issue;
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::{associated_cdc, buyer_ruc, json};
+
+/// What an event writes besides the document's status and version.
+pub(super) async fn apply_own(
+    tx: &mut dyn SqlTx,
+    event: &RecordedEvent,
+    decoded: &DocumentEvent,
+    document_id: Uuid,
+) -> Result<(), StoreError> {
+    let version = event.stream_version as i64;
+    let tenant = SqlValue::Uuid(event.tenant_id.as_uuid());
+    {
+        match decoded {
+            DocumentEvent::DocumentReceived {
+                routing, document, ..
+            } => {
+                let buyer_ruc = buyer_ruc(document);
+                tx.execute(
+                    "INSERT INTO documents (id, tenant_id, company_id, branch_id, issuance_point_id, channel, \
+                       channel_id, doc_type, external_id, status, cdc, number, buyer_ruc, issue_datetime, grand_total, \
+                       errors, warnings, state, stream_id, version, created_at, updated_at, associated_cdc) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'received', NULL, NULL, $10, $11, $12, $13, $13, $14, \
+                       $15, $16, $17, $17, $18) ON CONFLICT (id) DO NOTHING",
+                    &[
+                        SqlValue::Uuid(document_id),
+                        tenant.clone(),
+                        SqlValue::Uuid(routing.company_id),
+                        SqlValue::Uuid(routing.branch_id),
+                        SqlValue::Uuid(routing.issuance_point_id),
+                        SqlValue::Text(routing.channel.as_str().to_owned()),
+                        SqlValue::Uuid(routing.channel_id),
+                        SqlValue::Text(document.doc_type.as_str().to_owned()),
+                        SqlValue::Text(document.external_id.clone()),
+                        buyer_ruc.map_or(SqlValue::Null, SqlValue::Text),
+                        SqlValue::Timestamp(document.issue_datetime.with_timezone(&Utc)),
+                        SqlValue::Text(document.totals.grand_total.to_string()),
+                        SqlValue::Json(Value::Array(Vec::new())),
+                        SqlValue::Json(serde_json::json!({})),
+                        SqlValue::Text(event.stream_id.clone()),
+                        SqlValue::Int(version),
+                        SqlValue::Timestamp(event.recorded_at),
+                        associated_cdc(document).map_or(SqlValue::Null, SqlValue::Text),
+                    ],
+                )
+                .await?;
+            }
+            DocumentEvent::DocumentValidated { warnings, .. } => {
+                set_issues(tx, document_id, &[], warnings).await?;
+            }
+            DocumentEvent::DocumentValidationFailed { errors, warnings, .. } => {
+                set_issues(tx, document_id, errors, warnings).await?;
+            }
+            DocumentEvent::DocumentTransformed { number, cdc, .. } => {
+                tx.execute(
+                    "UPDATE documents SET cdc = $2, number = $3 WHERE id = $1",
+                    &[
+                        SqlValue::Uuid(document_id),
+                        SqlValue::Text(cdc.clone()),
+                        SqlValue::Text(number.to_string()),
+                    ],
+                )
+                .await?;
+            }
+            DocumentEvent::DocumentIssuanceRefused {
+                code, message, field, ..
+            } => {
+                // A queued document has no errors yet: the refusal is its one error.
+                let path = field.as_deref().unwrap_or("autoimpresor");
+                tx.execute(
+                    "UPDATE documents SET errors = $2 WHERE id = $1",
+                    &[
+                        SqlValue::Uuid(document_id),
+                        SqlValue::Json(json(&[Issue::new(path, code, message.clone())])?),
+                    ],
+                )
+                .await?;
+            }
+            DocumentEvent::DocumentRenderingStarted { number, .. } => {
+                tx.execute(
+                    "UPDATE documents SET number = $2 WHERE id = $1",
+                    &[SqlValue::Uuid(document_id), SqlValue::Text(number.to_string())],
+                )
+                .await?;
+            }
+            DocumentEvent::ArtifactRecorded {
+                artifact_id,
+                kind,
+                content_type,
+                sha256,
+                size,
+                version: artifact_version,
+                ..
+            } => {
+                tx.execute(
+                    "INSERT INTO document_artifacts (id, tenant_id, document_id, kind, version, content_type, sha256, \
+                       size, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING",
+                    &[
+                        SqlValue::Uuid(*artifact_id),
+                        tenant.clone(),
+                        SqlValue::Uuid(document_id),
+                        SqlValue::Text(kind.as_str().to_owned()),
+                        SqlValue::Int(i64::from(*artifact_version)),
+                        SqlValue::Text(content_type.clone()),
+                        SqlValue::Text(sha256.clone()),
+                        SqlValue::Int(i64::try_from(*size).unwrap_or(i64::MAX)),
+                        SqlValue::Timestamp(event.recorded_at),
+                    ],
+                )
+                .await?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+async fn set_issues(
+    tx: &mut dyn SqlTx,
+    id: Uuid,
+    errors: &[Issue],
+    warnings: &[Issue],
+) -> Result<(), StoreError> {
+    tx.execute(
+        "UPDATE documents SET errors = $2, warnings = $3 WHERE id = $1",
+        &[
+            SqlValue::Uuid(id),
+            SqlValue::Json(json(&errors)?),
+            SqlValue::Json(json(&warnings)?),
+        ],
+    )
+    .await
+    .map(|_| ())
+}
