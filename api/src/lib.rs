@@ -100,17 +100,17 @@ fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(routes::schemas::canonical_document_schema))
         .routes(routes!(routes::documents::validate_document))
         .routes(routes!(
-            routes::documents::list_documents,
+            routes::documents::read::list_documents,
             routes::documents::create_document
         ))
-        .routes(routes!(routes::documents::get_document))
-        .routes(routes!(routes::documents::document_status))
-        .routes(routes!(routes::documents::document_timeline))
+        .routes(routes!(routes::documents::read::get_document))
+        .routes(routes!(routes::documents::read::document_status))
+        .routes(routes!(routes::documents::read::document_timeline))
         .routes(routes!(routes::artifacts::list_artifacts))
         .routes(routes!(routes::artifacts::download_artifact))
-        .routes(routes!(routes::documents::retry_document))
-        .routes(routes!(routes::documents::cancel_document))
-        .routes(routes!(routes::documents::inutilize_document))
+        .routes(routes!(routes::documents::actions::retry_document))
+        .routes(routes!(routes::documents::actions::cancel_document))
+        .routes(routes!(routes::documents::actions::inutilize_document))
         .routes(routes!(routes::printing::regenerate_pdf))
         .routes(routes!(routes::sandbox::preview))
         .routes(routes!(routes::events::list_events))

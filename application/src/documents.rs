@@ -1,10 +1,12 @@
-//! Documents: the use cases behind `POST /v1/documents` and the commands the channels send.
-//! Each is a command on the document's stream (`domain::document::aggregate`).
+//! Documents: the use cases behind `POST /v1/documents`, a manual retry, a cancellation or
+//! inutilización (which waits a bounded time for SIFEN's answer), and the commands the channels
+//! send. Each is a command on the document's stream (`domain::document::aggregate`).
 
 use chrono::{DateTime, Utc};
 use kuatia_domain::channel::ChannelKind;
 use kuatia_domain::document::aggregate::{
     self, Document, DocumentCommand, DocumentError, DocumentEvent, DocumentState, DocumentStatus,
+    FiscalEventKind,
 };
 use kuatia_domain::document::canonical::CanonicalDocument;
 use kuatia_domain::document::issues::Issue;
@@ -16,6 +18,7 @@ use uuid::Uuid;
 use crate::aggregate::{CommandExecutor, ExecuteError, JobPolicy};
 use crate::event_store::{EventMetadata, SharedStore, StoreError, StreamRef};
 use crate::jobs::NewJob;
+use crate::process::ports::Clock;
 use crate::webhooks::DELIVERY_PLAN;
 
 /// Why a document command did not happen.
@@ -324,4 +327,169 @@ pub async fn receive(
         Err(DocumentsError::Refused(DocumentError::AlreadyExists) | DocumentsError::Conflict) => Ok(None),
         Err(e) => Err(e),
     }
+}
+
+/// Makes the next attempt of a document in `retrying` immediate (`DocumentRetryRequested`: a
+/// resend job that asks SIFEN for the CDC first). Any other status is refused by the aggregate.
+pub async fn retry_now(
+    store: &SharedStore,
+    clock: &dyn Clock,
+    tenant: TenantId,
+    document_id: Uuid,
+    metadata: EventMetadata,
+) -> Result<(), DocumentsError> {
+    let at = clock.now();
+    command(
+        store,
+        tenant,
+        document_id,
+        DocumentCommand::RetryNow { at },
+        metadata,
+    )
+    .await
+}
+
+/// What a cancellation or inutilización came to within the wait of [`void`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VoidOutcome {
+    /// The document is `cancelled` (or `invalidated`): at once for a local cancellation or an
+    /// autoimpresor void, after SIFEN's approval of the event otherwise.
+    Done,
+    /// Requested; SIFEN has not answered within the wait. The job keeps trying; asking again
+    /// waits for the same request.
+    Pending,
+    /// SIFEN refused the event; the document's status did not change.
+    Refused {
+        /// SIFEN's code (`dCodRes`).
+        code: String,
+        /// SIFEN's message (`dMsgRes`).
+        message: String,
+    },
+}
+
+/// A cancellation or inutilización asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VoidRequest {
+    /// The document.
+    pub document_id: Uuid,
+    /// Cancellation or inutilización.
+    pub kind: FiscalEventKind,
+    /// Why (SIFEN's `mOtEve`: 5 to 500 characters once trimmed, checked by the aggregate).
+    pub reason: String,
+}
+
+/// Records a cancellation or inutilización request, then waits up to `wait` for its outcome,
+/// reading the document's own stream (not a projection, which may lag). The aggregate refuses
+/// what cannot be voided ([`DocumentsError::Refused`]: its status, the cancellation window, another
+/// SIFEN event pending, a reason outside 5 to 500 characters).
+pub async fn void(
+    store: &SharedStore,
+    clock: &dyn Clock,
+    tenant: TenantId,
+    request: VoidRequest,
+    metadata: EventMetadata,
+    wait: std::time::Duration,
+) -> Result<VoidOutcome, DocumentsError> {
+    let VoidRequest {
+        document_id,
+        kind,
+        reason,
+    } = request;
+    let at = clock.now();
+    let (request, done) = match kind {
+        FiscalEventKind::Cancellation => (DocumentCommand::Cancel { reason, at }, DocumentStatus::Cancelled),
+        FiscalEventKind::Inutilization => (
+            DocumentCommand::Inutilize { reason, at },
+            DocumentStatus::Invalidated,
+        ),
+    };
+    command(store, tenant, document_id, request, metadata).await?;
+    let deadline = std::time::Instant::now() + wait;
+    let mut pause = std::time::Duration::from_millis(25);
+    loop {
+        let Some(document) = state_of(store, tenant, document_id).await? else {
+            return Err(DocumentsError::NotFound);
+        };
+        if document.status == done {
+            return Ok(VoidOutcome::Done);
+        }
+        if document.pending.is_none() {
+            // Answered, and not as asked: SIFEN's refusal.
+            let (code, message) = document
+                .last_refusal
+                .filter(|r| r.kind == kind)
+                .map(|r| (r.code, r.message))
+                .unwrap_or_default();
+            return Ok(VoidOutcome::Refused { code, message });
+        }
+        if std::time::Instant::now() >= deadline {
+            return Ok(VoidOutcome::Pending);
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(std::time::Duration::from_millis(250));
+    }
+}
+
+/// A document's state, read from its stream.
+async fn state_of(
+    store: &SharedStore,
+    tenant: TenantId,
+    document_id: Uuid,
+) -> Result<Option<DocumentState>, StoreError> {
+    let loaded = crate::aggregate::AggregateStore::<Document>::new(store.clone(), tenant)
+        .load(&aggregate::stream_id(tenant, document_id))
+        .await?;
+    Ok(loaded.aggregate().state().cloned())
+}
+
+/// SIFEN's last word on a document: its answer, or why the last attempt got none.
+#[derive(Debug, Clone)]
+pub struct LastWord {
+    /// SIFEN's code (`0260`, `0160`, …); `None` when the last attempt got no answer.
+    pub code: Option<String>,
+    /// SIFEN's message, or what went wrong reaching it.
+    pub message: String,
+    /// `dProtAut`, when approved.
+    pub protocol: Option<String>,
+    /// What the code (or the failure) means in plain words, and what to do.
+    pub explained: Option<kuatia_domain::sifen::codes::Explanation>,
+}
+
+/// SIFEN's last word on a document, from its own stream; `None` before any attempt.
+pub async fn last_word(
+    store: &SharedStore,
+    tenant: TenantId,
+    document_id: Uuid,
+) -> Result<Option<LastWord>, StoreError> {
+    let Some(document) = state_of(store, tenant, document_id).await? else {
+        return Ok(None);
+    };
+    let (code, message, protocol) = match (&document.answer, &document.last_failure) {
+        (Some(answer), _) => (
+            Some(answer.code.clone()),
+            answer.message.clone(),
+            answer.protocol.clone(),
+        ),
+        (None, Some(failure)) => {
+            // "SIFEN 0161: …" when SIFEN answered with an operational code.
+            let code = failure
+                .strip_prefix("SIFEN ")
+                .and_then(|rest| rest.get(..4))
+                .filter(|c| c.bytes().all(|b| b.is_ascii_digit()))
+                .map(str::to_owned);
+            (code, failure.clone(), None)
+        }
+        (None, None) => return Ok(None),
+    };
+    let explained = match code.as_deref() {
+        Some(code) => kuatia_domain::sifen::codes::explain(code),
+        // SIFEN was not reached, or its answer did not come.
+        None => kuatia_domain::sifen::codes::explain_failure(&message),
+    };
+    Ok(Some(LastWord {
+        code,
+        message,
+        protocol,
+        explained,
+    }))
 }

@@ -12,7 +12,9 @@ use crate::scenario_support::{
 use async_trait::async_trait;
 use chrono::{Duration as TimeDelta, Utc};
 use kuatia_application::aggregate::AggregateStore;
-use kuatia_application::documents::{self, Intake, SIFEN_PREPARE, SIFEN_SUBMIT};
+use kuatia_application::documents::{
+    self, Intake, SIFEN_EVENT, SIFEN_PREPARE, SIFEN_SUBMIT, VoidOutcome, VoidRequest,
+};
 use kuatia_application::event_store::{EventMetadata, SharedStore, StoreError};
 use kuatia_application::jobs::{Job, JobFilter};
 use kuatia_application::process::ports::{
@@ -23,12 +25,14 @@ use kuatia_application::worker::{JobFailure, JobHandler};
 use kuatia_domain::certificate::{CertificateFacts, CertificateRecord};
 use kuatia_domain::channel::{ChannelKind, EmissionChannel, SifenEnvironment, SifenSettings};
 use kuatia_domain::company::{Branch, IssuancePoint};
-use kuatia_domain::document::aggregate::{Document, DocumentState, DocumentStatus, stream_id};
+use kuatia_domain::document::aggregate::{
+    Document, DocumentState, DocumentStatus, FiscalEventKind, stream_id,
+};
 use kuatia_domain::document::canonical::{self, sample_invoice};
 use kuatia_domain::document::routing::Routing;
 use kuatia_domain::sifen::exchange::{
-    Answered, DeQuery, DeReception, DocumentStatus as SifenStatus, EventReception, LotDocument, LotQuery,
-    LotReception, LotResult, ResultCode, SoapError,
+    Answered, DeQuery, DeReception, DocumentStatus as SifenStatus, EventOutcome, EventReception, LotDocument,
+    LotQuery, LotReception, LotResult, ResultCode, SoapError,
 };
 use kuatia_domain::tenancy::TenantId;
 use kuatia_infrastructure::selfsigned::SelfSigned;
@@ -59,6 +63,8 @@ struct Script {
     send_lot: VecDeque<Result<Answered<LotReception>, SoapError>>,
     lot_result: VecDeque<Result<Answered<LotResult>, SoapError>>,
     query_de: VecDeque<Result<Answered<DeQuery>, SoapError>>,
+    /// siRecepEvento's answers: `dEstRes`, the code and its message.
+    send_events: VecDeque<(SifenStatus, &'static str, &'static str)>,
     calls: Vec<Call>,
 }
 
@@ -146,8 +152,18 @@ impl SifenGateway for Gateway {
     }
 
     async fn send_events(&self, _d_id: u64, _signed: &[&str]) -> Result<Answered<EventReception>, SoapError> {
-        drop(self.note("siRecepEvento", ""));
-        unscripted()
+        let answer = self.note("siRecepEvento", "").send_events.pop_front();
+        answer.map_or_else(unscripted, |(status, code, message)| {
+            answered(EventReception {
+                processed_at: None,
+                events: vec![EventOutcome {
+                    id: "1".into(),
+                    authorization: status.is_approved().then(|| "8000000000077".to_owned()),
+                    status,
+                    results: codes(code, message),
+                }],
+            })
+        })
     }
 }
 
@@ -724,5 +740,84 @@ async fn a_lot_answered_0361_then_0362_records_each_verdict_once_done() {
     assert_eq!(
         s.sifen.services(),
         ["siRecepLoteDE", "siResultLoteDE", "siResultLoteDE"]
+    );
+}
+
+/// A cancellation waits, within its bound, for SIFEN's answer to the event the job sends: a
+/// refusal comes back with SIFEN's code and leaves the document `accepted`; no answer within the
+/// bound is `Pending` (the request stays on record, and asking again waits for that same
+/// request: one event sent); an approval is `Done` and the document `cancelled`; a cancelled
+/// document asked again is `Done` at once, and SIFEN is not asked again.
+#[tokio::test]
+async fn a_cancellation_waits_for_sifen_and_comes_back_done_refused_or_pending() {
+    let s = Scenario::new(false).await;
+    let doc = s.queued().await;
+    s.sifen
+        .script()
+        .send_de
+        .push_back(de_answer(SifenStatus::Approved, "0260", "Aprobado"));
+    s.run(SIFEN_PREPARE, doc).await.expect("accepted");
+    let cancel = || VoidRequest {
+        document_id: doc,
+        kind: FiscalEventKind::Cancellation,
+        reason: "Precio mal cargado".into(),
+    };
+    let void = |wait_ms: u64| {
+        documents::void(
+            &s.store,
+            s.clock.as_ref(),
+            s.tenant,
+            cancel(),
+            EventMetadata::default(),
+            std::time::Duration::from_millis(wait_ms),
+        )
+    };
+    // The job runs while the request waits (in the service: a worker, soon after the request).
+    let answered_meanwhile = async {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        s.run(SIFEN_EVENT, doc).await.expect("the event answered");
+    };
+
+    s.sifen
+        .script()
+        .send_events
+        .push_back((SifenStatus::Rejected, "4002", "Motivo no válido"));
+    let (outcome, ()) = tokio::join!(void(10_000), answered_meanwhile);
+    assert_eq!(
+        outcome.expect("requested"),
+        VoidOutcome::Refused {
+            code: "4002".into(),
+            message: "Motivo no válido".into()
+        }
+    );
+    assert_eq!(s.state(doc).await.status, DocumentStatus::Accepted);
+
+    assert_eq!(void(0).await.expect("requested"), VoidOutcome::Pending);
+    let requested = s.events(doc).await;
+    assert_eq!(
+        requested.last().map(String::as_str),
+        Some("DocumentCancellationRequested")
+    );
+    assert_eq!(void(0).await.expect("asked again"), VoidOutcome::Pending);
+    assert_eq!(s.events(doc).await, requested, "asking again records nothing new");
+
+    s.sifen.script().send_events.push_back((
+        SifenStatus::Approved,
+        "0600",
+        "Evento registrado correctamente",
+    ));
+    let answered_meanwhile = async {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        s.run(SIFEN_EVENT, doc).await.expect("the event answered");
+    };
+    let (outcome, ()) = tokio::join!(void(10_000), answered_meanwhile);
+    assert_eq!(outcome.expect("asked again"), VoidOutcome::Done);
+    assert_eq!(s.state(doc).await.status, DocumentStatus::Cancelled);
+
+    assert_eq!(void(0).await.expect("cancelled already"), VoidOutcome::Done);
+    assert_eq!(
+        s.sifen.services(),
+        ["siRecepDE", "siRecepEvento", "siRecepEvento"],
+        "one event per request: the refused one and the approved one"
     );
 }

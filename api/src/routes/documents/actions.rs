@@ -1,0 +1,226 @@
+//! What can be asked of a stored document: an immediate retry, a cancellation, an inutilización.
+//! Each calls its use case in `kuatia_application::documents` and maps the outcome to HTTP.
+
+use super::*;
+use kuatia_application::documents::{VoidOutcome, VoidRequest};
+use kuatia_domain::document::aggregate::{DocumentError, FiscalEventKind};
+
+/// Needed by `POST /v1/documents/{id}/retry`.
+pub const RETRY_DOCUMENT: Permission = Permission::IssueDocuments;
+
+/// Makes the next attempt of a document in `retrying` immediate: 202 with its
+/// status; 409 in any other status.
+#[utoipa::path(
+    post,
+    path = "/v1/documents/{id}/retry",
+    tag = "documents",
+    security(("api_key" = []), ("session" = [])),
+    params(("id" = Uuid, Path, description = "The document"), ("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")),
+    responses(
+        (status = 202, description = "A resend job is queued (the CDC is queried first)", body = DocumentView),
+        (status = 403, description = "Role not allowed", body = ErrorBody),
+        (status = 404, description = "No such document", body = ErrorBody),
+        (status = 409, description = "The document is not in `retrying`", body = ErrorBody)
+    )
+)]
+pub async fn retry_document(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+) -> Result<Response, ApiError> {
+    caller.require(RETRY_DOCUMENT)?;
+    let row = visible(&state, &caller, id).await?;
+    let clock = state.intake.clock.as_ref();
+    match documents::retry_now(&state.store, clock, caller.tenant, id, caller.metadata()).await {
+        Ok(()) => {}
+        Err(DocumentsError::Refused(_) | DocumentsError::Conflict) => {
+            return Err(ApiError::new(
+                ErrorCode::ConflictError,
+                format!(
+                    "only a document in `retrying` can be retried; this one is `{}`",
+                    row.status
+                ),
+            ));
+        }
+        Err(DocumentsError::NotFound) => return Err(ApiError::not_found("no such document")),
+        Err(DocumentsError::Store(e)) => return Err(e.into()),
+    }
+    let view = visible(&state, &caller, id).await?;
+    Ok((StatusCode::ACCEPTED, axum::Json(DocumentView::from(view))).into_response())
+}
+
+/// Needed by `POST /v1/documents/{id}/cancel` and `/inutilize`.
+pub const VOID_DOCUMENT: Permission = Permission::IssueDocuments;
+
+/// How long `POST /cancel` and `/inutilize` wait for SIFEN's answer before answering 202.
+const FISCAL_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The fiscal reason body.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct FiscalReason {
+    /// Why. SIFEN's `mOtEve` takes 5 to 500 characters once trimmed; a shorter or longer
+    /// reason is refused with 400 `validation_error`.
+    pub reason: String,
+}
+
+fn parse_reason(body: &[u8]) -> Result<String, ApiError> {
+    let parsed: FiscalReason = serde_json::from_slice(body)
+        .map_err(|e| ApiError::validation(format!("the body is `{{\"reason\": string}}`: {e}")))?;
+    if parsed.reason.trim().is_empty() {
+        return Err(ApiError::validation("`reason` must not be empty"));
+    }
+    Ok(parsed.reason)
+}
+
+/// Records a cancel or inutilize request and waits for its outcome (see [`cancel_document`]).
+async fn void_document(
+    state: &AppState,
+    caller: &Caller,
+    id: Uuid,
+    body: &[u8],
+    kind: FiscalEventKind,
+) -> Result<Response, ApiError> {
+    caller.require(VOID_DOCUMENT)?;
+    let row = visible(state, caller, id).await?;
+    let request = VoidRequest {
+        document_id: id,
+        kind,
+        reason: parse_reason(body)?,
+    };
+    let verb = match kind {
+        FiscalEventKind::Cancellation => "cancelled",
+        FiscalEventKind::Inutilization => "inutilised",
+    };
+    let conflict = |message: String| ApiError::new(ErrorCode::ConflictError, message);
+    let clock = state.intake.clock.as_ref();
+    let outcome = documents::void(
+        &state.store,
+        clock,
+        caller.tenant,
+        request,
+        caller.metadata(),
+        FISCAL_WAIT,
+    )
+    .await;
+    let status = match outcome {
+        Ok(VoidOutcome::Done) => StatusCode::OK,
+        Ok(VoidOutcome::Pending) => StatusCode::ACCEPTED,
+        Ok(VoidOutcome::Refused { code, message }) => {
+            return Err(conflict(format!("SIFEN refused the {kind}: {code} {message}"))
+                .with_details(json!({"sifen_code": code, "sifen_message": message})));
+        }
+        Err(DocumentsError::Refused(DocumentError::ReasonLength { chars })) => {
+            return Err(ApiError::validation(format!(
+                "`reason` must have 5 to 500 characters once trimmed (SIFEN `mOtEve`); it has {chars}"
+            ))
+            .with_details(json!({"field": "reason"})));
+        }
+        Err(DocumentsError::Refused(DocumentError::CancellationWindowClosed { deadline })) => {
+            return Err(conflict(format!(
+                "the cancellation window closed at {deadline} (48 h for invoices and \
+                 autofacturas, 168 h for other documents, from SIFEN's approval); SIFEN was not \
+                 contacted"
+            ))
+            .with_details(json!({"deadline": deadline})));
+        }
+        Err(DocumentsError::Refused(DocumentError::FiscalEventPending(other))) => {
+            return Err(conflict(format!(
+                "a SIFEN {other} of this document is still waiting for its answer"
+            )));
+        }
+        Err(DocumentsError::Refused(_)) => {
+            return Err(conflict(format!(
+                "a document in `{}` cannot be {verb}",
+                row.status
+            )));
+        }
+        Err(DocumentsError::Conflict) => {
+            return Err(conflict(
+                "the document changed meanwhile; read it and try again".into(),
+            ));
+        }
+        Err(DocumentsError::NotFound) => return Err(ApiError::not_found("no such document")),
+        Err(DocumentsError::Store(e)) => return Err(e.into()),
+    };
+    let view = visible(state, caller, id).await?;
+    Ok((status, axum::Json(DocumentView::from(view))).into_response())
+}
+
+/// Cancels a document.
+///
+/// A document not yet submitted to SIFEN (`received` … `signing`, or an autoimpresor one in
+/// `rendering`) is cancelled locally at once, with no fiscal effect. An `accepted` SIFEN document
+/// is cancelled through SIFEN's cancelación event, inside the window (48 h for invoices and
+/// autofacturas, 168 h for the rest, from SIFEN's approval), checked here first: outside it the
+/// answer is 409 and SIFEN is not contacted.
+///
+/// The answer is synchronous within a bound: the request is recorded (the document's timeline
+/// shows `DocumentCancellationRequested`), a job sends the event, and the call waits up to 10 s
+/// for SIFEN's answer. **200** with the document in `cancelled`; **409** `conflict_error` when
+/// SIFEN refused, with SIFEN's code and message in `details` (`sifen_code`, `sifen_message`; the
+/// document stays `accepted`); **202** with the document still `accepted` when SIFEN has not
+/// answered within the wait — the job keeps trying, and the document's status or timeline tells
+/// the outcome (calling again is harmless: it waits for the same request). Cancelling a cancelled
+/// document answers 200 again.
+#[utoipa::path(
+    post,
+    path = "/v1/documents/{id}/cancel",
+    tag = "documents",
+    security(("api_key" = []), ("session" = [])),
+    params(("id" = Uuid, Path, description = "The document"), ("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")),
+    request_body = FiscalReason,
+    responses(
+        (status = 200, description = "Cancelled (status `cancelled`)", body = DocumentView),
+        (status = 202, description = "Requested; SIFEN's answer is still pending after the wait", body = DocumentView),
+        (status = 400, description = "No reason, or one outside 5 to 500 characters", body = ErrorBody),
+        (status = 403, description = "Role not allowed", body = ErrorBody),
+        (status = 404, description = "No such document", body = ErrorBody),
+        (status = 409, description = "Not cancellable in its status, outside the window, another SIFEN event pending, or refused by SIFEN (`details.sifen_code`)", body = ErrorBody)
+    )
+)]
+pub async fn cancel_document(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+    JsonBytes(body): JsonBytes,
+) -> Result<Response, ApiError> {
+    void_document(&state, &caller, id, &body, FiscalEventKind::Cancellation).await
+}
+
+/// Inutilises a document's number.
+///
+/// Allowed for a SIFEN document in `accepted`, `rejected` or `failed_terminal` (a SIFEN number
+/// that never became a valid document is what the inutilización event is for; SIFEN itself
+/// refuses an approved number, 4065), and for an accepted autoimpresor document, whose printed
+/// number is voided at once.
+///
+/// Synchronous within a bound, like `POST /cancel`: the request is recorded
+/// (`DocumentInutilizationRequested`), a job sends SIFEN's inutilización for that one number
+/// (timbrado, establishment, point, type), and the call waits up to 10 s. **200** with the
+/// document in `invalidated`; **409** `conflict_error` when SIFEN refused, with `details`
+/// `sifen_code` and `sifen_message` (the status does not change); **202** with the unchanged
+/// document when SIFEN has not answered within the wait.
+#[utoipa::path(
+    post,
+    path = "/v1/documents/{id}/inutilize",
+    tag = "documents",
+    security(("api_key" = []), ("session" = [])),
+    params(("id" = Uuid, Path, description = "The document"), ("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")),
+    request_body = FiscalReason,
+    responses(
+        (status = 200, description = "Inutilised (status `invalidated`)", body = DocumentView),
+        (status = 202, description = "Requested; SIFEN's answer is still pending after the wait", body = DocumentView),
+        (status = 400, description = "No reason, or one outside 5 to 500 characters", body = ErrorBody),
+        (status = 403, description = "Role not allowed", body = ErrorBody),
+        (status = 404, description = "No such document", body = ErrorBody),
+        (status = 409, description = "Not in accepted, rejected or failed_terminal, another SIFEN event pending, or refused by SIFEN (`details.sifen_code`)", body = ErrorBody)
+    )
+)]
+pub async fn inutilize_document(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+    JsonBytes(body): JsonBytes,
+) -> Result<Response, ApiError> {
+    void_document(&state, &caller, id, &body, FiscalEventKind::Inutilization).await
+}
