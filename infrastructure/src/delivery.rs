@@ -6,7 +6,7 @@
 //! configuration, so a test points them at a local double that speaks the same HTTP API.
 
 use async_trait::async_trait;
-use kuatia_application::process::delivery::{self, Message};
+use kuatia_application::process::delivery::{self, Message, NotSent};
 use lettre::message::header::ContentType;
 use lettre::message::{Attachment as MailAttachment, Mailbox, MultiPart, SinglePart};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
@@ -39,15 +39,17 @@ impl SmtpMailer {
         Ok(Self { transport, from })
     }
 
-    /// Sends one message to every address; returns the server's answer.
-    pub async fn send(&self, to: &[String], message: &Message) -> Result<String, String> {
+    /// Sends one message to every address; returns the server's answer. A permanent SMTP answer
+    /// (5xx: no such mailbox, domain refused) or an address that is not one is a permanent
+    /// [`NotSent`]; a server that is down or answers 4xx, a transient one.
+    pub async fn send(&self, to: &[String], message: &Message) -> Result<String, NotSent> {
         let mut builder = lettre::Message::builder()
             .from(self.from.clone())
             .subject(message.subject.clone());
         for address in to {
             builder = builder.to(address
                 .parse()
-                .map_err(|e| format!("the address {address:?}: {e}"))?);
+                .map_err(|e| NotSent::permanent(format!("the address {address:?}: {e}")))?);
         }
         let mut parts = MultiPart::mixed().singlepart(SinglePart::plain(message.text.clone()));
         for file in &message.attachments {
@@ -55,7 +57,9 @@ impl SmtpMailer {
             parts =
                 parts.singlepart(MailAttachment::new(file.filename.clone()).body(file.bytes.clone(), kind));
         }
-        let email = builder.multipart(parts).map_err(|e| e.to_string())?;
+        let email = builder
+            .multipart(parts)
+            .map_err(|e| NotSent::permanent(e.to_string()))?;
         let response = self.transport.send(email).await.map_err(|e| {
             let mut text = e.to_string();
             let mut source = std::error::Error::source(&e);
@@ -64,7 +68,10 @@ impl SmtpMailer {
                 text.push_str(&s.to_string());
                 source = s.source();
             }
-            text
+            NotSent {
+                reason: text,
+                permanent: e.is_permanent(),
+            }
         })?;
         Ok(response.message().collect::<Vec<_>>().join(" "))
     }
@@ -72,7 +79,7 @@ impl SmtpMailer {
 
 #[async_trait]
 impl delivery::Mailer for SmtpMailer {
-    async fn send(&self, to: &[String], message: &Message) -> Result<String, String> {
+    async fn send(&self, to: &[String], message: &Message) -> Result<String, NotSent> {
         SmtpMailer::send(self, to, message).await
     }
 }

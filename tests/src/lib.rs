@@ -10,9 +10,11 @@
 pub mod http;
 pub mod ledger;
 pub mod ready;
+pub mod simulated;
 
 pub use http::{b64, error_code, hours_ago, id, in_paraguay, post_together, send, send_with_headers};
-pub use ready::{CSC, PASSWORD, RUC, Ready, add_company_at, sifen_channel_body};
+pub use ready::{CSC, PASSWORD, RUC, Ready, add_company_at, sifen_channel_body, upload_certificate};
+pub use simulated::Simulated;
 
 use kuatia_application::upcast::UpcasterChain;
 use kuatia_infrastructure::config::{Config, LogFormat, Secret};

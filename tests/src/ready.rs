@@ -57,14 +57,7 @@ pub async fn add_company_at(
     )
     .await;
     assert_eq!(status, 201, "{point}");
-    let pfx = SelfSigned::for_ruc("DE GENERACION ELECTRONICA S.A.", ruc, 365)
-        .pfx(PASSWORD)
-        .expect("pfx");
-    let (status, certificate) = send(req(Method::POST, "/v1/certificates").json(&json!({
-        "company_id": company, "pfx_base64": b64(&pfx), "password": PASSWORD,
-    })))
-    .await;
-    assert_eq!(status, 201, "{certificate}");
+    let certificate = upload_certificate(req, &company, ruc, 365, None).await;
     let (status, channel) = send(
         req(Method::POST, "/v1/emission-channels").json(&sifen_channel_body(
             &company,
@@ -75,6 +68,28 @@ pub async fn add_company_at(
     .await;
     assert_eq!(status, 201, "{channel}");
     (company, id(&branch), id(&point))
+}
+
+/// Uploads a fresh certificate of `ruc` (PFX with [`PASSWORD`]) valid for `days` from now, for
+/// `company`, through `req` (any caller's requests), labelled `label`; asserts 201 and returns
+/// the answer.
+pub async fn upload_certificate(
+    req: impl Fn(Method, &str) -> reqwest::RequestBuilder,
+    company: &str,
+    ruc: &str,
+    days: i64,
+    label: Option<&str>,
+) -> Value {
+    let pfx = SelfSigned::for_ruc("DE GENERACION ELECTRONICA S.A.", ruc, days)
+        .pfx(PASSWORD)
+        .expect("pfx");
+    let mut body = json!({"company_id": company, "pfx_base64": b64(&pfx), "password": PASSWORD});
+    if let Some(label) = label {
+        body["label"] = json!(label);
+    }
+    let (status, certificate) = send(req(Method::POST, "/v1/certificates").json(&body)).await;
+    assert_eq!(status, 201, "{certificate}");
+    certificate
 }
 
 /// The body of a default sifen channel of `company` sending to `endpoint`, signing with
@@ -256,5 +271,65 @@ impl Ready {
             count += events.iter().filter(|e| e["type"] == event_type).count();
             after = page["next_after"].as_i64().expect("next_after");
         }
+    }
+
+    /// `POST /v1/documents` with a fresh Idempotency-Key, asserting nothing: (status, body).
+    pub async fn try_post(&self, doc: &Value) -> (u16, Value) {
+        send(
+            self.req(Method::POST, "/v1/documents")
+                .header("Idempotency-Key", uuid::Uuid::now_v7().to_string())
+                .json(doc),
+        )
+        .await
+    }
+
+    /// `POST /v1/documents/validate`, asserting 200.
+    pub async fn validate(&self, doc: &Value) -> Value {
+        let (status, body) = send(self.req(Method::POST, "/v1/documents/validate").json(doc)).await;
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
+    /// How many documents the tenant has (`GET /v1/documents`, its first page).
+    pub async fn document_count(&self) -> usize {
+        let (status, body) = send(self.req(Method::GET, "/v1/documents")).await;
+        assert_eq!(status, 200, "{body}");
+        body["documents"].as_array().map_or(0, Vec::len)
+    }
+
+    /// `POST /v1/documents/{doc}/{action}` (`cancel`, `inutilize`) with a reason.
+    pub async fn void(&self, doc: &str, action: &str, reason: &str) -> (u16, Value) {
+        send(
+            self.req(Method::POST, &format!("/v1/documents/{doc}/{action}"))
+                .json(&json!({ "reason": reason })),
+        )
+        .await
+    }
+
+    /// A remisión (motive 1) of the sample's goods to an address in Asunción; its transport is
+    /// the caller's.
+    pub fn remision(&self, external_id: &str) -> Value {
+        let mut remision = self.invoice(external_id);
+        remision["type"] = json!("remision");
+        remision["reason"] = json!(1);
+        remision["buyer"]["address"] = json!("Av. Mariscal López");
+        remision["buyer"]["house_number"] = json!("1234");
+        remision["buyer"]["department_code"] = json!(1);
+        remision["buyer"]["city_code"] = json!(1);
+        remision
+    }
+
+    /// The company's sifen channel.
+    pub async fn sifen_channel(&self) -> Value {
+        let (status, body) = send(self.req(
+            Method::GET,
+            &format!("/v1/emission-channels?company_id={}", self.company),
+        ))
+        .await;
+        assert_eq!(status, 200, "{body}");
+        body.as_array()
+            .and_then(|a| a.iter().find(|c| c["channel"] == "sifen"))
+            .cloned()
+            .unwrap_or_else(|| panic!("no sifen channel in {body}"))
     }
 }

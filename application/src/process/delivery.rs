@@ -66,12 +66,49 @@ pub struct Message {
     pub attachments: Vec<Attachment>,
 }
 
+/// Why a message was not sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotSent {
+    /// What went wrong, in the server's words where it gave some.
+    pub reason: String,
+    /// Sending again would be refused again: the recipient's mail server refused for good (an
+    /// SMTP 5xx answer: no such mailbox, domain refused), an address that is not one, or a
+    /// document that names no address for the channel. Such a delivery is `failed` at once;
+    /// anything else (a server down, a 4xx answer, a service not configured yet) is retried on
+    /// the schedule.
+    pub permanent: bool,
+}
+
+impl NotSent {
+    /// A failure that may pass: retried.
+    pub fn transient(reason: impl Into<String>) -> Self {
+        Self {
+            reason: reason.into(),
+            permanent: false,
+        }
+    }
+
+    /// A refusal that sending again would meet again: not retried.
+    pub fn permanent(reason: impl Into<String>) -> Self {
+        Self {
+            reason: reason.into(),
+            permanent: true,
+        }
+    }
+}
+
+impl std::fmt::Display for NotSent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
 /// A mail server.
 #[async_trait]
 pub trait Mailer: Send + Sync {
     /// Sends one message, with its attachments, to every address; the server's answer, or why it
     /// was not sent.
-    async fn send(&self, to: &[String], message: &Message) -> Result<String, String>;
+    async fn send(&self, to: &[String], message: &Message) -> Result<String, NotSent>;
 }
 
 /// A messaging service (WhatsApp, Telegram) that sends a message's files to one recipient.
@@ -428,7 +465,7 @@ impl JobHandler for DeliverDocument {
             ),
             attachments: printable.into_iter().chain(xml).collect(),
         };
-        let outcome: Result<String, String> = match (target, channel) {
+        let outcome: Result<String, NotSent> = match (target, channel) {
             (DeliveryTarget::Customer, DeliveryChannel::Email) => {
                 let to: Vec<String> = settings
                     .customer
@@ -451,12 +488,11 @@ impl JobHandler for DeliverDocument {
                     &d.whatsapp,
                     settings.customer.as_ref().and_then(|c| c.phone.clone()),
                 ) {
-                    (None, _) => Err(
-                        "WhatsApp is not configured (KUATIA_WHATSAPP_TOKEN, KUATIA_WHATSAPP_PHONE_NUMBER_ID)"
-                            .into(),
-                    ),
-                    (_, None) => Err("the customer has no phone".into()),
-                    (Some(w), Some(phone)) => w.send(&phone, &message).await,
+                    (None, _) => Err(NotSent::transient(
+                        "WhatsApp is not configured (KUATIA_WHATSAPP_TOKEN, KUATIA_WHATSAPP_PHONE_NUMBER_ID)",
+                    )),
+                    (_, None) => Err(NotSent::permanent("the customer has no phone")),
+                    (Some(w), Some(phone)) => w.send(&phone, &message).await.map_err(NotSent::transient),
                 }
             }
             (DeliveryTarget::Customer, DeliveryChannel::Telegram) => {
@@ -467,12 +503,17 @@ impl JobHandler for DeliverDocument {
                         .as_ref()
                         .and_then(|c| c.telegram_chat_id.clone()),
                 ) {
-                    (None, _) => Err("Telegram is not configured (KUATIA_TELEGRAM_BOT_TOKEN)".into()),
-                    (_, None) => Err("the customer has no telegram_chat_id".into()),
-                    (Some(t), Some(chat)) => t.send(&chat, &message).await,
+                    (None, _) => Err(NotSent::transient(
+                        "Telegram is not configured (KUATIA_TELEGRAM_BOT_TOKEN)",
+                    )),
+                    (_, None) => Err(NotSent::permanent("the customer has no telegram_chat_id")),
+                    (Some(t), Some(chat)) => t.send(&chat, &message).await.map_err(NotSent::transient),
                 }
             }
-            (_, other) => Err(format!("the issuer has no address for {}", name(other))),
+            (_, other) => Err(NotSent::permanent(format!(
+                "the issuer has no address for {}",
+                name(other)
+            ))),
         };
         let key = (delivery, target, channel);
         match outcome {
@@ -483,49 +524,47 @@ impl JobHandler for DeliverDocument {
                 d.record(tenant, id, key, DeliveryStatus::Sent, attempt, notes.join("; "))
                     .await
             }
-            Err(error) => match retry_delay(attempt) {
-                Some(delay) => {
-                    let wait = d.scaled(delay);
-                    let next = d.clock.now() + TimeDelta::from_std(wait).unwrap_or_default();
-                    d.record(
-                        tenant,
-                        id,
-                        key,
-                        DeliveryStatus::Pending,
-                        attempt,
-                        format!(
-                            "attempt {attempt} failed: {error}; next attempt at {}",
-                            next.to_rfc3339()
-                        ),
-                    )
-                    .await?;
-                    Err(JobFailure::RetryAfter(error, wait))
-                }
-                None => {
+            Err(NotSent { reason, permanent }) => {
+                let retry = retry_delay(attempt).filter(|_| !permanent);
+                let Some(delay) = retry else {
                     metrics::counter!("kuatia_document_deliveries_total", "channel" => name(channel), "outcome" => "failed")
                         .increment(1);
-                    d.record(
-                        tenant,
-                        id,
-                        key,
-                        DeliveryStatus::Failed,
-                        attempt,
-                        format!("attempt {attempt} failed, the last: {error}"),
-                    )
-                    .await
-                }
-            },
+                    let detail = if permanent {
+                        format!("attempt {attempt} refused for good, not retried: {reason}")
+                    } else {
+                        format!("attempt {attempt} failed, the last: {reason}")
+                    };
+                    return d
+                        .record(tenant, id, key, DeliveryStatus::Failed, attempt, detail)
+                        .await;
+                };
+                let wait = d.scaled(delay);
+                let next = d.clock.now() + TimeDelta::from_std(wait).unwrap_or_default();
+                d.record(
+                    tenant,
+                    id,
+                    key,
+                    DeliveryStatus::Pending,
+                    attempt,
+                    format!(
+                        "attempt {attempt} failed: {reason}; next attempt at {}",
+                        next.to_rfc3339()
+                    ),
+                )
+                .await?;
+                Err(JobFailure::RetryAfter(reason, wait))
+            }
         }
     }
 }
 
-async fn email(d: &Deliveries, to: &[String], message: &Message) -> Result<String, String> {
+async fn email(d: &Deliveries, to: &[String], message: &Message) -> Result<String, NotSent> {
     if to.is_empty() {
-        return Err("no email address".into());
+        return Err(NotSent::permanent("no email address"));
     }
     match &d.mailer {
-        None => Err("email is not configured (KUATIA_SMTP_URL)".into()),
-        Some(Err(e)) => Err(e.clone()),
+        None => Err(NotSent::transient("email is not configured (KUATIA_SMTP_URL)")),
+        Some(Err(e)) => Err(NotSent::transient(e.clone())),
         Some(Ok(mailer)) => mailer.send(to, message).await,
     }
 }
@@ -597,6 +636,9 @@ impl JobHandler for EmailInvitation {
         let attempt = job.attempts;
         match email(&self.0, std::slice::from_ref(&to), &message).await {
             Ok(_) => Ok(()),
+            Err(e) if e.permanent => Err(JobFailure::Permanent(format!(
+                "emailing the invitation: refused for good: {e}"
+            ))),
             Err(e) => {
                 let wait = self
                     .0

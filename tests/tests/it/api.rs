@@ -51,7 +51,7 @@ async fn metrics_are_disabled_without_a_token_and_guarded_with_one() {
     app.stop().await;
 
     // A company with a certificate valid for 365 days, issuing to a SIFEN simulator.
-    let f = crate::sifen_pipeline::Fx::new(kuatia_infrastructure::sifen_sim::SimConfig::default(), |c| {
+    let f = kuatia_tests::Simulated::new(kuatia_infrastructure::sifen_sim::SimConfig::default(), |c| {
         c.metrics_bearer_token = Some(Secret::new("m3trics-token"));
     })
     .await;

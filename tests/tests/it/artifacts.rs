@@ -7,8 +7,8 @@ use kuatia_application::artifacts::{ArtifactError, ArtifactStore, sha256_hex};
 use kuatia_domain::document::canonical::sample_invoice;
 use kuatia_infrastructure::artifacts::{ArtifactLocation, ObjectArtifacts, S3Settings};
 use kuatia_infrastructure::config::{Config, Secret};
-use kuatia_infrastructure::sifen_sim::{self, RunningSimulator, SimConfig};
-use kuatia_tests::{Ready, TestApp, id, send};
+use kuatia_infrastructure::sifen_sim::SimConfig;
+use kuatia_tests::{Simulated, id, send};
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStoreExt, PutPayload};
 use reqwest::Method;
@@ -17,87 +17,66 @@ use std::time::Duration;
 
 const URL_KEY: &str = "test-artifact-url-key";
 
-/// A service whose tenant's sifen channel sends to the simulator, with presigned URLs; it reads
-/// as its tenant.
-struct Fx {
-    app: TestApp,
-    r: Ready,
-    _sim: RunningSimulator,
+/// A service whose tenant's sifen channel sends to the simulator, with presigned URLs.
+async fn served(slug: &str, adjust: impl FnOnce(&mut Config)) -> Simulated {
+    Simulated::named(slug, SimConfig::default(), |c| {
+        c.artifact_url_key = Some(Secret::new(URL_KEY));
+        adjust(c);
+    })
+    .await
 }
 
-impl std::ops::Deref for Fx {
-    type Target = Ready;
-    fn deref(&self) -> &Ready {
-        &self.r
-    }
-}
-
-impl Fx {
-    async fn new(slug: &str, adjust: impl FnOnce(&mut Config)) -> Self {
-        let sim = sifen_sim::start("127.0.0.1:0", SimConfig::default())
-            .await
-            .expect("simulator");
-        let app = TestApp::spawn_with(|c| {
-            c.artifact_url_key = Some(Secret::new(URL_KEY));
-            adjust(c);
-        })
-        .await;
-        let r = app.ready_at(slug, &sim.base_url()).await;
-        Self { app, r, _sim: sim }
-    }
-
-    /// An invoice taken to `accepted` through the simulator, with its KuDE rendered.
-    async fn accepted_invoice(&self) -> String {
-        let posted = self.invoice("ART-1");
-        let (status, created) = send(
-            self.req(Method::POST, "/v1/documents")
-                .header("Idempotency-Key", "art-1")
-                .json(&posted),
-        )
-        .await;
-        assert_eq!(status, 201, "{created}");
-        let doc = id(&created);
-        let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        self.wait_status(&doc, "accepted", Duration::from_secs(60)).await;
-        // The KuDE job records its artifact after acceptance: wait for it, so that two reads of
-        // the artifacts (the listing, the detail) see the same ones.
-        loop {
-            if self.artifacts(&doc).await.iter().any(|a| a["type"] == "kude") {
-                break;
-            }
-            assert!(std::time::Instant::now() < deadline, "no KuDE recorded for {doc}");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        // The same request again answers what intake answered, although the document moved on.
-        let response = self
-            .req(Method::POST, "/v1/documents")
+/// An invoice taken to `accepted` through the simulator, with its KuDE rendered.
+async fn accepted_invoice(f: &Simulated) -> String {
+    let posted = f.invoice("ART-1");
+    let (status, created) = send(
+        f.req(Method::POST, "/v1/documents")
             .header("Idempotency-Key", "art-1")
-            .json(&posted)
-            .send()
-            .await
-            .expect("repeat");
-        assert_eq!(response.status(), 201);
-        assert_eq!(response.headers()["idempotent-replayed"], "true");
-        let replayed: Value = response.json().await.expect("json");
-        assert_eq!(replayed, created, "the original answer");
-        assert_eq!(replayed["status"], "queued");
-        doc
+            .json(&posted),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    let doc = id(&created);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    f.wait_status(&doc, "accepted", Duration::from_secs(60)).await;
+    // The KuDE job records its artifact after acceptance: wait for it, so that two reads of
+    // the artifacts (the listing, the detail) see the same ones.
+    loop {
+        if artifacts(f, &doc).await.iter().any(|a| a["type"] == "kude") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "no KuDE recorded for {doc}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    // The same request again answers what intake answered, although the document moved on.
+    let response = f
+        .req(Method::POST, "/v1/documents")
+        .header("Idempotency-Key", "art-1")
+        .json(&posted)
+        .send()
+        .await
+        .expect("repeat");
+    assert_eq!(response.status(), 201);
+    assert_eq!(response.headers()["idempotent-replayed"], "true");
+    let replayed: Value = response.json().await.expect("json");
+    assert_eq!(replayed, created, "the original answer");
+    assert_eq!(replayed["status"], "queued");
+    doc
+}
 
-    async fn artifacts(&self, doc: &str) -> Vec<Value> {
-        let (status, body) = send(self.req(Method::GET, &format!("/v1/documents/{doc}/artifacts"))).await;
-        assert_eq!(status, 200, "{body}");
-        body.as_array().cloned().expect("a list")
-    }
+async fn artifacts(f: &Simulated, doc: &str) -> Vec<Value> {
+    let (status, body) = send(f.req(Method::GET, &format!("/v1/documents/{doc}/artifacts"))).await;
+    assert_eq!(status, 200, "{body}");
+    body.as_array().cloned().expect("a list")
+}
 
-    async fn get(&self, url: &str) -> reqwest::Response {
-        let url = if url.starts_with('/') {
-            format!("{}{url}", self.app.base)
-        } else {
-            url.to_owned()
-        };
-        self.app.client.get(url).send().await.expect("download")
-    }
+async fn get(f: &Simulated, url: &str) -> reqwest::Response {
+    let url = if url.starts_with('/') {
+        format!("{}{url}", f.app.base)
+    } else {
+        url.to_owned()
+    };
+    f.app.client.get(url).send().await.expect("download")
 }
 
 async fn forbidden(response: reqwest::Response) {
@@ -110,9 +89,9 @@ async fn forbidden(response: reqwest::Response) {
 
 #[tokio::test]
 async fn a_presigned_url_downloads_the_exact_stored_bytes_and_a_changed_one_is_403() {
-    let f = Fx::new("art-dl", |_| {}).await;
-    let doc = f.accepted_invoice().await;
-    let listed = f.artifacts(&doc).await;
+    let f = served("art-dl", |_| {}).await;
+    let doc = accepted_invoice(&f).await;
+    let listed = artifacts(&f, &doc).await;
     let kinds: Vec<&str> = listed.iter().filter_map(|a| a["type"].as_str()).collect();
     assert!(kinds.contains(&"signed_xml"), "{kinds:?}");
     assert!(kinds.contains(&"channel_response"), "{kinds:?}");
@@ -144,7 +123,7 @@ async fn a_presigned_url_downloads_the_exact_stored_bytes_and_a_changed_one_is_4
     assert!(url.starts_with(&f.app.base), "absolute: {url}");
 
     // The exact bytes, with their type and a file name.
-    let response = f.get(&url).await;
+    let response = get(&f, &url).await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["content-type"], "application/xml");
     let (_, status) = send(f.req(Method::GET, &format!("/v1/documents/{doc}/status"))).await;
@@ -194,7 +173,7 @@ async fn a_presigned_url_downloads_the_exact_stored_bytes_and_a_changed_one_is_4
         ),
         path.to_owned(),
     ] {
-        forbidden(f.get(&bad).await).await;
+        forbidden(get(&f, &bad).await).await;
     }
     // The signature binds the artifact: another artifact's id with this signature is refused.
     let other = listed
@@ -202,11 +181,7 @@ async fn a_presigned_url_downloads_the_exact_stored_bytes_and_a_changed_one_is_4
         .find(|a| a["type"] == "channel_response")
         .expect("answer");
     let swapped = path.replace(xml["id"].as_str().expect("id"), other["id"].as_str().expect("id"));
-    forbidden(
-        f.get(&format!("{swapped}?expires={expires}&signature={signature}"))
-            .await,
-    )
-    .await;
+    forbidden(get(&f, &format!("{swapped}?expires={expires}&signature={signature}")).await).await;
 
     // The detail lists the same artifacts.
     let (status, detail) = send(f.req(Method::GET, &format!("/v1/documents/{doc}"))).await;
@@ -238,15 +213,15 @@ async fn a_presigned_url_downloads_the_exact_stored_bytes_and_a_changed_one_is_4
 /// as kuatia keeps it, defaults applied, recorded once when the document is prepared.
 #[tokio::test]
 async fn the_normalized_payload_is_the_canonical_document_as_kept_with_its_defaults() {
-    let f = Fx::new("art-norm", |_| {}).await;
-    let doc = f.accepted_invoice().await;
-    let listed = f.artifacts(&doc).await;
+    let f = served("art-norm", |_| {}).await;
+    let doc = accepted_invoice(&f).await;
+    let listed = artifacts(&f, &doc).await;
     let payloads: Vec<&Value> = listed
         .iter()
         .filter(|a| a["type"] == "normalized_payload")
         .collect();
     assert_eq!(payloads.len(), 1, "{listed:?}");
-    let response = f.get(payloads[0]["download_url"].as_str().expect("url")).await;
+    let response = get(&f, payloads[0]["download_url"].as_str().expect("url")).await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["content-type"], "application/json");
     let bytes = response.bytes().await.expect("bytes");
@@ -265,10 +240,9 @@ async fn the_normalized_payload_is_the_canonical_document_as_kept_with_its_defau
 
 #[tokio::test]
 async fn an_expired_url_is_403_and_the_same_url_unexpired_downloads() {
-    let f = Fx::new("art-exp", |_| {}).await;
-    let doc = f.accepted_invoice().await;
-    let xml = f
-        .artifacts(&doc)
+    let f = served("art-exp", |_| {}).await;
+    let doc = accepted_invoice(&f).await;
+    let xml = artifacts(&f, &doc)
         .await
         .into_iter()
         .find(|a| a["type"] == "signed_xml")
@@ -284,34 +258,34 @@ async fn an_expired_url_is_403_and_the_same_url_unexpired_downloads() {
     // Signed with the server's key through the code path the service uses.
     let signer = UrlSigner::new(URL_KEY.as_bytes().to_vec(), 900);
     let now = chrono::Utc::now().timestamp();
-    let fresh = f.get(&signer.path(doc_id, art_id, now + 60)).await;
+    let fresh = get(&f, &signer.path(doc_id, art_id, now + 60)).await;
     assert_eq!(fresh.status(), 200, "a URL the test signs is the service's own");
-    forbidden(f.get(&signer.path(doc_id, art_id, now - 1)).await).await;
-    forbidden(f.get(&signer.path(doc_id, art_id, 0)).await).await;
+    forbidden(get(&f, &signer.path(doc_id, art_id, now - 1)).await).await;
+    forbidden(get(&f, &signer.path(doc_id, art_id, 0)).await).await;
     // A URL signed under another key is refused.
     let stranger = UrlSigner::new(b"another key".to_vec(), 900);
-    forbidden(f.get(&stranger.path(doc_id, art_id, now + 60)).await).await;
+    forbidden(get(&f, &stranger.path(doc_id, art_id, now + 60)).await).await;
     f.app.stop().await;
 }
 
 #[tokio::test]
 async fn a_short_lifetime_makes_a_listed_url_expire() {
-    let f = Fx::new("art-ttl", |c| c.artifact_url_ttl_secs = 1).await;
-    let doc = f.accepted_invoice().await;
-    let url = f.artifacts(&doc).await[0]["download_url"]
+    let f = served("art-ttl", |c| c.artifact_url_ttl_secs = 1).await;
+    let doc = accepted_invoice(&f).await;
+    let url = artifacts(&f, &doc).await[0]["download_url"]
         .as_str()
         .expect("url")
         .to_owned();
-    assert_eq!(f.get(&url).await.status(), 200);
+    assert_eq!(get(&f, &url).await.status(), 200);
     tokio::time::sleep(Duration::from_millis(2100)).await;
-    forbidden(f.get(&url).await).await;
+    forbidden(get(&f, &url).await).await;
     f.app.stop().await;
 }
 
 #[tokio::test]
 async fn another_tenant_cannot_list_a_documents_artifacts() {
-    let f = Fx::new("art-owner", |_| {}).await;
-    let doc = f.accepted_invoice().await;
+    let f = served("art-owner", |_| {}).await;
+    let doc = accepted_invoice(&f).await;
     let (other_tenant, other_key) = f.app.tenant("art-other").await;
     for path in [
         format!("/v1/documents/{doc}/artifacts"),
@@ -475,7 +449,7 @@ async fn the_service_stores_and_serves_artifacts_from_an_s3_bucket() {
     let Some(moto) = moto().await else { return };
     make_bucket(&moto.endpoint, "kuatia-app").await;
     let endpoint = moto.endpoint.clone();
-    let f = Fx::new("art-s3", move |c| {
+    let f = served("art-s3", move |c| {
         c.artifacts_url = Some("s3://kuatia-app/docs".into());
         c.artifacts_s3_endpoint = Some(endpoint);
         c.artifacts_s3_access_key_id = Some("testing".into());
@@ -483,16 +457,14 @@ async fn the_service_stores_and_serves_artifacts_from_an_s3_bucket() {
         c.artifacts_s3_allow_http = true;
     })
     .await;
-    let doc = f.accepted_invoice().await;
-    let xml = f
-        .artifacts(&doc)
+    let doc = accepted_invoice(&f).await;
+    let xml = artifacts(&f, &doc)
         .await
         .into_iter()
         .find(|a| a["type"] == "signed_xml")
         .expect("signed xml");
     let sha = xml["sha256"].as_str().expect("sha").to_owned();
-    let bytes = f
-        .get(xml["download_url"].as_str().expect("url"))
+    let bytes = get(&f, xml["download_url"].as_str().expect("url"))
         .await
         .bytes()
         .await

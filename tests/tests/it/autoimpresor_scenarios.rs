@@ -8,7 +8,7 @@
 //! The end-to-end tests over HTTP (`autoimpresor`, `printables`) stay beside these.
 
 use crate::scenario_support::{
-    Ground, SetClock, TempDir, artifact_store, handler, head_office, point_001, profile, running_job,
+    Ground, SetClock, artifact_store, handler, head_office, point_001, profile, running_job,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, Duration as TimeDelta, NaiveDate, Utc};
@@ -32,6 +32,7 @@ use kuatia_domain::print_settings::PrintSettings;
 use kuatia_domain::tenancy::TenantId;
 use kuatia_infrastructure::number_reporter::HttpNumberReporter;
 use kuatia_projections::reads::Reads;
+use kuatia_tests::ScratchDir;
 use kuatia_tests::TestDb;
 use serde_json::{Value, json};
 use std::net::SocketAddr;
@@ -128,7 +129,7 @@ impl ConfigurationReads for Configured {
 /// A scenario: the ports, the channel over them, and a tenant.
 struct Scenario {
     _db: TestDb,
-    _artifacts: TempDir,
+    _artifacts: ScratchDir,
     store: SharedStore,
     tenant: TenantId,
     clock: Arc<SetClock>,

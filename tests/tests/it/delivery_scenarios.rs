@@ -6,7 +6,7 @@
 //! are fakes (their HTTP APIs have their end-to-end test in `webhooks`), every destination is
 //! allowed (the policy has its own tests) and the clock is set by the scenario.
 
-use crate::scenario_support::{Anywhere, Ground, SetClock, TempDir, artifact_store, handler, running_job};
+use crate::scenario_support::{Anywhere, Ground, SetClock, artifact_store, handler, running_job};
 use crate::webhooks::{Inbox, free_port, start_receiver, start_smtp_refusing};
 use async_trait::async_trait;
 use chrono::{Duration as TimeDelta, Utc};
@@ -24,7 +24,7 @@ use kuatia_application::webhooks::{
     self as app, DELIVERY_PLAN, DELIVERY_SEND, DeliveryRow, DeliveryStatus as WebhookStatus, NewDelivery,
     WEBHOOK_DELIVER,
 };
-use kuatia_application::worker::JobFailure;
+use kuatia_application::worker::{JobFailure, JobHandler};
 use kuatia_domain::channel::ChannelKind;
 use kuatia_domain::document::aggregate::{
     DeliveryState, DeliveryStatus, DeliveryTarget, Document, DocumentState, stream_id,
@@ -36,7 +36,7 @@ use kuatia_domain::webhook::{EndpointSettings, retry_delay};
 use kuatia_infrastructure::delivery::SmtpMailer;
 use kuatia_infrastructure::store::Database;
 use kuatia_infrastructure::webhooks::{WebhookSender, signature_header};
-use kuatia_tests::TestDb;
+use kuatia_tests::{ScratchDir, TestDb};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -60,7 +60,7 @@ impl ChatSender for FakeChat {
 /// A scenario: the store, the vault, the clock and a tenant.
 struct Scenario {
     _db: TestDb,
-    artifacts: TempDir,
+    artifacts: ScratchDir,
     database: Database,
     store: SharedStore,
     vault: Vault,
@@ -367,65 +367,95 @@ async fn the_webhook_test_is_one_signed_attempt_recorded_as_its_outcome() {
     );
 }
 
-/// Email through a real SMTP server that refuses the recipient (550), and through one that is
-/// down. Both are retried on the schedule: the mail server's refusal is not told apart from an
-/// outage today, each attempt is a `pending` record naming the error and the next attempt's
-/// time, and the last one (the 8th) is `failed`.
+/// The `delivery.send` handler of a scenario whose mail goes to the SMTP server on `port`.
+fn email_sender(s: &Scenario, port: u16) -> Arc<dyn JobHandler> {
+    let mailer = SmtpMailer::from_url(&format!("smtp://127.0.0.1:{port}"), "kuatia <f@example.com>")
+        .expect("a mailer");
+    handler(
+        s.deliveries(Some(Arc::new(mailer)), None, None).handlers(),
+        DELIVERY_SEND,
+    )
+}
+
+/// Email through a real SMTP server that refuses the recipient for good (550, no such user): the
+/// refusal would meet every attempt, so the delivery is `failed` at the first, naming the
+/// server's answer, and the job ends.
 #[tokio::test]
-async fn an_email_refused_by_the_server_and_one_whose_server_is_down_are_retried_then_failed() {
+async fn an_email_the_server_refuses_for_good_fails_at_once_and_is_not_retried() {
     let s = Scenario::new().await;
     let (refusing, mail) = start_smtp_refusing(Some("nadie@example.com")).await;
-    let down = free_port().await;
-    let wants =
-        json!({"customer": {"mode": "automatic", "channels": ["email"], "email": "nadie@example.com"}});
+    let send = email_sender(&s, refusing);
+    let doc = s
+        .document(
+            json!({"customer": {"mode": "automatic", "channels": ["email"], "email": "nadie@example.com"}}),
+        )
+        .await;
+    let job = s.send_job(doc, DeliveryChannel::Email);
+    send.run(&job).await.expect("settled: nothing to retry");
+    let recorded = s
+        .recorded(doc, DeliveryTarget::Customer, DeliveryChannel::Email)
+        .await
+        .expect("recorded");
+    assert_eq!(recorded.status, DeliveryStatus::Failed, "{recorded:?}");
+    assert_eq!(recorded.attempt, 1);
+    let detail = recorded.detail.unwrap_or_default();
+    assert!(
+        detail.starts_with("attempt 1 refused for good, not retried: ") && detail.contains("550"),
+        "{detail}"
+    );
+    // Settled: a job run again sends nothing more.
+    send.run(&job).await.expect("nothing to do");
+    assert!(mail.lock().unwrap().is_empty(), "no message was accepted");
+}
 
-    for (port, says) in [(refusing, "550"), (down, "")] {
-        let mailer = SmtpMailer::from_url(&format!("smtp://127.0.0.1:{port}"), "kuatia <f@example.com>")
-            .expect("a mailer");
-        let send = handler(
-            s.deliveries(Some(Arc::new(mailer)), None, None).handlers(),
-            DELIVERY_SEND,
-        );
-        let doc = s.document(wants.clone()).await;
-        let job = s.send_job(doc, DeliveryChannel::Email);
-        for attempt in 1..=7u32 {
-            let (error, wait) = scheduled(send.run(&job).await.expect_err("retried"));
-            assert!(error.contains(says), "attempt {attempt}: {error}");
-            let delay = retry_delay(attempt).expect("a retry");
-            assert_eq!(wait, delay.to_std().expect("a duration"));
-            let recorded = s
-                .recorded(doc, DeliveryTarget::Customer, DeliveryChannel::Email)
-                .await
-                .expect("recorded");
-            assert_eq!(recorded.status, DeliveryStatus::Pending);
-            assert_eq!(recorded.attempt, attempt);
-            assert_eq!(
-                recorded.detail,
-                Some(format!(
-                    "attempt {attempt} failed: {error}; next attempt at {}",
-                    (s.clock.now() + delay).to_rfc3339()
-                ))
-            );
-            s.clock.advance(delay);
-        }
-        send.run(&job).await.expect("the last attempt settles it");
+/// Email through a mail server that is down: retried on the schedule, each attempt a `pending`
+/// record naming the error and the next attempt's time, and the last one (the 8th) `failed`.
+#[tokio::test]
+async fn an_email_whose_server_is_down_is_retried_on_the_schedule_then_failed() {
+    let s = Scenario::new().await;
+    let down = free_port().await;
+    let send = email_sender(&s, down);
+    let doc = s
+        .document(
+            json!({"customer": {"mode": "automatic", "channels": ["email"], "email": "cliente@example.com"}}),
+        )
+        .await;
+    let job = s.send_job(doc, DeliveryChannel::Email);
+    for attempt in 1..=7u32 {
+        let (error, wait) = scheduled(send.run(&job).await.expect_err("retried"));
+        let delay = retry_delay(attempt).expect("a retry");
+        assert_eq!(wait, delay.to_std().expect("a duration"));
         let recorded = s
             .recorded(doc, DeliveryTarget::Customer, DeliveryChannel::Email)
             .await
             .expect("recorded");
-        assert_eq!(recorded.status, DeliveryStatus::Failed);
-        assert_eq!(recorded.attempt, 8);
-        assert!(
-            recorded
-                .detail
-                .as_deref()
-                .is_some_and(|d| d.starts_with("attempt 8 failed, the last: ")),
-            "{recorded:?}"
+        assert_eq!(recorded.status, DeliveryStatus::Pending);
+        assert_eq!(recorded.attempt, attempt);
+        assert_eq!(
+            recorded.detail,
+            Some(format!(
+                "attempt {attempt} failed: {error}; next attempt at {}",
+                (s.clock.now() + delay).to_rfc3339()
+            ))
         );
-        // Settled: a job run again sends nothing more.
-        send.run(&job).await.expect("nothing to do");
+        s.clock.advance(delay);
     }
-    assert!(mail.lock().unwrap().is_empty(), "no message was accepted");
+    send.run(&job).await.expect("the last attempt settles it");
+    let recorded = s
+        .recorded(doc, DeliveryTarget::Customer, DeliveryChannel::Email)
+        .await
+        .expect("recorded");
+    assert_eq!(recorded.status, DeliveryStatus::Failed);
+    assert_eq!(recorded.attempt, 8);
+    assert!(
+        recorded
+            .detail
+            .as_deref()
+            .is_some_and(|d| d.starts_with("attempt 8 failed, the last: ")),
+        "{recorded:?}"
+    );
+    // Settled: a job run again sends nothing more.
+    send.run(&job).await.expect("nothing to do");
 }
 
 /// A message the server accepts is `sent` at once, with the server's answer, and says the
@@ -434,12 +464,7 @@ async fn an_email_refused_by_the_server_and_one_whose_server_is_down_are_retried
 async fn an_email_the_server_accepts_is_sent_with_its_answer() {
     let s = Scenario::new().await;
     let (port, mail) = start_smtp_refusing(None).await;
-    let mailer = SmtpMailer::from_url(&format!("smtp://127.0.0.1:{port}"), "kuatia <f@example.com>")
-        .expect("a mailer");
-    let send = handler(
-        s.deliveries(Some(Arc::new(mailer)), None, None).handlers(),
-        DELIVERY_SEND,
-    );
+    let send = email_sender(&s, port);
     let doc = s
         .document(
             json!({"customer": {"mode": "automatic", "channels": ["email"], "email": "cliente@example.com"}}),

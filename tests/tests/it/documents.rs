@@ -181,16 +181,7 @@ impl Fx {
 
     /// The company's sifen channel as listed.
     async fn sifen_channel(&self) -> Value {
-        let (status, body) = send(self.req(
-            Method::GET,
-            &format!("/v1/emission-channels?company_id={}", self.r.company),
-        ))
-        .await;
-        assert_eq!(status, 200, "{body}");
-        body.as_array()
-            .and_then(|a| a.iter().find(|c| c["channel"] == "sifen"))
-            .cloned()
-            .unwrap_or_else(|| panic!("no sifen channel in {body}"))
+        self.r.sifen_channel().await
     }
 }
 

@@ -4,9 +4,9 @@
 //! `queued` with no issue, and ends `accepted` (by the SIFEN simulator, or printed on the
 //! autoimpresor channel). A file added to the folder is checked here without a change to the test.
 
-use crate::sifen_pipeline::Fx;
 use chrono::{Duration, Utc};
 use kuatia_infrastructure::sifen_sim::SimConfig;
+use kuatia_tests::Simulated;
 use kuatia_tests::{hours_ago, id, send};
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -33,7 +33,7 @@ fn examples() -> Vec<(String, Value)> {
 
 #[tokio::test]
 async fn every_example_document_is_valid_as_written_and_accepted() {
-    let f = Fx::new(
+    let f = Simulated::new(
         SimConfig {
             require_signature: true,
             ..SimConfig::default()

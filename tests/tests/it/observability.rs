@@ -420,7 +420,7 @@ async fn a_lot_result_counts_sifen_s_code_for_each_document() {
     // Documents whose `sifen.prepare` jobs wait for the same numbering turn go out as one lot.
     // Six posted at once: the first may have its turn alone (sent through siRecepDE, which SIFEN
     // takes half a second to answer), the ones claimed meanwhile share the next turn and its lot.
-    let f = crate::sifen_pipeline::Fx::new(
+    let f = kuatia_tests::Simulated::new(
         SimConfig {
             latency_ms: 500,
             ..SimConfig::default()

@@ -8,9 +8,9 @@
 use kuatia_application::artifacts::ArtifactStore;
 use kuatia_application::printables::{Printable, Printer};
 use kuatia_domain::document::canonical::sample_invoice;
-use kuatia_infrastructure::sifen_sim::{self, RunningSimulator, SimConfig};
-use kuatia_tests::TestApp;
-use kuatia_tests::{Ready, hours_ago, id, send};
+use kuatia_infrastructure::sifen_sim::SimConfig;
+use kuatia_tests::ScratchDir;
+use kuatia_tests::{Simulated, hours_ago, id, send};
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -19,64 +19,28 @@ use std::time::Duration;
 /// An associated invoice for the notes (any CDC with a right check digit).
 const INVOICE_CDC: &str = "01800695631001001000000122025011511234567899";
 
-/// A service whose tenant's sifen channel sends to the simulator, and a scratch folder; it reads
-/// as its tenant.
-struct Fx {
-    app: TestApp,
-    r: Ready,
-    _sim: RunningSimulator,
-    dir: PathBuf,
+/// A service whose tenant's sifen channel sends to the simulator.
+async fn served() -> Simulated {
+    Simulated::named("printables", SimConfig::default(), |_| {}).await
 }
 
-impl std::ops::Deref for Fx {
-    type Target = Ready;
-    fn deref(&self) -> &Ready {
-        &self.r
-    }
+/// Posts with a fresh Idempotency-Key: the id and the answer.
+async fn post(f: &Simulated, doc: &Value) -> (String, Value) {
+    let body = f.r.post(doc).await;
+    (id(&body), body)
 }
 
-impl Fx {
-    async fn new() -> Self {
-        let sim = sifen_sim::start("127.0.0.1:0", SimConfig::default())
-            .await
-            .expect("simulator");
-        let app = TestApp::spawn_with(|c| c.rate_limit_per_key = 100_000).await;
-        let r = app.ready_at("printables", &sim.base_url()).await;
-        let dir = std::env::temp_dir().join(format!("kuatia-printables-{}", uuid::Uuid::now_v7()));
-        std::fs::create_dir_all(&dir).expect("dir");
-        Self {
-            app,
-            r,
-            _sim: sim,
-            dir,
-        }
-    }
+/// Waits until the document has `version` of its `kind` artifact; returns its bytes.
+async fn wait_for(f: &Simulated, doc: &str, kind: &str, version: u64) -> Vec<u8> {
+    let sha = f.wait_recorded(doc, kind, version, Duration::from_secs(60)).await;
+    f.stored(&sha).await
+}
 
-    async fn post(&self, doc: &Value) -> (String, Value) {
-        let body = self.r.post(doc).await;
-        (id(&body), body)
-    }
-
-    /// Waits until the document has `version` of its `kind` artifact; returns its bytes.
-    async fn wait_for(&self, doc: &str, kind: &str, version: u64) -> Vec<u8> {
-        let sha = self
-            .wait_recorded(doc, kind, version, Duration::from_secs(60))
-            .await;
-        self.stored(&sha).await
-    }
-
-    async fn stored(&self, sha: &str) -> Vec<u8> {
-        let store = kuatia_infrastructure::artifacts::LocalArtifacts::new(
-            self.app.db.config().data_dir.join("artifacts"),
-        );
-        store.get(sha).await.expect("read").expect("stored")
-    }
-
-    fn write(&self, name: &str, bytes: &[u8]) -> PathBuf {
-        let path = self.dir.join(name);
-        std::fs::write(&path, bytes).expect("write");
-        path
-    }
+/// Writes `bytes` as `name` in `dir`.
+fn write(dir: &ScratchDir, name: &str, bytes: &[u8]) -> PathBuf {
+    let path = dir.0.join(name);
+    std::fs::write(&path, bytes).expect("write");
+    path
 }
 
 fn tool(name: &str, args: &[&str]) -> String {
@@ -229,7 +193,8 @@ fn check_kude(
 
 #[tokio::test]
 async fn every_sifen_type_gets_a_kude_with_the_mandatory_fields_and_a_qr_that_decodes_to_dcarqr() {
-    let f = Fx::new().await;
+    let f = served().await;
+    let scratch = ScratchDir::new();
     let note = |kind: &str| {
         let mut d = f.invoice(&format!("P-{kind}"));
         d["type"] = json!(kind);
@@ -290,12 +255,12 @@ async fn every_sifen_type_gets_a_kude_with_the_mandatory_fields_and_a_qr_that_de
     ];
     let mut posted = Vec::new();
     for (kind, body, _, _) in &cases {
-        let (doc, answer) = f.post(body).await;
+        let (doc, answer) = post(&f, body).await;
         assert_eq!(answer["status"], "queued", "{kind}: {answer}");
         posted.push(doc);
     }
     for ((kind, _, title, extra), doc) in cases.iter().zip(&posted) {
-        let pdf = f.wait_for(doc, "kude", 1).await;
+        let pdf = wait_for(&f, doc, "kude", 1).await;
         let (status, s) = send(f.req(Method::GET, &format!("/v1/documents/{doc}/status"))).await;
         assert_eq!(status, 200);
         assert_eq!(s["status"], "accepted", "{kind}: {s}");
@@ -304,7 +269,7 @@ async fn every_sifen_type_gets_a_kude_with_the_mandatory_fields_and_a_qr_that_de
         let (_, xml_sha) = f.recorded(doc, "signed_xml").await.remove(0);
         let xml = String::from_utf8(f.stored(&xml_sha).await).expect("utf-8");
 
-        let path = f.write(&format!("{kind}.pdf"), &pdf);
+        let path = write(&scratch, &format!("{kind}.pdf"), &pdf);
         check_kude(
             &path,
             &xml,
@@ -322,7 +287,8 @@ async fn every_sifen_type_gets_a_kude_with_the_mandatory_fields_and_a_qr_that_de
 
 #[tokio::test]
 async fn a_long_invoice_numbers_its_pages_and_regenerate_pdf_adds_a_ticket_version() {
-    let f = Fx::new().await;
+    let f = served().await;
+    let scratch = ScratchDir::new();
     // 60 lines: two A4 pages, totals on the last.
     let mut long = f.invoice("P-long");
     long["items"] = Value::Array(
@@ -335,20 +301,20 @@ async fn a_long_invoice_numbers_its_pages_and_regenerate_pdf_adds_a_ticket_versi
             .collect(),
     );
     long["totals"] = json!({"subtotal": 600000, "tax_total": 60000, "grand_total": 660000});
-    let (doc, _) = f.post(&long).await;
+    let (doc, _) = post(&f, &long).await;
 
     // A document with nothing printable: 409 in the contract's error shape.
     let mut invalid = f.invoice("P-invalid");
     invalid["totals"]["grand_total"] = json!(1);
-    let (bad, answer) = f.post(&invalid).await;
+    let (bad, answer) = post(&f, &invalid).await;
     assert_eq!(answer["status"], "validation_failed", "{answer}");
     let (status, body) = send(f.req(Method::POST, &format!("/v1/documents/{bad}/regenerate-pdf"))).await;
     assert_eq!(status, 409, "{body}");
     assert_eq!(body["code"], "conflict_error", "{body}");
     assert!(body["request_id"].is_string(), "{body}");
 
-    let pdf = f.wait_for(&doc, "kude", 1).await;
-    let path = f.write("long.pdf", &pdf);
+    let pdf = wait_for(&f, &doc, "kude", 1).await;
+    let path = write(&scratch, "long.pdf", &pdf);
     let (pages, width) = info(&path);
     assert_eq!(pages, 2);
     assert!((width - 595.28).abs() < 0.5);
@@ -379,11 +345,11 @@ async fn a_long_invoice_numbers_its_pages_and_regenerate_pdf_adds_a_ticket_versi
     assert_eq!(status, 202, "{queued}");
     assert_eq!(queued["type"], "kude", "{queued}");
     assert_eq!(queued["version"], 2, "{queued}");
-    let ticket = f.wait_for(&doc, "kude", 2).await;
+    let ticket = wait_for(&f, &doc, "kude", 2).await;
     let versions = f.recorded(&doc, "kude").await;
     assert_eq!(versions.iter().map(|(v, _)| *v).collect::<Vec<_>>(), vec![1, 2]);
     assert_eq!(f.stored(&versions[0].1).await, pdf, "version 1 is unchanged");
-    let path = f.write("ticket.pdf", &ticket);
+    let path = write(&scratch, "ticket.pdf", &ticket);
     let (pages, width) = info(&path);
     assert_eq!(pages, 1, "a ticket roll is one page");
     assert!((width - 226.77).abs() < 0.5, "80 mm = 226.77 pt, got {width}");

@@ -15,7 +15,7 @@ use kuatia_domain::tenancy::TenantId;
 use kuatia_infrastructure::artifacts::{ArtifactLocation, ObjectArtifacts};
 use kuatia_infrastructure::store::Database;
 use kuatia_infrastructure::vault::AesGcmSealer;
-use kuatia_tests::TestDb;
+use kuatia_tests::{ScratchDir, TestDb};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use uuid::Uuid;
@@ -24,7 +24,7 @@ use uuid::Uuid;
 /// over it, a new tenant and a directory for the artifacts.
 pub(crate) struct Ground {
     pub(crate) db: TestDb,
-    pub(crate) artifacts: TempDir,
+    pub(crate) artifacts: ScratchDir,
     pub(crate) database: Database,
     pub(crate) store: SharedStore,
     pub(crate) vault: Vault,
@@ -41,7 +41,7 @@ impl Ground {
             AesGcmSealer::from_base64("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=").expect("a key");
         Self {
             db,
-            artifacts: TempDir::new(),
+            artifacts: ScratchDir::new(),
             vault: Vault::new(store.clone(), Arc::new(sealer)),
             store,
             database,
@@ -51,7 +51,7 @@ impl Ground {
 }
 
 /// The artifact store on a scenario's directory.
-pub(crate) fn artifact_store(dir: &TempDir) -> Arc<ObjectArtifacts> {
+pub(crate) fn artifact_store(dir: &ScratchDir) -> Arc<ObjectArtifacts> {
     Arc::new(ObjectArtifacts::open(&ArtifactLocation::Local(dir.0.clone())).expect("artifacts"))
 }
 
@@ -128,24 +128,6 @@ impl Destinations for Anywhere {
         _url: &str,
     ) -> Result<Result<(), RefusedDestination>, StoreError> {
         Ok(Ok(()))
-    }
-}
-
-/// A directory of the scenario's artifacts, removed with it.
-pub(crate) struct TempDir(pub(crate) std::path::PathBuf);
-
-impl TempDir {
-    /// A new, empty one.
-    pub(crate) fn new() -> Self {
-        let path = std::env::temp_dir().join(format!("kuatia-scenario-{}", Uuid::now_v7()));
-        std::fs::create_dir_all(&path).expect("a directory");
-        Self(path)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 

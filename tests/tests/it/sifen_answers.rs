@@ -6,9 +6,9 @@
 //! as a verdict.
 
 use crate::sifen_lots::post_together;
-use crate::sifen_pipeline::Fx;
 use kuatia_domain::sifen::answers::{self, Meaning, Operation};
 use kuatia_infrastructure::sifen_sim::SimConfig;
+use kuatia_tests::Simulated;
 use kuatia_tests::send;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -152,7 +152,7 @@ fn code(n: u16) -> String {
     format!("{n:04}")
 }
 
-async fn queue(f: &Fx, service: &str, fault: &str, times: u32) {
+async fn queue(f: &Simulated, service: &str, fault: &str, times: u32) {
     let response = reqwest::Client::new()
         .post(format!("{}/sim/faults", f.sim.base_url()))
         .json(&json!({"fault": fault, "times": times, "service": service}))
@@ -165,7 +165,7 @@ async fn queue(f: &Fx, service: &str, fault: &str, times: u32) {
     );
 }
 
-async fn clear(f: &Fx) {
+async fn clear(f: &Simulated) {
     let response = reqwest::Client::new()
         .delete(format!("{}/sim/faults", f.sim.base_url()))
         .send()
@@ -187,8 +187,8 @@ fn types(timeline: &[Value]) -> Vec<String> {
 
 /// A service whose SIFEN answers fast or not at all: a withheld answer costs the client 300 ms,
 /// and the retry schedule is scaled down to milliseconds (30 s → 6 ms, 2 min → 24 ms).
-async fn quick(adjust: impl FnOnce(&mut kuatia_infrastructure::config::Config)) -> Fx {
-    Fx::new(
+async fn quick(adjust: impl FnOnce(&mut kuatia_infrastructure::config::Config)) -> Simulated {
+    Simulated::new(
         SimConfig {
             hang_ms: 5_000,
             lot_processing_ms: 300,
@@ -205,7 +205,7 @@ async fn quick(adjust: impl FnOnce(&mut kuatia_infrastructure::config::Config)) 
 
 /// Runs the cases one after the other (each alone in flight, so the queued faults are its own)
 /// and reports every one that went wrong at once.
-async fn drive(f: &Fx, cases: Vec<Case>) {
+async fn drive(f: &Simulated, cases: Vec<Case>) {
     let mut wrong = Vec::new();
     for (n, case) in cases.iter().enumerate() {
         clear(f).await;

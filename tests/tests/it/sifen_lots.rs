@@ -3,14 +3,14 @@
 //! document records its own verdict; a lot SIFEN did not queue, or whose answer was lost, is
 //! reconciled by CDC and never has a CDC sent again while a lot holding it is processing.
 
-use crate::sifen_pipeline::Fx;
 use kuatia_infrastructure::sifen_sim::SimConfig;
+use kuatia_tests::Simulated;
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::time::Duration;
 
 /// Posts `n` invoices at once, as concurrent clients would; returns their ids.
-pub(crate) async fn post_together(f: &Fx, prefix: &str, n: usize) -> Vec<String> {
+pub(crate) async fn post_together(f: &Simulated, prefix: &str, n: usize) -> Vec<String> {
     kuatia_tests::post_together((0..n).map(|i| {
         f.req(Method::POST, "/v1/documents")
             .header("Idempotency-Key", format!("{prefix}-{i}"))
@@ -28,7 +28,7 @@ fn lots_of(timeline: &[Value]) -> Vec<Value> {
         .collect()
 }
 
-async fn fault(f: &Fx, fault: &str, service: &str) {
+async fn fault(f: &Simulated, fault: &str, service: &str) {
     let response = reqwest::Client::new()
         .post(format!("{}/sim/faults", f.sim.base_url()))
         .json(&json!({"fault": fault, "times": 1, "service": service}))
@@ -58,7 +58,7 @@ fn lots_config(c: &mut kuatia_infrastructure::config::Config) {
 
 #[tokio::test]
 async fn documents_submitted_together_share_a_lot_that_is_polled_until_done() {
-    let f = Fx::new(SimConfig::default(), lots_config).await;
+    let f = Simulated::new(SimConfig::default(), lots_config).await;
     let docs = post_together(&f, "LOT", 24).await;
     let status = f.settle(&docs, Duration::from_secs(90)).await;
     for s in &status {
@@ -112,7 +112,7 @@ async fn documents_submitted_together_share_a_lot_that_is_polled_until_done() {
 async fn a_turn_gathers_only_the_jobs_on_their_way_not_for_the_whole_window() {
     // A window far longer than the test may take: lots still go out, because a numbering turn
     // waits only until the `sifen.prepare` jobs already started have joined it.
-    let f = Fx::new(SimConfig::default(), |c| {
+    let f = Simulated::new(SimConfig::default(), |c| {
         lots_config(c);
         c.sifen_lot_window_ms = 120_000;
     })
@@ -136,7 +136,7 @@ async fn a_turn_gathers_only_the_jobs_on_their_way_not_for_the_whole_window() {
 
 #[tokio::test]
 async fn a_document_submitted_alone_goes_at_once_without_a_lot() {
-    let f = Fx::new(SimConfig::default(), lots_config).await;
+    let f = Simulated::new(SimConfig::default(), lots_config).await;
     let doc = f.post(&f.invoice("ALONE")).await;
     let status = f
         .settle(std::slice::from_ref(&doc), Duration::from_secs(30))
@@ -151,7 +151,7 @@ async fn a_document_submitted_alone_goes_at_once_without_a_lot() {
 
 #[tokio::test]
 async fn a_lot_sifen_did_not_queue_is_retried_and_every_document_accepted_once() {
-    let f = Fx::new(SimConfig::default(), lots_config).await;
+    let f = Simulated::new(SimConfig::default(), lots_config).await;
     fault(&f, "0301", "siRecepLoteDE").await;
     let docs = post_together(&f, "NOTQ", 12).await;
     let status = f.settle(&docs, Duration::from_secs(90)).await;
@@ -178,7 +178,7 @@ async fn a_lot_sifen_did_not_queue_is_retried_and_every_document_accepted_once()
 
 #[tokio::test]
 async fn a_lost_lot_answer_is_reconciled_without_sending_a_cdc_again_while_its_lot_processes() {
-    let f = Fx::new(SimConfig::default(), |c| {
+    let f = Simulated::new(SimConfig::default(), |c| {
         lots_config(c);
         c.sifen_read_timeout_ms = 500;
     })
@@ -225,7 +225,7 @@ async fn a_lost_poll_answer_after_many_polls_is_asked_again_after_the_poll_inter
         lot_processing_ms: 8_000,
         ..SimConfig::default()
     };
-    let f = Fx::new(sim, lots_config).await;
+    let f = Simulated::new(sim, lots_config).await;
     let docs = post_together(&f, "POLL", 8).await;
     tokio::time::sleep(Duration::from_millis(6_000)).await;
     fault(&f, "http500", "siResultLoteDE").await;

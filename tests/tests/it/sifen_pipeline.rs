@@ -2,103 +2,12 @@
 //! channel points at the SIFEN simulator (in-process, real HTTP and SOAP), on each backend.
 
 use kuatia_domain::sifen::cdc::Cdc;
-use kuatia_infrastructure::sifen_sim::{self, RunningSimulator, SimConfig};
-use kuatia_tests::{Ready, TestApp, hours_ago, id, post_together, send};
+use kuatia_infrastructure::sifen_sim::SimConfig;
+use kuatia_tests::{Simulated, TestApp, hours_ago, id, post_together, send};
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::time::Duration;
-
-/// A service whose tenant's sifen channel sends to the simulator; it reads as its tenant
-/// (`f.invoice(…)`, `f.status(…)`, `f.settle(…)`).
-pub(crate) struct Fx {
-    pub(crate) app: TestApp,
-    pub(crate) r: Ready,
-    pub(crate) sim: RunningSimulator,
-}
-
-impl std::ops::Deref for Fx {
-    type Target = Ready;
-    fn deref(&self) -> &Ready {
-        &self.r
-    }
-}
-
-impl Fx {
-    pub(crate) async fn new(
-        sim: SimConfig,
-        adjust: impl FnOnce(&mut kuatia_infrastructure::config::Config),
-    ) -> Self {
-        let sim = sifen_sim::start("127.0.0.1:0", sim).await.expect("simulator");
-        let app = TestApp::spawn_with(|c| {
-            // The tests poll statuses; the per-key limit is not what they test.
-            c.rate_limit_per_key = 100_000;
-            adjust(c);
-        })
-        .await;
-        let r = app.ready_at("pipeline", &sim.base_url()).await;
-        Self { app, r, sim }
-    }
-
-    /// Stops the service and starts it again on the same database with another configuration;
-    /// the tenant and the simulator stay.
-    pub(crate) async fn restart(
-        self,
-        adjust: impl FnOnce(&mut kuatia_infrastructure::config::Config),
-    ) -> Self {
-        let Self { app, r, sim } = self;
-        let app = app
-            .restart(|c| {
-                c.rate_limit_per_key = 100_000;
-                adjust(c);
-            })
-            .await
-            .expect("restart");
-        Self {
-            r: r.on(&app),
-            app,
-            sim,
-        }
-    }
-
-    /// Posts with a fresh Idempotency-Key; asserts 201 and `queued`, returns the id.
-    pub(crate) async fn post(&self, doc: &Value) -> String {
-        let body = self.r.post(doc).await;
-        assert_eq!(body["status"], "queued", "{body}");
-        id(&body)
-    }
-
-    pub(crate) async fn stats(&self) -> Value {
-        reqwest::get(format!("{}/sim/stats", self.sim.base_url()))
-            .await
-            .expect("stats")
-            .json()
-            .await
-            .expect("json")
-    }
-
-    /// The signed XML the pipeline stored (from the artifact store, by the hash the timeline
-    /// recorded).
-    pub(crate) fn signed_xml(&self, timeline: &[Value]) -> String {
-        let sha = timeline
-            .iter()
-            .find(|e| {
-                e["type"] == "ArtifactRecorded" && e["data"]["ArtifactRecorded"]["kind"] == "signed_xml"
-            })
-            .and_then(|e| e["data"]["ArtifactRecorded"]["sha256"].as_str())
-            .expect("a signed_xml artifact")
-            .to_owned();
-        let path = self
-            .app
-            .db
-            .config()
-            .data_dir
-            .join("artifacts")
-            .join(&sha[..2])
-            .join(&sha);
-        std::fs::read_to_string(path).expect("the stored signed XML")
-    }
-}
 
 fn tool(name: &str, args: &[&str]) -> (bool, String) {
     let out = std::process::Command::new(name)
@@ -115,7 +24,7 @@ fn tool(name: &str, args: &[&str]) -> (bool, String) {
 
 #[tokio::test]
 async fn an_invoice_is_numbered_signed_sent_and_accepted_and_its_xml_verifies() {
-    let f = Fx::new(
+    let f = Simulated::new(
         SimConfig {
             require_signature: true,
             ..SimConfig::default()
@@ -288,7 +197,7 @@ async fn an_invoice_is_numbered_signed_sent_and_accepted_and_its_xml_verifies() 
 
 #[tokio::test]
 async fn a_credit_note_referencing_an_accepted_invoice_is_accepted_in_its_own_series() {
-    let f = Fx::new(SimConfig::default(), |_| {}).await;
+    let f = Simulated::new(SimConfig::default(), |_| {}).await;
     let invoice = f.post(&f.invoice("NC-BASE")).await;
     let settled = f
         .settle(std::slice::from_ref(&invoice), Duration::from_secs(20))
@@ -336,7 +245,7 @@ async fn a_credit_note_referencing_an_accepted_invoice_is_accepted_in_its_own_se
 
 #[tokio::test]
 async fn concurrent_documents_get_consecutive_numbers_without_gaps_or_repeats() {
-    let f = Fx::new(SimConfig::default(), |c| c.workers = 4).await;
+    let f = Simulated::new(SimConfig::default(), |c| c.workers = 4).await;
     // Posted at once, as concurrent clients would.
     let docs = post_together((0..30).map(|n| {
         f.req(Method::POST, "/v1/documents")
@@ -368,7 +277,7 @@ async fn concurrent_documents_get_consecutive_numbers_without_gaps_or_repeats() 
 async fn documents_waiting_together_share_numbering_turns_and_commit_in_number_order() {
     // Thirty documents queue while no worker runs; then eight workers take them up at once, and
     // the prepare jobs that wait for their series at the same time share a turn.
-    let f = Fx::new(SimConfig::default(), |c| c.workers = 0).await;
+    let f = Simulated::new(SimConfig::default(), |c| c.workers = 0).await;
     let mut docs = Vec::new();
     for n in 0..30 {
         docs.push(f.post(&f.invoice(&format!("TURN-{n}"))).await);
@@ -430,7 +339,7 @@ async fn documents_waiting_together_share_numbering_turns_and_commit_in_number_o
 async fn a_channel_change_reaches_the_next_document_of_the_running_pipeline() {
     // The pipeline keeps each company's setup by its configuration version: a change made after
     // a document was signed must reach the next one, on the same running instance.
-    let f = Fx::new(SimConfig::default(), |c| c.workers = 2).await;
+    let f = Simulated::new(SimConfig::default(), |c| c.workers = 2).await;
     let series_of = |timeline: &[Value]| {
         timeline
             .iter()
@@ -484,7 +393,7 @@ async fn a_channel_change_reaches_the_next_document_of_the_running_pipeline() {
 async fn with_answers_dropped_and_servers_failing_every_document_is_accepted_once() {
     // 30 % of answers withheld (processed, never answered) and 20 % HTML 500s: the pipeline
     // retries, asks SIFEN for the CDC before resending, and never gets a CDC approved twice.
-    let f = Fx::new(
+    let f = Simulated::new(
         SimConfig {
             drop_rate: 0.3,
             error_rate: 0.2,
@@ -532,7 +441,7 @@ async fn with_answers_dropped_and_servers_failing_every_document_is_accepted_onc
 #[tokio::test]
 async fn a_sifen_that_cannot_be_reached_is_explained_in_the_detail_with_the_retry_schedule() {
     // Issue 26 item 6: "not sent" had `meaning` and `action` null.
-    let f = Fx::new(SimConfig::default(), |_| {}).await;
+    let f = Simulated::new(SimConfig::default(), |_| {}).await;
     let closed = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("a free port");
@@ -581,7 +490,7 @@ async fn a_sifen_that_cannot_be_reached_is_explained_in_the_detail_with_the_retr
 async fn a_manual_retry_makes_the_next_attempt_immediate_and_is_refused_outside_retrying() {
     // SIFEN answers 0161 (unavailable) until the faults are cleared; the automatic retry would
     // wait 30 s.
-    let f = Fx::new(SimConfig::default(), |_| {}).await;
+    let f = Simulated::new(SimConfig::default(), |_| {}).await;
     let client = reqwest::Client::new();
     let injected = client
         .post(format!("{}/sim/faults", f.sim.base_url()))
@@ -649,23 +558,6 @@ async fn a_manual_retry_makes_the_next_attempt_immediate_and_is_refused_outside_
     f.app.stop().await;
 }
 
-impl Fx {
-    /// `POST /v1/documents/{doc}/{action}` with a reason.
-    async fn void(&self, doc: &str, action: &str, reason: &str) -> (u16, Value) {
-        send(
-            self.req(Method::POST, &format!("/v1/documents/{doc}/{action}"))
-                .json(&json!({ "reason": reason })),
-        )
-        .await
-    }
-
-    async fn event_requests(&self) -> u64 {
-        self.stats().await["totals"]["requests"]["siRecepEvento"]
-            .as_u64()
-            .unwrap_or(0)
-    }
-}
-
 fn types(timeline: &[Value]) -> Vec<String> {
     timeline
         .iter()
@@ -675,7 +567,7 @@ fn types(timeline: &[Value]) -> Vec<String> {
 
 #[tokio::test]
 async fn an_accepted_invoice_is_cancelled_through_sifen_inside_the_window() {
-    let f = Fx::new(
+    let f = Simulated::new(
         SimConfig {
             require_signature: true,
             ..SimConfig::default()
@@ -769,7 +661,7 @@ async fn a_cancellation_outside_the_window_is_refused_without_asking_sifen() {
     // answers 0161 until the document is `retrying`, and the test then records, through the
     // document's own commands, an approval 49 hours ago (what a reconciliation by CDC would
     // record for a document SIFEN approved long ago).
-    let f = Fx::new(SimConfig::default(), |_| {}).await;
+    let f = Simulated::new(SimConfig::default(), |_| {}).await;
     let client = reqwest::Client::new();
     let injected = client
         .post(format!("{}/sim/faults", f.sim.base_url()))
@@ -837,7 +729,7 @@ async fn a_cancellation_outside_the_window_is_refused_without_asking_sifen() {
 async fn a_rejected_document_is_inutilised_through_sifen() {
     // A simulator whose synchronous service is disabled for the issuer rejects every DE with
     // 1264: a definitive rejection, whose number never became a document.
-    let f = Fx::new(
+    let f = Simulated::new(
         SimConfig {
             sync_enabled: false,
             require_signature: true,
@@ -966,66 +858,6 @@ fn the_event_xml_validates_against_the_xsd_and_its_signature_verifies() {
 // What intake knows the pipeline will need: the remisión's notice and the names of cities.
 // ---------------------------------------------------------------------------------------------
 
-impl Fx {
-    /// Posts without asserting: (status, body).
-    async fn try_post(&self, doc: &Value) -> (u16, Value) {
-        send(
-            self.req(Method::POST, "/v1/documents")
-                .header("Idempotency-Key", uuid::Uuid::now_v7().to_string())
-                .json(doc),
-        )
-        .await
-    }
-
-    async fn validate(&self, doc: &Value) -> Value {
-        let (status, body) = send(self.req(Method::POST, "/v1/documents/validate").json(doc)).await;
-        assert_eq!(status, 200, "{body}");
-        body
-    }
-
-    /// How many documents the tenant has.
-    async fn stored(&self) -> usize {
-        let (status, body) = send(self.req(Method::GET, "/v1/documents")).await;
-        assert_eq!(status, 200, "{body}");
-        body["documents"].as_array().map_or(0, Vec::len)
-    }
-
-    /// A remisión (motive 1) of the sample's goods to an address in Asunción; its transport is
-    /// the caller's.
-    fn remision(&self, external_id: &str) -> Value {
-        let mut remision = self.invoice(external_id);
-        remision["type"] = json!("remision");
-        remision["reason"] = json!(1);
-        remision["buyer"]["address"] = json!("Av. Mariscal López");
-        remision["buyer"]["house_number"] = json!("1234");
-        remision["buyer"]["department_code"] = json!(1);
-        remision["buyer"]["city_code"] = json!(1);
-        remision
-    }
-
-    /// The company's sifen channel.
-    pub(crate) async fn sifen_channel(&self) -> Value {
-        let (status, body) = send(self.req(
-            Method::GET,
-            &format!("/v1/emission-channels?company_id={}", self.r.company),
-        ))
-        .await;
-        assert_eq!(status, 200, "{body}");
-        body.as_array()
-            .and_then(|a| a.iter().find(|c| c["channel"] == "sifen"))
-            .cloned()
-            .unwrap_or_else(|| panic!("no sifen channel in {body}"))
-    }
-
-    /// Settles one document, expects `accepted`, and returns its signed XML.
-    async fn accepted_xml(&self, doc: &str) -> String {
-        let settled = self.settle(&[doc.to_owned()], Duration::from_secs(30)).await;
-        assert_eq!(settled[0]["status"], "accepted", "{}", settled[0]);
-        let timeline = self.timeline(doc).await;
-        self.signed_xml(&timeline)
-    }
-}
-
 /// `(field, code)` of each issue of a list.
 fn issue_pairs(issues: &Value) -> Vec<(String, String)> {
     issues
@@ -1050,7 +882,7 @@ const NOTICE: &str = "Traslado de mercaderías conforme a la RG N° 41/2014 (tex
 
 #[tokio::test]
 async fn a_remision_is_refused_at_intake_until_its_channel_has_the_notice_then_accepted_with_dinfofisc() {
-    let f = Fx::new(
+    let f = Simulated::new(
         SimConfig {
             require_signature: true,
             ..SimConfig::default()
@@ -1095,7 +927,7 @@ async fn a_remision_is_refused_at_intake_until_its_channel_has_the_notice_then_a
             .contains("RG 41/2014"),
         "{body}"
     );
-    assert_eq!(f.stored().await, 0, "nothing stored");
+    assert_eq!(f.document_count().await, 0, "nothing stored");
     // The channel still issues invoices.
     assert_eq!(f.validate(&f.invoice("FE-OK")).await["valid"], true);
 
@@ -1136,7 +968,7 @@ async fn a_remision_is_refused_at_intake_until_its_channel_has_the_notice_then_a
 
 #[tokio::test]
 async fn buyers_sellers_and_branches_are_placed_and_named_by_sets_geographic_table() {
-    let f = Fx::new(
+    let f = Simulated::new(
         SimConfig {
             require_signature: true,
             ..SimConfig::default()
@@ -1265,7 +1097,7 @@ async fn buyers_sellers_and_branches_are_placed_and_named_by_sets_geographic_tab
         ),
         "{xml}"
     );
-    assert_eq!(f.stored().await, 4);
+    assert_eq!(f.document_count().await, 4);
     f.app.stop().await;
 }
 
@@ -1273,7 +1105,7 @@ async fn buyers_sellers_and_branches_are_placed_and_named_by_sets_geographic_tab
 async fn after_a_master_key_rotation_every_secret_opens_under_the_new_key_alone() {
     use kuatia_infrastructure::config::Secret;
     let new_key = "bmV3LW1hc3Rlci1rZXktb2Yta3VhdGlhLTMyLWJ5dGU=";
-    let mut fx = Fx::new(SimConfig::default(), |_| {}).await;
+    let mut fx = Simulated::new(SimConfig::default(), |_| {}).await;
     let first = fx.post(&fx.invoice("ROTATE-1")).await;
     fx.settle(std::slice::from_ref(&first), Duration::from_secs(30))
         .await;
@@ -1338,7 +1170,7 @@ async fn a_master_key_that_does_not_open_the_secrets_is_reported_by_ready_fails_
  {
     use kuatia_application::projection::SqlValue;
     // Issue 26 item 1: a wrong key left documents `queued` with empty errors and `/ready` green.
-    let f = Fx::new(SimConfig::default(), |_| {}).await;
+    let f = Simulated::new(SimConfig::default(), |_| {}).await;
     let first = f.post(&f.invoice("KEY-1")).await;
     let settled = f
         .settle(std::slice::from_ref(&first), Duration::from_secs(30))
@@ -1428,7 +1260,7 @@ async fn sealed_under(app: &TestApp, key_id: &str) -> i64 {
 async fn an_unanswered_reconciliation_question_is_asked_again_at_once_not_after_the_next_retry_step() {
     // The first send is processed but its answer lost; the retry must ask SIFEN for the CDC
     // before anything else, and the first two of those questions fail.
-    let f = Fx::new(
+    let f = Simulated::new(
         SimConfig {
             hang_ms: 5_000,
             ..SimConfig::default()
@@ -1476,7 +1308,7 @@ async fn an_unanswered_reconciliation_question_is_asked_again_at_once_not_after_
 #[tokio::test]
 async fn a_document_whose_de_cannot_be_built_ends_failed_terminal_with_the_reason_and_a_webhook() {
     // A remisión the DE builder refused stayed `queued` with `errors: []` for ever (its job dead).
-    let f = Fx::new(SimConfig::default(), |_| {}).await;
+    let f = Simulated::new(SimConfig::default(), |_| {}).await;
     let channel = f.sifen_channel().await;
     let (status, patched) = send(
         f.req(Method::PATCH, &format!("/v1/emission-channels/{}", id(&channel)))

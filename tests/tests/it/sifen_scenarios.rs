@@ -6,8 +6,7 @@
 //! against the simulator (`sifen_pipeline`, `sifen_lots`, `sifen_answers`) stay beside these.
 
 use crate::scenario_support::{
-    Anywhere, Ground, SetClock, TempDir, artifact_store, handler, head_office, point_001, profile,
-    running_job,
+    Anywhere, Ground, SetClock, artifact_store, handler, head_office, point_001, profile, running_job,
 };
 use async_trait::async_trait;
 use chrono::{Duration as TimeDelta, Utc};
@@ -38,6 +37,7 @@ use kuatia_domain::tenancy::TenantId;
 use kuatia_infrastructure::selfsigned::SelfSigned;
 use kuatia_infrastructure::sifen::sign::OpensslSigner;
 use kuatia_infrastructure::store::Database;
+use kuatia_tests::ScratchDir;
 use kuatia_tests::TestDb;
 use serde_json::json;
 use std::collections::VecDeque;
@@ -273,7 +273,7 @@ impl ConfigurationReads for Configured {
 /// A scenario: the ports, the pipeline over them, and a tenant.
 struct Scenario {
     _db: TestDb,
-    _artifacts: TempDir,
+    _artifacts: ScratchDir,
     database: Database,
     store: SharedStore,
     tenant: TenantId,

@@ -5,8 +5,8 @@
 
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
-use kuatia_infrastructure::sifen_sim::{self, RunningSimulator, SimConfig};
-use kuatia_tests::{Ready, ScratchDir, TestApp, id, send};
+use kuatia_infrastructure::sifen_sim::SimConfig;
+use kuatia_tests::{ScratchDir, Simulated, TestApp, id, send, upload_certificate};
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicU16, Ordering};
@@ -105,97 +105,75 @@ fn verify(received: &Received, secrets: &[&str]) -> bool {
     out.status.success()
 }
 
-/// A service whose tenant's sifen channel sends to the simulator, with deliveries retried fast;
-/// it reads as its tenant.
-struct Fx {
-    app: TestApp,
-    r: Ready,
-    _sim: RunningSimulator,
+/// A service whose tenant's sifen channel sends to the simulator, with deliveries retried fast.
+async fn served(adjust: impl FnOnce(&mut kuatia_infrastructure::config::Config)) -> Simulated {
+    Simulated::named("hooks", SimConfig::default(), |c| {
+        // 1 min → 60 ms, 5 min → 300 ms, 30 min → 1.8 s, 2 h → 7.2 s, …
+        c.delivery_retry_scale = 0.001;
+        adjust(c);
+    })
+    .await
 }
 
-impl std::ops::Deref for Fx {
-    type Target = Ready;
-    fn deref(&self) -> &Ready {
-        &self.r
-    }
+async fn create_endpoint(f: &Simulated, url: &str, events: Value) -> (String, String) {
+    let (status, body) = send(
+        f.req(Method::POST, "/v1/webhooks")
+            .json(&json!({"url": url, "events": events, "description": "ERP"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    (id(&body), body["secret"].as_str().expect("secret").to_owned())
 }
 
-impl Fx {
-    async fn new(adjust: impl FnOnce(&mut kuatia_infrastructure::config::Config)) -> Self {
-        let sim = sifen_sim::start("127.0.0.1:0", SimConfig::default())
-            .await
-            .expect("simulator");
-        let app = TestApp::spawn_with(|c| {
-            c.rate_limit_per_key = 100_000;
-            // 1 min → 60 ms, 5 min → 300 ms, 30 min → 1.8 s, 2 h → 7.2 s, …
-            c.delivery_retry_scale = 0.001;
-            adjust(c);
-        })
-        .await;
-        let r = app.ready_at("hooks", &sim.base_url()).await;
-        Self { app, r, _sim: sim }
-    }
+/// Posts this company's invoice `external_id`, changed by `extra`; returns the id.
+async fn post(f: &Simulated, external_id: &str, extra: impl FnOnce(&mut Value)) -> String {
+    let mut doc = f.invoice(external_id);
+    extra(&mut doc);
+    id(&f.r.post(&doc).await)
+}
 
-    async fn create_endpoint(&self, url: &str, events: Value) -> (String, String) {
-        let (status, body) = send(
-            self.req(Method::POST, "/v1/webhooks")
-                .json(&json!({"url": url, "events": events, "description": "ERP"})),
-        )
-        .await;
-        assert_eq!(status, 201, "{body}");
-        (id(&body), body["secret"].as_str().expect("secret").to_owned())
-    }
+async fn accepted(f: &Simulated, doc: &str) {
+    f.wait_status(doc, "accepted", Duration::from_secs(30)).await;
+}
 
-    /// Posts this company's invoice `external_id`, changed by `extra`; returns the id.
-    async fn post(&self, external_id: &str, extra: impl FnOnce(&mut Value)) -> String {
-        let mut doc = self.invoice(external_id);
-        extra(&mut doc);
-        id(&self.r.post(&doc).await)
-    }
+async fn deliveries(f: &Simulated, endpoint: &str, query: &str) -> (u16, Value) {
+    send(f.req(Method::GET, &format!("/v1/webhooks/{endpoint}/deliveries{query}"))).await
+}
 
-    async fn wait_status(&self, doc: &str, want: &str) {
-        self.r.wait_status(doc, want, Duration::from_secs(30)).await;
-    }
-
-    async fn deliveries(&self, endpoint: &str, query: &str) -> (u16, Value) {
-        send(self.req(Method::GET, &format!("/v1/webhooks/{endpoint}/deliveries{query}"))).await
-    }
-
-    /// Waits until the endpoint has `n` deliveries, all delivered.
-    async fn all_delivered(&self, endpoint: &str, n: usize, within: Duration) -> Vec<Value> {
-        let deadline = std::time::Instant::now() + within;
-        loop {
-            let (status, body) = self.deliveries(endpoint, "?limit=100").await;
-            assert_eq!(status, 200, "{body}");
-            let rows = body.as_array().cloned().unwrap_or_default();
-            if rows.len() == n && rows.iter().all(|d| d["status"] == "delivered") {
-                return rows;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "not all {n} deliveries delivered after {within:?}: {body}"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
+/// Waits until the endpoint has `n` deliveries, all delivered.
+async fn all_delivered(f: &Simulated, endpoint: &str, n: usize, within: Duration) -> Vec<Value> {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        let (status, body) = deliveries(f, endpoint, "?limit=100").await;
+        assert_eq!(status, 200, "{body}");
+        let rows = body.as_array().cloned().unwrap_or_default();
+        if rows.len() == n && rows.iter().all(|d| d["status"] == "delivered") {
+            return rows;
         }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not all {n} deliveries delivered after {within:?}: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
 #[tokio::test]
 async fn webhooks_survive_a_receiver_outage_in_order_signed_and_replayable() {
-    let f = Fx::new(|_| {}).await;
+    let f = served(|_| {}).await;
     // The receiver is down (nothing listens on its port) when the events happen.
     let port = free_port().await;
     let url = format!("http://127.0.0.1:{port}/hook");
-    let (endpoint, secret) = f.create_endpoint(&url, json!(["*"])).await;
+    let (endpoint, secret) = create_endpoint(&f, &url, json!(["*"])).await;
     assert!(secret.starts_with("whsec_"), "{secret}");
 
     let docs = [
-        f.post("HOOK-1", |_| {}).await,
-        f.post("HOOK-2", |_| {}).await,
-        f.post("HOOK-3", |_| {}).await,
+        post(&f, "HOOK-1", |_| {}).await,
+        post(&f, "HOOK-2", |_| {}).await,
+        post(&f, "HOOK-3", |_| {}).await,
     ];
     for doc in &docs {
-        f.wait_status(doc, "accepted").await;
+        accepted(&f, doc).await;
     }
     // A second event of one document: cancelled after accepted.
     let (status, body) = send(
@@ -208,7 +186,7 @@ async fn webhooks_survive_a_receiver_outage_in_order_signed_and_replayable() {
     // Attempts fail and are rescheduled while the receiver is down.
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     loop {
-        let (_, body) = f.deliveries(&endpoint, "?status=retrying").await;
+        let (_, body) = deliveries(&f, &endpoint, "?status=retrying").await;
         let retrying = body.as_array().cloned().unwrap_or_default();
         if retrying.len() >= 3 {
             let d = &retrying[0];
@@ -228,7 +206,7 @@ async fn webhooks_survive_a_receiver_outage_in_order_signed_and_replayable() {
     // The receiver comes up: everything arrives, none lost.
     let inbox = Inbox::default();
     let (_, _server) = start_receiver(inbox.clone(), port).await;
-    let delivered = f.all_delivered(&endpoint, 4, Duration::from_secs(60)).await;
+    let delivered = all_delivered(&f, &endpoint, 4, Duration::from_secs(60)).await;
     let got = inbox.all();
     let mut types: Vec<&str> = delivered
         .iter()
@@ -317,14 +295,14 @@ async fn webhooks_survive_a_receiver_outage_in_order_signed_and_replayable() {
     let original = all.iter().find(|r| r.id == replayed.id).expect("original");
     assert_eq!(original.body, replayed.body);
     assert!(verify(replayed, &[&secret]));
-    f.all_delivered(&endpoint, 4, Duration::from_secs(10)).await;
+    all_delivered(&f, &endpoint, 4, Duration::from_secs(10)).await;
 
     // The listing's filters and limits.
-    let (status, body) = f.deliveries(&endpoint, "?status=delivered&limit=2").await;
+    let (status, body) = deliveries(&f, &endpoint, "?status=delivered&limit=2").await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body.as_array().map(Vec::len), Some(2));
     for bad in ["?limit=0", "?limit=101", "?status=lost"] {
-        let (status, body) = f.deliveries(&endpoint, bad).await;
+        let (status, body) = deliveries(&f, &endpoint, bad).await;
         assert_eq!(status, 400, "{bad}: {body}");
         assert_eq!(body["code"], "validation_error");
     }
@@ -333,16 +311,15 @@ async fn webhooks_survive_a_receiver_outage_in_order_signed_and_replayable() {
 
 #[tokio::test]
 async fn endpoints_are_managed_tested_rotated_and_deleted() {
-    let f = Fx::new(|c| {
+    let f = served(|c| {
         c.metrics_bearer_token = Some(kuatia_infrastructure::config::Secret::new("scrape"));
     })
     .await;
     let inbox = Inbox::default();
     let (port, _server) = start_receiver(inbox.clone(), 0).await;
     let url = format!("http://127.0.0.1:{port}/hook");
-    let (endpoint, secret) = f
-        .create_endpoint(&url, json!(["document.accepted", "document.rejected"]))
-        .await;
+    let (endpoint, secret) =
+        create_endpoint(&f, &url, json!(["document.accepted", "document.rejected"])).await;
 
     // Unknown events and bad URLs are refused.
     for (body, code) in [
@@ -406,12 +383,12 @@ async fn endpoints_are_managed_tested_rotated_and_deleted() {
     assert_eq!(patched["url"], url.as_str());
 
     // Only subscribed events: an endpoint for `document.rejected` gets no `accepted`.
-    let (rejected_only, _) = f.create_endpoint(&url, json!(["document.rejected"])).await;
-    let doc = f.post("HOOK-SUB", |_| {}).await;
-    f.wait_status(&doc, "accepted").await;
+    let (rejected_only, _) = create_endpoint(&f, &url, json!(["document.rejected"])).await;
+    let doc = post(&f, "HOOK-SUB", |_| {}).await;
+    accepted(&f, &doc).await;
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     loop {
-        let (_, rows) = f.deliveries(&endpoint, "?status=delivered").await;
+        let (_, rows) = deliveries(&f, &endpoint, "?status=delivered").await;
         if rows
             .as_array()
             .is_some_and(|r| r.iter().any(|d| d["event_type"] == "document.accepted"))
@@ -424,7 +401,7 @@ async fn endpoints_are_managed_tested_rotated_and_deleted() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let (_, none) = f.deliveries(&rejected_only, "").await;
+    let (_, none) = deliveries(&f, &rejected_only, "").await;
     assert_eq!(none, json!([]));
 
     // Metrics: deliveries by status, attempts, latency.
@@ -607,7 +584,7 @@ pub(crate) fn summary(raw: &str) -> Value {
 #[tokio::test]
 async fn an_accepted_invoice_is_emailed_to_the_customer_with_its_signed_xml_and_kude() {
     let (smtp_port, mail) = start_smtp().await;
-    let f = Fx::new(|c| {
+    let f = served(|c| {
         c.smtp_url = Some(kuatia_infrastructure::config::Secret::new(format!(
             "smtp://127.0.0.1:{smtp_port}"
         )));
@@ -615,15 +592,14 @@ async fn an_accepted_invoice_is_emailed_to_the_customer_with_its_signed_xml_and_
         c.printable_wait_secs = 20;
     })
     .await;
-    let doc = f
-        .post("MAIL-1", |d| {
-            d["delivery"] = json!({
-                "customer": {"mode": "automatic", "channels": ["email"], "email": "cliente@example.com"},
-                "issuer": {"mode": "manual", "channels": ["email"], "emails": ["contabilidad@example.com.py"]}
-            });
-        })
-        .await;
-    f.wait_status(&doc, "accepted").await;
+    let doc = post(&f, "MAIL-1", |d| {
+        d["delivery"] = json!({
+            "customer": {"mode": "automatic", "channels": ["email"], "email": "cliente@example.com"},
+            "issuer": {"mode": "manual", "channels": ["email"], "emails": ["contabilidad@example.com.py"]}
+        });
+    })
+    .await;
+    accepted(&f, &doc).await;
     let deadline = std::time::Instant::now() + Duration::from_secs(40);
     let (rcpt, raw) = loop {
         if let Some(m) = mail.lock().expect("mail").first().cloned() {
@@ -712,7 +688,7 @@ async fn a_delivery_that_keeps_failing_ends_failed_and_raises_document_delivery_
     // No SMTP server: every email attempt fails; the scaled schedule runs out in about a minute
     // (60 ms … 86 s × 0.001), so scale it down further.
     let port = free_port().await;
-    let f = Fx::new(|c| {
+    let f = served(|c| {
         c.smtp_url = Some(kuatia_infrastructure::config::Secret::new(format!(
             "smtp://127.0.0.1:{port}"
         )));
@@ -722,20 +698,19 @@ async fn a_delivery_that_keeps_failing_ends_failed_and_raises_document_delivery_
     .await;
     let inbox = Inbox::default();
     let (hook_port, _server) = start_receiver(inbox.clone(), 0).await;
-    let (endpoint, secret) = f
-        .create_endpoint(
-            &format!("http://127.0.0.1:{hook_port}/hook"),
-            json!(["document.delivery_failed"]),
-        )
-        .await;
-    let doc = f
-        .post("MAIL-FAIL", |d| {
-            d["delivery"] =
-                json!({"customer": {"mode": "automatic", "channels": ["email"], "email": "x@example.com"}});
-        })
-        .await;
-    f.wait_status(&doc, "accepted").await;
-    let rows = f.all_delivered(&endpoint, 1, Duration::from_secs(60)).await;
+    let (endpoint, secret) = create_endpoint(
+        &f,
+        &format!("http://127.0.0.1:{hook_port}/hook"),
+        json!(["document.delivery_failed"]),
+    )
+    .await;
+    let doc = post(&f, "MAIL-FAIL", |d| {
+        d["delivery"] =
+            json!({"customer": {"mode": "automatic", "channels": ["email"], "email": "x@example.com"}});
+    })
+    .await;
+    accepted(&f, &doc).await;
+    let rows = all_delivered(&f, &endpoint, 1, Duration::from_secs(60)).await;
     assert_eq!(rows[0]["event_type"], "document.delivery_failed");
     let got = inbox.all();
     assert!(verify(&got[0], &[&secret]));
@@ -859,7 +834,7 @@ async fn start_messaging(calls: Calls) -> (u16, u16) {
 async fn an_accepted_invoice_reaches_the_customer_on_telegram_and_whatsapp() {
     let calls: Calls = Arc::default();
     let (telegram, whatsapp) = start_messaging(calls.clone()).await;
-    let f = Fx::new(|c| {
+    let f = served(|c| {
         c.telegram_base_url = format!("http://127.0.0.1:{telegram}");
         c.telegram_bot_token = Some(kuatia_infrastructure::config::Secret::new("123:ABC"));
         c.whatsapp_base_url = format!("http://127.0.0.1:{whatsapp}");
@@ -868,17 +843,16 @@ async fn an_accepted_invoice_reaches_the_customer_on_telegram_and_whatsapp() {
         c.printable_wait_secs = 20;
     })
     .await;
-    let doc = f
-        .post("CHAT-1", |d| {
-            d["delivery"] = json!({"customer": {
-                "mode": "automatic",
-                "channels": ["telegram", "whatsapp"],
-                "phone": "+595 981 123456",
-                "telegram_chat_id": "4242"
-            }});
-        })
-        .await;
-    f.wait_status(&doc, "accepted").await;
+    let doc = post(&f, "CHAT-1", |d| {
+        d["delivery"] = json!({"customer": {
+            "mode": "automatic",
+            "channels": ["telegram", "whatsapp"],
+            "phone": "+595 981 123456",
+            "telegram_chat_id": "4242"
+        }});
+    })
+    .await;
+    accepted(&f, &doc).await;
     let deadline = std::time::Instant::now() + Duration::from_secs(40);
     loop {
         let sent = f
@@ -936,37 +910,23 @@ async fn an_accepted_invoice_reaches_the_customer_on_telegram_and_whatsapp() {
 
 #[tokio::test]
 async fn a_certificate_near_its_end_raises_certificate_expiring_once_per_threshold() {
-    use base64::Engine;
-    let f = Fx::new(|c| c.certificate_scan_secs = 1).await;
+    let f = served(|c| c.certificate_scan_secs = 1).await;
     let inbox = Inbox::default();
     let (port, _server) = start_receiver(inbox.clone(), 0).await;
-    let (endpoint, secret) = f
-        .create_endpoint(
-            &format!("http://127.0.0.1:{port}/hook"),
-            json!(["certificate.expiring"]),
-        )
-        .await;
-    // The company's signing certificate has a year left (no warning); this one has five days.
-    let pfx = kuatia_infrastructure::selfsigned::SelfSigned::for_ruc(
-        "DE GENERACION ELECTRONICA S.A.",
-        "80069563-1",
-        5,
+    let (endpoint, secret) = create_endpoint(
+        &f,
+        &format!("http://127.0.0.1:{port}/hook"),
+        json!(["certificate.expiring"]),
     )
-    .pfx("pfx pass 1234")
-    .expect("pfx");
-    let (status, certificate) = send(f.req(Method::POST, "/v1/certificates").json(&json!({
-        "company_id": f.r.company,
-        "pfx_base64": base64::engine::general_purpose::STANDARD.encode(&pfx),
-        "password": "pfx pass 1234",
-        "label": "renewal due",
-    })))
     .await;
-    assert_eq!(status, 201, "{certificate}");
-    let rows = f.all_delivered(&endpoint, 1, Duration::from_secs(20)).await;
+    // The company's signing certificate has a year left (no warning); this one has five days.
+    let req = |m: Method, p: &str| f.req(m, p);
+    let certificate = upload_certificate(req, &f.r.company, "80069563-1", 5, Some("renewal due")).await;
+    let rows = all_delivered(&f, &endpoint, 1, Duration::from_secs(20)).await;
     assert_eq!(rows[0]["event_type"], "certificate.expiring");
     // Later scans (one a second) find the same warning already recorded.
     tokio::time::sleep(Duration::from_millis(2500)).await;
-    f.all_delivered(&endpoint, 1, Duration::from_secs(5)).await;
+    all_delivered(&f, &endpoint, 1, Duration::from_secs(5)).await;
     let got = inbox.all();
     assert_eq!(got.len(), 1, "{got:?}");
     assert!(verify(&got[0], &[&secret]));
@@ -982,7 +942,6 @@ async fn a_certificate_near_its_end_raises_certificate_expiring_once_per_thresho
 #[tokio::test]
 async fn a_production_tenant_s_sifen_endpoint_follows_the_destination_policy() {
     // A channel endpoint accepted loopback and private addresses on production tenants.
-    use kuatia_tests::{PASSWORD, b64};
     let app = TestApp::spawn_with(|c| c.private_destinations = Some(String::new())).await;
     let (status, body) = send(
         app.client
@@ -998,18 +957,7 @@ async fn a_production_tenant_s_sifen_endpoint_follows_the_destination_policy() {
         send(req(Method::POST, "/v1/companies").json(&TestApp::company_body("80069563-1"))).await;
     assert_eq!(status, 201, "{company}");
     let company = id(&company);
-    let pfx = kuatia_infrastructure::selfsigned::SelfSigned::for_ruc(
-        "DE GENERACION ELECTRONICA S.A.",
-        "80069563-1",
-        365,
-    )
-    .pfx(PASSWORD)
-    .expect("pfx");
-    let (status, certificate) = send(req(Method::POST, "/v1/certificates").json(&json!({
-        "company_id": company, "pfx_base64": b64(&pfx), "password": PASSWORD,
-    })))
-    .await;
-    assert_eq!(status, 201, "{certificate}");
+    let certificate = upload_certificate(req, &company, "80069563-1", 365, None).await;
     for (endpoint, code) in [
         ("http://sifen.set.gov.py", "https_required"),
         ("https://127.0.0.1:8082", "url_not_allowed"),
@@ -1103,23 +1051,12 @@ async fn under_public_signup_demo_tenants_reach_private_addresses_only_through_t
                 assert_eq!(status, 400, "{case}: {url}: {body}");
             }
             // The demo tenant's SIFEN endpoint follows the same policy.
-            use kuatia_tests::{CSC, PASSWORD, b64};
+            use kuatia_tests::CSC;
             let req = |m: Method, p: &str| app.as_key(m, p, &key, &tenant);
             let (status, company) =
                 send(req(Method::POST, "/v1/companies").json(&TestApp::company_body("80069563-1"))).await;
             assert_eq!(status, 201, "{company}");
-            let pfx = kuatia_infrastructure::selfsigned::SelfSigned::for_ruc(
-                "DE GENERACION ELECTRONICA S.A.",
-                "80069563-1",
-                365,
-            )
-            .pfx(PASSWORD)
-            .expect("pfx");
-            let (status, certificate) = send(req(Method::POST, "/v1/certificates").json(&json!({
-                "company_id": id(&company), "pfx_base64": b64(&pfx), "password": PASSWORD,
-            })))
-            .await;
-            assert_eq!(status, 201, "{certificate}");
+            let certificate = upload_certificate(req, &id(&company), "80069563-1", 365, None).await;
             let (status, body) = send(req(Method::POST, "/v1/emission-channels").json(&json!({
                 "company_id": id(&company),
                 "channel": "sifen",
@@ -1143,7 +1080,7 @@ async fn under_public_signup_demo_tenants_reach_private_addresses_only_through_t
 async fn the_webhook_test_tells_no_closed_port_from_a_silent_one() {
     // The test endpoint reported "Connection refused" for a closed port and a timeout for a
     // filtered one: a port scanner for anyone with a demo tenant.
-    let f = Fx::new(|_| {}).await;
+    let f = served(|_| {}).await;
     let closed = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         listener.local_addr().expect("addr").port()
