@@ -271,7 +271,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
             jobs: jobs.clone(),
             vault: vault.clone(),
             endpoints: reads.clone(),
-            sender: Arc::new(kuatia_infrastructure::webhooks::WebhookSender::default()),
+            sender: Arc::new(kuatia_infrastructure::webhook_sender::WebhookSender::default()),
             destinations: destinations.clone(),
             clock: clock.clone(),
         })

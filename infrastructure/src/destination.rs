@@ -8,7 +8,7 @@
 //! by the IPv4 address it leads to.
 //!
 //! The table and the rules are pure; resolving a host and pinning the address checked is
-//! `webhooks::check_destination`'s, and [`TenantDestinations`] puts both behind the
+//! `webhook_sender::check_destination`'s, and [`TenantDestinations`] puts both behind the
 //! workflows' port.
 
 use async_trait::async_trait;
@@ -237,7 +237,7 @@ impl Policy {
 
 /// The destination policy behind the workflows' [`Destinations`] port: the tenant's rules
 /// (production or demo, from [`TenantReads`]) under the operator's policy, then the URL checked
-/// now ([`crate::webhooks::check_destination`]).
+/// now ([`crate::webhook_sender::check_destination`]).
 pub struct TenantDestinations {
     policy: Arc<Policy>,
     tenants: Arc<dyn TenantReads>,
@@ -266,7 +266,7 @@ impl Destinations for TenantDestinations {
             .is_production(tenant)
             .await
             .map_err(|e| e.to_string())?;
-        crate::webhooks::check_destination(url, &self.policy.rules(production))
+        crate::webhook_sender::check_destination(url, &self.policy.rules(production))
             .await
             .map(|d| d.pinned)
             .map_err(|e| e.to_string())
@@ -278,12 +278,14 @@ impl Destinations for TenantDestinations {
         url: &str,
     ) -> Result<Result<(), RefusedDestination>, StoreError> {
         let production = self.tenants.is_production(tenant).await?;
-        Ok(crate::webhooks::check_saved(url, &self.policy.rules(production))
-            .await
-            .map_err(|refusal| RefusedDestination {
-                code: refusal.code(),
-                message: refusal.to_string(),
-            }))
+        Ok(
+            crate::webhook_sender::check_saved(url, &self.policy.rules(production))
+                .await
+                .map_err(|refusal| RefusedDestination {
+                    code: refusal.code(),
+                    message: refusal.to_string(),
+                }),
+        )
     }
 }
 

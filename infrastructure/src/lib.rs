@@ -20,7 +20,7 @@ pub mod sifen_soap;
 pub mod store;
 pub mod telemetry;
 pub mod vault;
-pub mod webhooks;
+pub mod webhook_sender;
 
 /// Creates `dir` and its missing parents readable by their owner only (0700 on Unix): the data
 /// folder holds the database, the master key and the artifacts. A folder that exists keeps the

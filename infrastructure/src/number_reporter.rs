@@ -68,7 +68,7 @@ impl NumberReporter for HttpNumberReporter {
         let response = request
             .send()
             .await
-            .map_err(|e| ReportFailure::Transport(crate::webhooks::transport_failure(&e)))?;
+            .map_err(|e| ReportFailure::Transport(crate::webhook_sender::transport_failure(&e)))?;
         let status = response.status();
         Ok(ReportAnswer {
             status: status.as_u16(),

@@ -323,7 +323,7 @@ fn api_holds_no_workflow_and_builds_no_adapter_outside_the_composition_root() {
         "kuatia_projections::",
         "kuatia_infrastructure::sifen_soap",
         "kuatia_infrastructure::sifen::sign",
-        "kuatia_infrastructure::webhooks",
+        "kuatia_infrastructure::webhook_sender",
         "kuatia_infrastructure::delivery",
         "kuatia_infrastructure::destination",
         "SifenClient",

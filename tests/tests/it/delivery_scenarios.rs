@@ -35,7 +35,7 @@ use kuatia_domain::tenancy::TenantId;
 use kuatia_domain::webhook::{EndpointSettings, retry_delay};
 use kuatia_infrastructure::delivery::SmtpMailer;
 use kuatia_infrastructure::store::Database;
-use kuatia_infrastructure::webhooks::{WebhookSender, signature_header};
+use kuatia_infrastructure::webhook_sender::{WebhookSender, signature_header};
 use kuatia_tests::{ScratchDir, TestDb};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
