@@ -111,6 +111,7 @@ fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(routes::documents::actions::retry_document))
         .routes(routes!(routes::documents::actions::cancel_document))
         .routes(routes!(routes::documents::actions::inutilize_document))
+        .routes(routes!(routes::documents::actions::deliver_by_hand))
         .routes(routes!(routes::printing::regenerate_pdf))
         .routes(routes!(routes::sandbox::preview))
         .routes(routes!(routes::events::list_events))

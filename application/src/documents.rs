@@ -5,8 +5,8 @@
 use chrono::{DateTime, Utc};
 use kuatia_domain::channel::ChannelKind;
 use kuatia_domain::document::aggregate::{
-    self, Document, DocumentCommand, DocumentError, DocumentEvent, DocumentState, DocumentStatus,
-    FiscalEventKind,
+    self, DeliveryTarget, Document, DocumentCommand, DocumentError, DocumentEvent, DocumentState,
+    DocumentStatus, FiscalEventKind, HandChannel, HandDelivery,
 };
 use kuatia_domain::document::canonical::CanonicalDocument;
 use kuatia_domain::document::issues::Issue;
@@ -492,4 +492,58 @@ pub async fn last_word(
         protocol,
         explained,
     }))
+}
+
+/// A delivery the issuer made by hand, as the console or an ERP records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HandDeliveryRequest {
+    /// The document.
+    pub document_id: Uuid,
+    /// For whom (the customer, or the issuer's own copy).
+    pub target: DeliveryTarget,
+    /// How.
+    pub channel: HandChannel,
+    /// To whom, as the issuer writes it (at most 200 characters).
+    pub recipient: Option<String>,
+    /// A note (at most 500 characters).
+    pub note: Option<String>,
+}
+
+/// Records a delivery made by hand (`DeliveredByHand`, on the document's timeline with its
+/// actor): the deliveries of its target waiting for the issuer's hand are `sent` from now on.
+/// The aggregate refuses a document that is not `accepted` ([`DocumentsError::Refused`] with
+/// `InvalidTransition`) and a recipient or note over its limit (`TooLong`). Returns what was
+/// recorded.
+pub async fn deliver_by_hand(
+    store: &SharedStore,
+    clock: &dyn Clock,
+    tenant: TenantId,
+    request: HandDeliveryRequest,
+    metadata: EventMetadata,
+) -> Result<HandDelivery, DocumentsError> {
+    let at = clock.now();
+    let HandDeliveryRequest {
+        document_id,
+        target,
+        channel,
+        recipient,
+        note,
+    } = request;
+    let command = DocumentCommand::DeliverByHand {
+        target,
+        channel,
+        recipient,
+        note,
+        at,
+    };
+    self::command(store, tenant, document_id, command, metadata).await?;
+    let document = state_of(store, tenant, document_id)
+        .await?
+        .ok_or(DocumentsError::NotFound)?;
+    document
+        .hand_deliveries
+        .into_iter()
+        .rev()
+        .find(|d| d.at == at && d.target == target && d.channel == channel)
+        .ok_or(DocumentsError::Conflict)
 }

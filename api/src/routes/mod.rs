@@ -76,6 +76,11 @@ pub const PERMISSIONS: &[(&str, &str, Permission)] = &[
     ("post", "/v1/documents/{id}/inutilize", documents::VOID_DOCUMENT),
     (
         "post",
+        "/v1/documents/{id}/deliveries",
+        documents::DELIVER_BY_HAND,
+    ),
+    (
+        "post",
         "/v1/documents/{id}/regenerate-pdf",
         printing::REGENERATE_PDF,
     ),

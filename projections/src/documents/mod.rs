@@ -64,7 +64,7 @@ impl Projection for Documents {
     }
 
     fn tables(&self) -> &'static [&'static str] {
-        &["documents", "document_artifacts"]
+        &["documents", "document_artifacts", "document_manual_deliveries"]
     }
 
     async fn apply(&self, tx: &mut dyn SqlTx, event: &RecordedEvent) -> Result<(), StoreError> {

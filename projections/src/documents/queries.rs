@@ -226,6 +226,8 @@ pub struct Filter {
     pub date_to: Option<DateTime<Utc>>,
     /// Only ids below this one (the cursor).
     pub before: Option<Uuid>,
+    /// Only documents with a delivery still waiting for the issuer's hand.
+    pub pending_manual: bool,
 }
 
 /// A page of documents, newest first (ids are UUIDv7, so id order is creation order and a cursor
@@ -247,6 +249,8 @@ pub async fn list(
                AND ($6 IS NULL OR cdc = $6) AND ($7 IS NULL OR buyer_ruc = $7) \
                AND ($8 IS NULL OR issue_datetime >= $8) AND ($9 IS NULL OR issue_datetime < $9) \
                AND ($10 IS NULL OR id < $10) \
+               AND ($12 IS NULL OR EXISTS (SELECT 1 FROM document_manual_deliveries m \
+                 WHERE m.tenant_id = documents.tenant_id AND m.document_id = documents.id AND m.pending)) \
              ORDER BY id DESC LIMIT $11",
             &[
                 SqlValue::Uuid(tenant.as_uuid()),
@@ -260,6 +264,11 @@ pub async fn list(
                 opt_time(filter.date_to),
                 filter.before.into(),
                 SqlValue::Int(i64::from(limit)),
+                if filter.pending_manual {
+                    SqlValue::Bool(true)
+                } else {
+                    SqlValue::TypedNull(kuatia_application::projection::SqlType::Bool)
+                },
             ],
         )
         .await?;

@@ -4,7 +4,7 @@
 use chrono::Utc;
 use kuatia_application::event_store::{RecordedEvent, StoreError};
 use kuatia_application::projection::{SqlTx, SqlValue};
-use kuatia_domain::document::aggregate::DocumentEvent;
+use kuatia_domain::document::aggregate::{DeliveryStatus, DocumentEvent};
 use kuatia_domain::document::issues::Issue;
 use serde_json::Value;
 use uuid::Uuid;
@@ -119,10 +119,56 @@ pub(super) async fn apply_own(
                 )
                 .await?;
             }
+            DocumentEvent::DeliveryRecorded {
+                delivery_id,
+                target,
+                channel,
+                status: DeliveryStatus::Pending,
+                attempt: 0,
+                ..
+            } => {
+                // A manual delivery, waiting for the issuer's hand (a replay finds its row,
+                // settled or not, and leaves it).
+                tx.execute(
+                    "INSERT INTO document_manual_deliveries (id, tenant_id, document_id, target, channel, \
+                       pending, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
+                    &[
+                        SqlValue::Uuid(*delivery_id),
+                        tenant.clone(),
+                        SqlValue::Uuid(document_id),
+                        SqlValue::Text(name(target)),
+                        SqlValue::Text(name(channel)),
+                        SqlValue::Bool(true),
+                        SqlValue::Timestamp(event.recorded_at),
+                    ],
+                )
+                .await?;
+            }
+            DocumentEvent::DeliveredByHand { settled, .. } => {
+                for delivery_id in settled {
+                    tx.execute(
+                        "UPDATE document_manual_deliveries SET pending = $2, updated_at = $3 WHERE id = $1",
+                        &[
+                            SqlValue::Uuid(*delivery_id),
+                            SqlValue::Bool(false),
+                            SqlValue::Timestamp(event.recorded_at),
+                        ],
+                    )
+                    .await?;
+                }
+            }
             _ => {}
         }
     }
     Ok(())
+}
+
+/// A value's name as the API writes it (`customer`, `email`).
+fn name<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
 }
 
 async fn set_issues(

@@ -15,6 +15,7 @@ mod documents;
 mod examples;
 mod executor;
 mod first_hour;
+mod hand_delivery;
 mod identity;
 mod jobs;
 mod lookup;

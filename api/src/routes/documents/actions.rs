@@ -2,8 +2,8 @@
 //! Each calls its use case in `kuatia_application::documents` and maps the outcome to HTTP.
 
 use super::*;
-use kuatia_application::documents::{VoidOutcome, VoidRequest};
-use kuatia_domain::document::aggregate::{DocumentError, FiscalEventKind};
+use kuatia_application::documents::{HandDeliveryRequest, VoidOutcome, VoidRequest};
+use kuatia_domain::document::aggregate::{DeliveryTarget, DocumentError, FiscalEventKind, HandChannel};
 
 /// Needed by `POST /v1/documents/{id}/retry`.
 pub const RETRY_DOCUMENT: Permission = Permission::IssueDocuments;
@@ -223,4 +223,136 @@ pub async fn inutilize_document(
     JsonBytes(body): JsonBytes,
 ) -> Result<Response, ApiError> {
     void_document(&state, &caller, id, &body, FiscalEventKind::Inutilization).await
+}
+
+/// Needed by `POST /v1/documents/{id}/deliveries`.
+pub const DELIVER_BY_HAND: Permission = Permission::IssueDocuments;
+
+/// A delivery made by hand.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HandDeliveryBody {
+    /// For whom: `customer` (the default) or `issuer` (the issuer's own copy).
+    #[serde(default)]
+    pub target: Option<DeliveryTarget>,
+    /// How: `printed`, `email`, `whatsapp`, `in_person` or `other`.
+    pub channel: HandChannel,
+    /// To whom, as the issuer writes it: a name, an address, a phone (at most 200 characters).
+    #[serde(default)]
+    pub recipient: Option<String>,
+    /// A note (at most 500 characters).
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+/// A delivery made by hand, as recorded.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HandDeliveryView {
+    /// The document.
+    pub document_id: Uuid,
+    /// For whom.
+    pub target: DeliveryTarget,
+    /// How.
+    pub channel: HandChannel,
+    /// To whom (trimmed; null when not given).
+    pub recipient: Option<String>,
+    /// The note (trimmed; null when not given).
+    pub note: Option<String>,
+    /// The deliveries it settled: those of `target` that waited for the issuer's hand (`manual`
+    /// mode), now `sent`. Empty when none waited.
+    pub settled: Vec<Uuid>,
+    /// When it was recorded.
+    pub recorded_at: chrono::DateTime<Utc>,
+}
+
+/// Records a delivery the issuer made by hand.
+///
+/// A document whose `delivery` asks for `manual` mode waits for the issuer: the console (or an
+/// ERP) records here how it was delivered. The record is a `DeliveredByHand` event on the
+/// document's timeline (with the caller as its actor); the deliveries of `target` that waited are
+/// `sent` from now on, and the document leaves `GET /v1/documents?delivery=pending_manual`. Any
+/// accepted document can record one (a copy handed over again is recorded again); a document in
+/// any other status is 409.
+#[utoipa::path(
+    post,
+    path = "/v1/documents/{id}/deliveries",
+    tag = "documents",
+    security(("api_key" = []), ("session" = [])),
+    params(("id" = Uuid, Path, description = "The document"), ("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")),
+    request_body = HandDeliveryBody,
+    responses(
+        (status = 201, description = "Recorded", body = HandDeliveryView),
+        (status = 400, description = "A malformed body, an unknown channel, or a recipient or note over its limit", body = ErrorBody),
+        (status = 403, description = "Role not allowed", body = ErrorBody),
+        (status = 404, description = "No such document", body = ErrorBody),
+        (status = 409, description = "The document is not `accepted`", body = ErrorBody)
+    )
+)]
+pub async fn deliver_by_hand(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+    JsonBytes(body): JsonBytes,
+) -> Result<Response, ApiError> {
+    caller.require(DELIVER_BY_HAND)?;
+    let row = visible(&state, &caller, id).await?;
+    let body: HandDeliveryBody = serde_json::from_slice(&body).map_err(|e| {
+        ApiError::validation(format!(
+            "the body is {{\"channel\": printed|email|whatsapp|in_person|other, \"target\"?: \
+             customer|issuer, \"recipient\"?: string, \"note\"?: string}}: {e}"
+        ))
+    })?;
+    let request = HandDeliveryRequest {
+        document_id: id,
+        target: body.target.unwrap_or(DeliveryTarget::Customer),
+        channel: body.channel,
+        recipient: body.recipient,
+        note: body.note,
+    };
+    let clock = state.intake.clock.as_ref();
+    let recorded = match documents::deliver_by_hand(
+        &state.store,
+        clock,
+        caller.tenant,
+        request,
+        caller.metadata(),
+    )
+    .await
+    {
+        Ok(recorded) => recorded,
+        Err(DocumentsError::Refused(DocumentError::TooLong { field, max, chars })) => {
+            return Err(ApiError::invalid_field(
+                field,
+                "too_long",
+                format!("at most {max} characters; this one has {chars}"),
+            ));
+        }
+        Err(DocumentsError::Refused(_)) => {
+            return Err(ApiError::new(
+                ErrorCode::ConflictError,
+                format!(
+                    "only an accepted document is delivered; this one is `{}`",
+                    row.status
+                ),
+            ));
+        }
+        Err(DocumentsError::Conflict) => {
+            return Err(ApiError::new(
+                ErrorCode::ConflictError,
+                "the document changed meanwhile; read it and try again",
+            ));
+        }
+        Err(DocumentsError::NotFound) => return Err(ApiError::not_found("no such document")),
+        Err(DocumentsError::Store(e)) => return Err(e.into()),
+    };
+    let view = HandDeliveryView {
+        document_id: id,
+        target: recorded.target,
+        channel: recorded.channel,
+        recipient: recorded.recipient,
+        note: recorded.note,
+        settled: recorded.settled,
+        recorded_at: recorded.at,
+    };
+    Ok((StatusCode::CREATED, axum::Json(view)).into_response())
 }

@@ -1,5 +1,5 @@
-//! The documents endpoints: intake here; reading in `read.rs`; retry, cancel and inutilize in
-//! `actions.rs`.
+//! The documents endpoints: intake here; reading in `read.rs`; retry, cancel, inutilize and a
+//! delivery made by hand in `actions.rs`.
 //!
 //! Intake runs in stages, each refusing with every issue it finds: 1. structure here — the body
 //! is a CanonicalDocumentV1: every problem its published JSON Schema finds at once, then serde's
@@ -493,6 +493,6 @@ pub async fn create_document(
 pub mod actions;
 pub mod read;
 
-pub use actions::{FiscalReason, RETRY_DOCUMENT, VOID_DOCUMENT};
+pub use actions::{DELIVER_BY_HAND, FiscalReason, RETRY_DOCUMENT, VOID_DOCUMENT};
 use read::visible;
 pub use read::{DocumentDetail, DocumentList, ListQuery, SifenAnswerView, TimelineView};

@@ -27,6 +27,9 @@ pub struct ListQuery {
     pub limit: Option<String>,
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
+    /// `pending_manual`: only documents with a delivery waiting for the issuer's hand (`manual`
+    /// mode, not yet recorded through `POST /v1/documents/{id}/deliveries`).
+    pub delivery: Option<String>,
 }
 
 /// A page of documents.
@@ -99,6 +102,17 @@ fn filter_from(caller: &Caller, q: &ListQuery) -> Result<(read_docs::Filter, u32
     {
         return Err(bad("ruc", "a RUC is 1 to 8 digits, optionally followed by -DV"));
     }
+    let pending_manual = match q.delivery.as_deref() {
+        None => false,
+        Some("pending_manual") => true,
+        Some(other) => {
+            return Err(ApiError::invalid_field(
+                "delivery",
+                "invalid_enum",
+                format!("unknown delivery filter {other:?}: the one filter is pending_manual"),
+            ));
+        }
+    };
     let limit = match q.limit.as_deref() {
         None => 50,
         Some(l) => match l.trim().parse::<u32>() {
@@ -126,6 +140,7 @@ fn filter_from(caller: &Caller, q: &ListQuery) -> Result<(read_docs::Filter, u32
             date_from: time_param("date_from", q.date_from.as_deref())?,
             date_to: time_param("date_to", q.date_to.as_deref())?,
             before,
+            pending_manual,
         },
         limit,
     ))

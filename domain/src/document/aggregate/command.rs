@@ -261,6 +261,20 @@ pub enum DocumentCommand {
         /// When.
         at: DateTime<Utc>,
     },
+    /// `POST /deliveries`: the issuer delivered the document by hand (printed, by their own email
+    /// or WhatsApp, in person). Settles every delivery of `target` waiting for the issuer's hand.
+    DeliverByHand {
+        /// For whom.
+        target: DeliveryTarget,
+        /// How.
+        channel: HandChannel,
+        /// To whom, as the issuer writes it (a name, an address, a phone).
+        recipient: Option<String>,
+        /// The issuer's note.
+        note: Option<String>,
+        /// When.
+        at: DateTime<Utc>,
+    },
     /// `POST /regenerate-pdf`: a new version of the printable.
     RequestPdfRegeneration {
         /// When.
@@ -297,6 +311,7 @@ impl DocumentCommand {
             Self::RecordInutilizationRefused { .. } => "record_inutilization_refused",
             Self::RecordArtifact { .. } => "record_artifact",
             Self::RecordDelivery { .. } => "record_delivery",
+            Self::DeliverByHand { .. } => "deliver_by_hand",
             Self::RequestPdfRegeneration { .. } => "regenerate_pdf",
         }
     }
@@ -392,12 +407,43 @@ impl std::fmt::Display for ArtifactKind {
 
 /// Who a delivery is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum DeliveryTarget {
     /// The buyer.
     Customer,
     /// The issuer.
     Issuer,
+}
+
+/// How the issuer delivered a document by hand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum HandChannel {
+    /// The printed KuDE (or printable), handed or posted.
+    Printed,
+    /// From the issuer's own mailbox, or the service's mail server from the console.
+    Email,
+    /// A WhatsApp message with the document's link.
+    Whatsapp,
+    /// In person, on a screen or on paper.
+    InPerson,
+    /// Anything else (the note says what).
+    Other,
+}
+
+impl HandChannel {
+    /// Its name in the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Printed => "printed",
+            Self::Email => "email",
+            Self::Whatsapp => "whatsapp",
+            Self::InPerson => "in_person",
+            Self::Other => "other",
+        }
+    }
 }
 
 /// Where a delivery stands.
@@ -443,7 +489,7 @@ mod tests {
         let mut names: Vec<&str> = commands.iter().map(DocumentCommand::name).collect();
         names.sort_unstable();
         names.dedup();
-        assert_eq!(names.len(), 23);
+        assert_eq!(names.len(), 24);
         for command in commands.into_iter().skip(1) {
             let name = command.name();
             assert_eq!(run(vec![], command), Err(DocumentError::NotFound), "{name}");

@@ -96,6 +96,23 @@ pub(super) fn check_reason(reason: &str) -> Result<String, DocumentError> {
     }
 }
 
+/// The longest recipient of a delivery by hand (a name, an address, a phone), in characters.
+pub const HAND_RECIPIENT_CHARS: usize = 200;
+/// The longest note of a delivery by hand, in characters.
+pub const HAND_NOTE_CHARS: usize = 500;
+
+/// Trims an optional text (empty is none) and checks its length.
+fn bounded(text: Option<String>, field: &'static str, max: usize) -> Result<Option<String>, DocumentError> {
+    let Some(text) = text.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty()) else {
+        return Ok(None);
+    };
+    let chars = text.chars().count();
+    if chars > max {
+        return Err(DocumentError::TooLong { field, max, chars });
+    }
+    Ok(Some(text))
+}
+
 pub(super) type Decision = Result<Vec<DocumentEvent>, DocumentError>;
 
 fn one(event: DocumentEvent) -> Decision {
@@ -529,6 +546,33 @@ impl Document {
                     status,
                     attempt,
                     detail,
+                    at,
+                })
+            }
+            DocumentCommand::DeliverByHand {
+                target,
+                channel,
+                recipient,
+                note,
+                at,
+            } => {
+                if s.status != S::Accepted {
+                    return Err(refused);
+                }
+                let recipient = bounded(recipient, "recipient", HAND_RECIPIENT_CHARS)?;
+                let note = bounded(note, "note", HAND_NOTE_CHARS)?;
+                let settled = s
+                    .deliveries
+                    .iter()
+                    .filter(|(_, d)| d.target == target && d.awaits_hand())
+                    .map(|(id, _)| *id)
+                    .collect();
+                one(DocumentEvent::DeliveredByHand {
+                    settled,
+                    target,
+                    channel,
+                    recipient,
+                    note,
                     at,
                 })
             }

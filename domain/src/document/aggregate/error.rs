@@ -6,8 +6,8 @@ use uuid::Uuid;
 use super::command::ArtifactKind;
 use super::state::{DocumentStatus, FiscalEventKind};
 
-/// Refusals. Meant to map to HTTP as: [`Self::NotFound`] 404, [`Self::ReasonLength`] 400
-/// `validation_error`, every other one 409 `conflict_error` ([`Self::Malformed`] comes from a
+/// Refusals. Meant to map to HTTP as: [`Self::NotFound`] 404, [`Self::ReasonLength`] and
+/// [`Self::TooLong`] 400 `validation_error`, every other one 409 `conflict_error` ([`Self::Malformed`] comes from a
 /// channel's report, a bug there, never from a client).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DocumentError {
@@ -38,6 +38,16 @@ pub enum DocumentError {
     #[error("a reason has 5 to 500 characters, this one has {chars}")]
     ReasonLength {
         /// Characters of the trimmed reason.
+        chars: usize,
+    },
+    /// A delivery by hand's recipient or note is longer than its limit (400 `validation_error`).
+    #[error("`{field}` has at most {max} characters, this one has {chars}")]
+    TooLong {
+        /// Which field.
+        field: &'static str,
+        /// Its limit.
+        max: usize,
+        /// Characters of the trimmed text.
         chars: usize,
     },
     /// Giving up before the 60 h horizon.

@@ -5,7 +5,9 @@ use cqrs_es::DomainEvent;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::command::{ArtifactKind, DeliveryStatus, DeliveryTarget, DocumentNumber, NumberReport};
+use super::command::{
+    ArtifactKind, DeliveryStatus, DeliveryTarget, DocumentNumber, HandChannel, NumberReport,
+};
 use super::state::DocumentStatus;
 use crate::document::canonical::{CanonicalDocument, DeliveryChannel};
 use crate::document::issues::Issue;
@@ -258,6 +260,22 @@ pub enum DocumentEvent {
         /// When.
         at: DateTime<Utc>,
     },
+    /// The issuer delivered the document by hand; the deliveries it settles (those of `target`
+    /// waiting for the issuer's hand) are `sent` from now on.
+    DeliveredByHand {
+        /// The deliveries this settles (none when no delivery was waiting).
+        settled: Vec<Uuid>,
+        /// For whom.
+        target: DeliveryTarget,
+        /// How.
+        channel: HandChannel,
+        /// To whom, as the issuer wrote it.
+        recipient: Option<String>,
+        /// The issuer's note.
+        note: Option<String>,
+        /// When.
+        at: DateTime<Utc>,
+    },
     /// The document cannot be issued (`failed_terminal`, no number drawn): an autoimpresor
     /// authorization that does not cover it, or a SIFEN DE that could not be built or signed
     /// (webhook `document.failed`).
@@ -331,6 +349,7 @@ impl DocumentEvent {
             | Self::DocumentInvalidated { at, .. }
             | Self::ArtifactRecorded { at, .. }
             | Self::DeliveryRecorded { at, .. }
+            | Self::DeliveredByHand { at, .. }
             | Self::DocumentIssuanceRefused { at, .. }
             | Self::NumberingRangeNearlyExhausted { at, .. }
             | Self::NumberReported { at, .. }
@@ -367,6 +386,7 @@ impl DocumentEvent {
             | Self::DocumentInutilizationRefused { .. }
             | Self::ArtifactRecorded { .. }
             | Self::DeliveryRecorded { .. }
+            | Self::DeliveredByHand { .. }
             | Self::NumberingRangeNearlyExhausted { .. }
             | Self::NumberReported { .. }
             | Self::PdfRegenerationRequested { .. } => None,
@@ -401,6 +421,7 @@ impl DomainEvent for DocumentEvent {
             Self::DocumentInvalidated { .. } => "DocumentInvalidated",
             Self::ArtifactRecorded { .. } => "ArtifactRecorded",
             Self::DeliveryRecorded { .. } => "DeliveryRecorded",
+            Self::DeliveredByHand { .. } => "DeliveredByHand",
             Self::PdfRegenerationRequested { .. } => "PdfRegenerationRequested",
             Self::DocumentIssuanceRefused { .. } => "DocumentIssuanceRefused",
             Self::NumberingRangeNearlyExhausted { .. } => "NumberingRangeNearlyExhausted",
@@ -443,7 +464,7 @@ mod tests {
         }
         names.sort();
         names.dedup();
-        assert_eq!(names.len(), 28, "one distinct name per event");
+        assert_eq!(names.len(), 29, "one distinct name per event");
     }
 
     #[test]

@@ -57,6 +57,7 @@
 //! | accepted (autoimpresor) | `Inutilize` | invalidated | `DocumentInvalidated` (`fiscal: false`) |
 //! | any | `RecordArtifact` | unchanged | `ArtifactRecorded` |
 //! | any | `RecordDelivery` | unchanged | `DeliveryRecorded` |
+//! | accepted | `DeliverByHand` | unchanged; the deliveries of its target waiting for the issuer's hand are `sent` | `DeliveredByHand` |
 //! | any, with a printable | `RequestPdfRegeneration` | unchanged | `PdfRegenerationRequested` |
 //!
 //! Anything else is refused with [`DocumentError::InvalidTransition`], which the API answers with
@@ -110,14 +111,16 @@ mod event;
 mod state;
 
 pub use command::{
-    ArtifactKind, DeliveryStatus, DeliveryTarget, DocumentCommand, DocumentNumber, NumberReport,
+    ArtifactKind, DeliveryStatus, DeliveryTarget, DocumentCommand, DocumentNumber, HandChannel, NumberReport,
 };
-pub use decide::{REASON_CHARS, SUBMISSION_HORIZON, cancellation_window};
+pub use decide::{
+    HAND_NOTE_CHARS, HAND_RECIPIENT_CHARS, REASON_CHARS, SUBMISSION_HORIZON, cancellation_window,
+};
 pub use error::DocumentError;
 pub use event::{DocumentEvent, stream_id};
 pub use state::{
     Artifact, DeliveryState, Document, DocumentState, DocumentStatus, FiscalEventKind, FiscalRefusal,
-    PendingFiscalEvent, SifenAnswer, Voiding,
+    HandDelivery, PendingFiscalEvent, SifenAnswer, Voiding,
 };
 
 #[cfg(test)]

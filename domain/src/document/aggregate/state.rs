@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use uuid::Uuid;
 
 use super::command::{
-    ArtifactKind, DeliveryStatus, DeliveryTarget, DocumentCommand, DocumentNumber, NumberReport,
+    ArtifactKind, DeliveryStatus, DeliveryTarget, DocumentCommand, DocumentNumber, HandChannel, NumberReport,
 };
 use super::decide::{SUBMISSION_HORIZON, cancellation_window};
 use super::error::DocumentError;
@@ -151,6 +151,32 @@ pub struct DeliveryState {
     pub attempt: u32,
     /// Error or provider id.
     pub detail: Option<String>,
+    /// When.
+    pub at: DateTime<Utc>,
+}
+
+impl DeliveryState {
+    /// Whether the delivery waits for the issuer's hand: a `manual` delivery the plan recorded
+    /// `pending` at attempt 0 (automatic deliveries record their attempts from 1), not yet
+    /// settled by a delivery by hand.
+    pub fn awaits_hand(&self) -> bool {
+        self.status == DeliveryStatus::Pending && self.attempt == 0
+    }
+}
+
+/// A delivery the issuer made by hand.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandDelivery {
+    /// For whom.
+    pub target: DeliveryTarget,
+    /// How.
+    pub channel: HandChannel,
+    /// To whom, as the issuer wrote it.
+    pub recipient: Option<String>,
+    /// The issuer's note.
+    pub note: Option<String>,
+    /// The deliveries it settled.
+    pub settled: Vec<Uuid>,
     /// When.
     pub at: DateTime<Utc>,
 }
@@ -297,6 +323,9 @@ pub struct DocumentState {
     pub pdf_regeneration_pending: bool,
     /// Deliveries by id, each at its last recorded attempt.
     pub deliveries: BTreeMap<Uuid, DeliveryState>,
+    /// The deliveries the issuer made by hand, in the order recorded.
+    #[serde(default)]
+    pub hand_deliveries: Vec<HandDelivery>,
     /// Autoimpresor: why the document could not be issued (`failed_terminal`).
     #[serde(default)]
     pub issuance_refusal: Option<String>,
@@ -593,6 +622,30 @@ impl DocumentState {
                     },
                 );
             }
+            DocumentEvent::DeliveredByHand {
+                settled,
+                target,
+                channel,
+                recipient,
+                note,
+                at,
+            } => {
+                for id in &settled {
+                    if let Some(delivery) = self.deliveries.get_mut(id) {
+                        delivery.status = DeliveryStatus::Sent;
+                        delivery.detail = Some(format!("delivered by hand ({})", channel.as_str()));
+                        delivery.at = at;
+                    }
+                }
+                self.hand_deliveries.push(HandDelivery {
+                    target,
+                    channel,
+                    recipient,
+                    note,
+                    settled,
+                    at,
+                });
+            }
             DocumentEvent::PdfRegenerationRequested { .. } => self.pdf_regeneration_pending = true,
         }
     }
@@ -688,6 +741,7 @@ impl Aggregate for Document {
                 artifacts: Vec::new(),
                 pdf_regeneration_pending: false,
                 deliveries: BTreeMap::new(),
+                hand_deliveries: Vec::new(),
                 issuance_refusal: None,
                 reported: Vec::new(),
             });

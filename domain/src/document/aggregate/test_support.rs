@@ -576,6 +576,16 @@ pub(super) fn record_delivery(status: DeliveryStatus, attempt: u32) -> DocumentC
     }
 }
 
+pub(super) fn deliver_by_hand(target: DeliveryTarget) -> DocumentCommand {
+    DocumentCommand::DeliverByHand {
+        target,
+        channel: HandChannel::Printed,
+        recipient: Some("  Juan Pérez (mostrador)  ".into()),
+        note: None,
+        at: t(50),
+    }
+}
+
 pub(super) fn every_command() -> Vec<DocumentCommand> {
     vec![
         receive(ChannelKind::Sifen, vec![]),
@@ -611,6 +621,7 @@ pub(super) fn every_command() -> Vec<DocumentCommand> {
         },
         record_artifact(Uuid::from_u128(500), ArtifactKind::ChannelResponse, 1),
         record_delivery(DeliveryStatus::Sent, 1),
+        deliver_by_hand(DeliveryTarget::Customer),
         DocumentCommand::RequestPdfRegeneration { at: t(40) },
     ]
 }
@@ -657,6 +668,14 @@ pub(crate) fn samples() -> Vec<DocumentEvent> {
             attempt: 2,
             detail: Some("HTTP 500".into()),
             at: t(30),
+        },
+        DocumentEvent::DeliveredByHand {
+            settled: vec![Uuid::from_u128(400)],
+            target: DeliveryTarget::Customer,
+            channel: HandChannel::InPerson,
+            recipient: Some("Juan Pérez".into()),
+            note: Some("firmó el recibo".into()),
+            at: t(50),
         },
         DocumentEvent::PdfRegenerationRequested {
             kind: ArtifactKind::Kude,

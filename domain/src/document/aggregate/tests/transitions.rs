@@ -623,6 +623,116 @@ fn a_delivery_is_recorded_in_any_status_and_each_attempt_once() {
     assert_eq!((delivery.status, delivery.attempt), (DeliveryStatus::Failed, 1));
 }
 
+/// A delivery by hand is for an accepted document only; it settles the deliveries of its
+/// target that wait for the issuer's hand (the plan's `pending` at attempt 0) and nothing else:
+/// not the other target's, not an automatic delivery's pending retry. The recipient is trimmed.
+#[test]
+fn a_delivery_by_hand_settles_the_waiting_deliveries_of_its_target_only() {
+    table(
+        || deliver_by_hand(DeliveryTarget::Customer),
+        |situation| {
+            if situation.status() == DocumentStatus::Accepted {
+                Expect::Events
+            } else {
+                Expect::Refused
+            }
+        },
+    );
+    let waiting = |id: u128, target| DocumentEvent::DeliveryRecorded {
+        delivery_id: Uuid::from_u128(id),
+        target,
+        channel: DeliveryChannel::Email,
+        status: DeliveryStatus::Pending,
+        attempt: 0,
+        detail: Some("manual: the issuer delivers from the console".into()),
+        at: t(30),
+    };
+    let mut events = invoice(Situation::AcceptedSifen);
+    events.push(waiting(401, DeliveryTarget::Customer));
+    events.push(waiting(402, DeliveryTarget::Issuer));
+    // An automatic delivery waiting for its second attempt is the job's, not the issuer's.
+    events.push(DocumentEvent::DeliveryRecorded {
+        delivery_id: Uuid::from_u128(403),
+        target: DeliveryTarget::Customer,
+        channel: DeliveryChannel::Whatsapp,
+        status: DeliveryStatus::Pending,
+        attempt: 1,
+        detail: Some("attempt 1 failed".into()),
+        at: t(30),
+    });
+    let delivered = DocumentEvent::DeliveredByHand {
+        settled: vec![Uuid::from_u128(401)],
+        target: DeliveryTarget::Customer,
+        channel: HandChannel::Printed,
+        recipient: Some("Juan Pérez (mostrador)".into()),
+        note: None,
+        at: t(50),
+    };
+    TestFramework::<Document>::with(())
+        .given(events.clone())
+        .when(deliver_by_hand(DeliveryTarget::Customer))
+        .then_expect_events(vec![delivered.clone()]);
+    events.push(delivered);
+    let state = state_after(events.clone());
+    let status = |id: u128| state.deliveries[&Uuid::from_u128(id)].status;
+    assert_eq!(status(401), DeliveryStatus::Sent);
+    assert_eq!(status(402), DeliveryStatus::Pending, "the issuer's still waits");
+    assert_eq!(
+        status(403),
+        DeliveryStatus::Pending,
+        "the job's retry is not settled"
+    );
+    assert_eq!(state.hand_deliveries.len(), 1);
+    // A second hand delivery to the customer is recorded too, settling nothing more.
+    TestFramework::<Document>::with(())
+        .given(events)
+        .when(deliver_by_hand(DeliveryTarget::Customer))
+        .then_expect_events(vec![DocumentEvent::DeliveredByHand {
+            settled: vec![],
+            target: DeliveryTarget::Customer,
+            channel: HandChannel::Printed,
+            recipient: Some("Juan Pérez (mostrador)".into()),
+            note: None,
+            at: t(50),
+        }]);
+}
+
+#[test]
+fn a_delivery_by_hand_with_a_recipient_or_note_too_long_is_refused() {
+    let long = |n: usize| Some("ñ".repeat(n));
+    let command = |recipient, note| DocumentCommand::DeliverByHand {
+        target: DeliveryTarget::Customer,
+        channel: HandChannel::Other,
+        recipient,
+        note,
+        at: t(50),
+    };
+    let events = invoice(Situation::AcceptedSifen);
+    assert_eq!(
+        run(events.clone(), command(long(201), None)),
+        Err(DocumentError::TooLong {
+            field: "recipient",
+            max: 200,
+            chars: 201
+        })
+    );
+    assert_eq!(
+        run(events.clone(), command(None, long(501))),
+        Err(DocumentError::TooLong {
+            field: "note",
+            max: 500,
+            chars: 501
+        })
+    );
+    let Ok(accepted) = run(events, command(long(200), Some("   ".into()))) else {
+        panic!("at the limit, and a blank note is no note");
+    };
+    assert!(matches!(
+        &accepted[..],
+        [DocumentEvent::DeliveredByHand { note: None, .. }]
+    ));
+}
+
 #[test]
 fn a_document_with_a_printable_gets_a_regeneration_once_per_new_version() {
     let mut events = invoice(Situation::AcceptedSifen);

@@ -1,0 +1,195 @@
+//! Deliveries made by hand, black-box over HTTP: a document whose delivery is `manual` waits in
+//! `GET /v1/documents?delivery=pending_manual` until the issuer records how it was delivered
+//! (`POST /v1/documents/{id}/deliveries`), which shows on its timeline with the caller as actor.
+
+use kuatia_infrastructure::sifen_sim::SimConfig;
+use kuatia_tests::{Simulated, error_code, id, send};
+use reqwest::Method;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// The ids `GET /v1/documents{query}` lists.
+async fn listed(f: &Simulated, query: &str) -> Vec<String> {
+    let (status, body) = send(f.req(Method::GET, &format!("/v1/documents{query}"))).await;
+    assert_eq!(status, 200, "{body}");
+    body["documents"]
+        .as_array()
+        .unwrap_or_else(|| panic!("documents in {body}"))
+        .iter()
+        .map(id)
+        .collect()
+}
+
+/// An invoice whose customer and issuer deliveries are manual, taken to `accepted`; waits until
+/// its deliveries are planned (it shows in the pending list).
+async fn accepted_manual(f: &Simulated, external_id: &str) -> String {
+    let mut doc = f.invoice(external_id);
+    doc["delivery"] = json!({
+        "customer": {"mode": "manual", "channels": ["email"], "email": "cliente@example.com"},
+        "issuer": {"mode": "manual", "channels": ["email"], "emails": ["contabilidad@example.com.py"]}
+    });
+    let doc = f.post(&doc).await;
+    f.wait_status(&doc, "accepted", Duration::from_secs(30)).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !listed(f, "?delivery=pending_manual").await.contains(&doc) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{doc} never waited for a hand delivery"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    doc
+}
+
+async fn deliver(f: &Simulated, doc: &str, body: Value) -> (u16, Value) {
+    send(
+        f.req(Method::POST, &format!("/v1/documents/{doc}/deliveries"))
+            .json(&body),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_manual_delivery_waits_until_the_issuer_records_it_then_leaves_the_pending_list() {
+    let f = Simulated::named("hand", SimConfig::default(), |_| {}).await;
+    let waiting = accepted_manual(&f, "HAND-1").await;
+    let automatic = f.post(&f.invoice("HAND-2")).await;
+    f.wait_status(&automatic, "accepted", Duration::from_secs(30))
+        .await;
+    let pending = listed(&f, "?delivery=pending_manual").await;
+    assert_eq!(
+        pending,
+        std::slice::from_ref(&waiting),
+        "only the manual one waits"
+    );
+
+    // The customer's copy, handed over at the counter.
+    let (status, body) = deliver(
+        &f,
+        &waiting,
+        json!({"channel": "in_person", "recipient": "  Juan Pérez  ", "note": "firmó el recibo"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["target"], "customer");
+    assert_eq!(body["channel"], "in_person");
+    assert_eq!(body["recipient"], "Juan Pérez", "trimmed");
+    assert_eq!(body["settled"].as_array().map(Vec::len), Some(1), "{body}");
+    // The issuer's own copy still waits.
+    assert_eq!(
+        listed(&f, "?delivery=pending_manual").await,
+        std::slice::from_ref(&waiting)
+    );
+    let (status, body) = deliver(
+        &f,
+        &waiting,
+        json!({"target": "issuer", "channel": "email", "recipient": "contabilidad@example.com.py"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    assert!(listed(&f, "?delivery=pending_manual").await.is_empty());
+    // The filter combines with the others.
+    assert!(
+        listed(&f, "?delivery=pending_manual&status=accepted")
+            .await
+            .is_empty()
+    );
+
+    // On the timeline, with who recorded it.
+    let timeline = f.timeline(&waiting).await;
+    let by_hand: Vec<&Value> = timeline
+        .iter()
+        .filter(|e| e["type"] == "DeliveredByHand")
+        .collect();
+    assert_eq!(by_hand.len(), 2, "{timeline:?}");
+    assert_eq!(by_hand[0]["data"]["DeliveredByHand"]["note"], "firmó el recibo");
+    assert_eq!(by_hand[0]["actor"]["type"], "api_key", "{}", by_hand[0]);
+    // A rebuild of the read model from the events leaves the same rows.
+    let database = f.app.db.open().await;
+    let sql = "SELECT CAST(id AS TEXT), CAST(document_id AS TEXT), target, channel, \
+               CAST(pending AS TEXT), CAST(updated_at AS TEXT) FROM document_manual_deliveries ORDER BY id";
+    let rows = kuatia_tests::snapshot(&database, sql).await;
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    crate::documents::rebuilt_read_model(&database).await;
+    assert_eq!(
+        kuatia_tests::snapshot(&database, sql).await,
+        rows,
+        "as written == rebuilt"
+    );
+    assert!(listed(&f, "?delivery=pending_manual").await.is_empty());
+    // Recorded again (another copy handed over): a record, settling nothing.
+    let (status, body) = deliver(&f, &waiting, json!({"channel": "printed"})).await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["settled"], json!([]));
+    f.app.stop().await;
+}
+
+#[tokio::test]
+async fn a_delivery_by_hand_is_refused_clearly_when_it_cannot_be_recorded() {
+    let f = Simulated::named("hand-refusals", SimConfig::default(), |_| {}).await;
+    let doc = accepted_manual(&f, "HAND-R1").await;
+    for (body, field) in [
+        (json!({"channel": "pigeon"}), None),
+        (json!({"recipient": "x"}), None),
+        (json!({"channel": "email", "colour": "red"}), None),
+        (
+            json!({"channel": "email", "recipient": "ñ".repeat(201)}),
+            Some("recipient"),
+        ),
+        (json!({"channel": "email", "note": "n".repeat(501)}), Some("note")),
+    ] {
+        let (status, answer) = deliver(&f, &doc, body.clone()).await;
+        error_code(status, &answer, 400, "validation_error");
+        if let Some(field) = field {
+            assert_eq!(answer["details"]["errors"][0]["field"], field, "{answer}");
+            assert_eq!(answer["details"]["errors"][0]["code"], "too_long", "{answer}");
+        }
+    }
+    let (status, answer) = send(f.req(Method::GET, "/v1/documents?delivery=everything")).await;
+    assert_eq!(status, 400, "{answer}");
+    // Nothing was recorded by the refusals: it still waits.
+    assert_eq!(
+        listed(&f, "?delivery=pending_manual").await,
+        std::slice::from_ref(&doc)
+    );
+
+    // A document that is not accepted has nothing delivered.
+    let mut invalid = f.invoice("HAND-R2");
+    invalid["totals"]["grand_total"] = json!(1);
+    let (status, created) = f.try_post(&invalid).await;
+    assert_eq!(status, 201, "{created}");
+    assert_eq!(created["status"], "validation_failed", "{created}");
+    let (status, answer) = deliver(&f, &id(&created), json!({"channel": "printed"})).await;
+    error_code(status, &answer, 409, "conflict_error");
+
+    // A viewer may not; another tenant does not see the document.
+    let (status, viewer) = send(
+        f.req(Method::POST, "/v1/api-keys")
+            .json(&json!({"name": "auditor", "role": "viewer"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{viewer}");
+    let secret = viewer["key"].as_str().expect("the key").to_owned();
+    let (status, answer) = send(
+        f.app
+            .as_key(
+                Method::POST,
+                &format!("/v1/documents/{doc}/deliveries"),
+                &secret,
+                &f.r.tenant,
+            )
+            .json(&json!({"channel": "printed"})),
+    )
+    .await;
+    assert_eq!(status, 403, "{answer}");
+    let other = f.app.ready_at("hand-other", &f.sim.base_url()).await;
+    let (status, answer) = send(
+        other
+            .req(Method::POST, &format!("/v1/documents/{doc}/deliveries"))
+            .json(&json!({"channel": "printed"})),
+    )
+    .await;
+    assert_eq!(status, 404, "{answer}");
+    assert_eq!(listed(&f, "?delivery=pending_manual").await, [doc]);
+    f.app.stop().await;
+}
