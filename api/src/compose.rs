@@ -323,6 +323,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         artifacts: artifacts.clone(),
         printer: printer.clone(),
         artifact_urls,
+        public_link_days: config.public_link_days,
         destinations: destinations.clone(),
         webhook_delivery: webhooks.clone(),
         mail_configured: config.smtp_url.as_ref().is_some_and(|u| !u.expose().is_empty()),

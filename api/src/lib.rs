@@ -112,6 +112,11 @@ fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(routes::documents::actions::cancel_document))
         .routes(routes!(routes::documents::actions::inutilize_document))
         .routes(routes!(routes::documents::actions::deliver_by_hand))
+        .routes(routes!(
+            routes::public_links::list_public_links,
+            routes::public_links::create_public_link
+        ))
+        .routes(routes!(routes::public_links::revoke_public_link))
         .routes(routes!(routes::printing::regenerate_pdf))
         .routes(routes!(routes::sandbox::preview))
         .routes(routes!(routes::events::list_events))
@@ -145,6 +150,10 @@ pub fn app(state: AppState) -> Router {
         .route(
             "/invitations/{token}",
             axum::routing::get(invitation_page::show).post(invitation_page::submit),
+        )
+        .route(
+            "/p/{token}",
+            axum::routing::get(routes::public_links::open_public_link),
         )
         .fallback(|| async { ApiError::not_found("no such resource") })
         .with_state(state)

@@ -47,6 +47,8 @@ pub struct AppState {
     pub printer: Arc<dyn kuatia_application::printables::Printer>,
     /// Signs and checks artifact download URLs.
     pub artifact_urls: Arc<kuatia_application::download_urls::UrlSigner>,
+    /// How long a document's public link works (`KUATIA_PUBLIC_LINK_DAYS`).
+    pub public_link_days: u32,
     /// The destination policy outgoing requests follow, per tenant (`KUATIA_PRIVATE_DESTINATIONS`,
     /// `KUATIA_PUBLIC_SIGNUP`): a channel's endpoint and a webhook's URL are checked when saved.
     pub destinations: Arc<dyn kuatia_application::process::ports::Destinations>,

@@ -82,12 +82,18 @@ impl std::fmt::Debug for GeneratedKey {
     }
 }
 
+/// `n` random base62 characters from the thread's cryptographic generator (about 5.95 bits
+/// each): the unguessable part of API keys and public links.
+pub fn random_base62(n: usize) -> String {
+    let mut rng = rand::rng();
+    (0..n)
+        .map(|_| char::from(BASE62[rng.random_range(0..BASE62.len())]))
+        .collect()
+}
+
 /// Generates a key for a tenant of the given environment.
 pub fn generate_key(environment: Environment) -> GeneratedKey {
-    let mut rng = rand::rng();
-    let random: String = (0..40)
-        .map(|_| char::from(BASE62[rng.random_range(0..BASE62.len())]))
-        .collect();
+    let random = random_base62(40);
     let secret = format!("{}{random}", environment.api_key_prefix());
     GeneratedKey {
         prefix: secret.chars().take(12).collect(),

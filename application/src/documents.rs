@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use kuatia_domain::channel::ChannelKind;
 use kuatia_domain::document::aggregate::{
     self, DeliveryTarget, Document, DocumentCommand, DocumentError, DocumentEvent, DocumentState,
-    DocumentStatus, FiscalEventKind, HandChannel, HandDelivery,
+    DocumentStatus, FiscalEventKind, HandChannel, HandDelivery, PublicLink,
 };
 use kuatia_domain::document::canonical::CanonicalDocument;
 use kuatia_domain::document::issues::Issue;
@@ -546,4 +546,70 @@ pub async fn deliver_by_hand(
         .rev()
         .find(|d| d.at == at && d.target == target && d.channel == channel)
         .ok_or(DocumentsError::Conflict)
+}
+
+/// A public link made: its record, and the token of its URL (shown once; only its SHA-256 is
+/// kept).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewPublicLink {
+    /// The link.
+    pub link: PublicLink,
+    /// The token (`/p/{token}`), 43 base62 characters (about 256 bits).
+    pub token: String,
+}
+
+/// Makes a long-lived, unguessable link to an accepted document's printable (its KuDE, or its
+/// autoimpresor PDF) for its customer, valid for `lifetime` (`PublicLinkCreated` on its
+/// timeline). A document in any other status is refused (`InvalidTransition`).
+pub async fn create_public_link(
+    store: &SharedStore,
+    clock: &dyn Clock,
+    tenant: TenantId,
+    document_id: Uuid,
+    lifetime: chrono::Duration,
+    metadata: EventMetadata,
+) -> Result<NewPublicLink, DocumentsError> {
+    let at = clock.now();
+    let token = crate::access::random_base62(43);
+    let link_id = Uuid::now_v7();
+    let command = DocumentCommand::CreatePublicLink {
+        link_id,
+        token_sha256: crate::access::sha256_hex(&token),
+        expires_at: at + lifetime,
+        at,
+    };
+    self::command(store, tenant, document_id, command, metadata).await?;
+    let link = public_links(store, tenant, document_id)
+        .await?
+        .into_iter()
+        .find(|l| l.link_id == link_id)
+        .ok_or(DocumentsError::Conflict)?;
+    Ok(NewPublicLink { link, token })
+}
+
+/// Revokes a public link: it stops working at once (`PublicLinkRevoked`; revoking it again is
+/// nothing new). An unknown link is `NoSuchLink`.
+pub async fn revoke_public_link(
+    store: &SharedStore,
+    clock: &dyn Clock,
+    tenant: TenantId,
+    document_id: Uuid,
+    link_id: Uuid,
+    metadata: EventMetadata,
+) -> Result<(), DocumentsError> {
+    let at = clock.now();
+    let command = DocumentCommand::RevokePublicLink { link_id, at };
+    self::command(store, tenant, document_id, command, metadata).await
+}
+
+/// A document's public links, in the order made (revoked and expired ones too).
+pub async fn public_links(
+    store: &SharedStore,
+    tenant: TenantId,
+    document_id: Uuid,
+) -> Result<Vec<PublicLink>, StoreError> {
+    Ok(state_of(store, tenant, document_id)
+        .await?
+        .map(|d| d.public_links)
+        .unwrap_or_default())
 }

@@ -220,6 +220,9 @@ pub struct Config {
     /// `KUATIA_ARTIFACT_URL_TTL_SECS`: how long a download URL is valid. Default 900 (the
     /// contract's 15 minutes).
     pub artifact_url_ttl_secs: u64,
+    /// `KUATIA_PUBLIC_LINK_DAYS`: how long a document's public link (`/p/{token}`, the KuDE for
+    /// its customer) works. Default 90; 1 to 3650.
+    pub public_link_days: u32,
     // --- Webhooks and delivery to customers and issuers (issue 7; docs/webhooks.md) ---
     /// `KUATIA_DELIVERY_RETRY_SCALE`: multiplies the retry schedule of webhook deliveries and
     /// customer/issuer deliveries (1 min, 5 min, 30 min, 2 h, 6 h, 12 h, 24 h); 1 in production,
@@ -325,6 +328,7 @@ impl Default for Config {
             artifacts_s3_allow_http: false,
             artifact_url_key: None,
             artifact_url_ttl_secs: 900,
+            public_link_days: 90,
             delivery_retry_scale: 1.0,
             private_destinations: None,
             pfx_workers: 2,
@@ -411,6 +415,7 @@ impl std::fmt::Debug for Config {
             .field("artifacts_s3_allow_http", &self.artifacts_s3_allow_http)
             .field("artifact_url_key", &self.artifact_url_key)
             .field("artifact_url_ttl_secs", &self.artifact_url_ttl_secs)
+            .field("public_link_days", &self.public_link_days)
             .field("delivery_retry_scale", &self.delivery_retry_scale)
             .field("private_destinations", &self.private_destinations)
             .field("pfx_workers", &self.pfx_workers)
@@ -590,6 +595,11 @@ impl Config {
         if config.db_max_connections < 2 {
             return Err(ConfigError("KUATIA_DB_MAX_CONNECTIONS must be at least 2".into()));
         }
+        if !(1..=3650).contains(&config.public_link_days) {
+            return Err(ConfigError(
+                "KUATIA_PUBLIC_LINK_DAYS must be 1 to 3650 (days a document's public link works)".into(),
+            ));
+        }
         Ok(config)
     }
 
@@ -718,6 +728,21 @@ mod tests {
         figment::Jail::expect_with(|jail| {
             jail.set_env("KUATIA_INSECURE_COOKIES", "maybe");
             assert!(Config::from_figment(Config::figment(None)).is_err());
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn a_public_link_lives_90_days_unless_set_between_1_and_3650() {
+        figment::Jail::expect_with(|jail| {
+            let days = || Config::from_figment(Config::figment(None)).map(|c| c.public_link_days);
+            assert_eq!(days().expect("valid"), 90);
+            jail.set_env("KUATIA_PUBLIC_LINK_DAYS", "7");
+            assert_eq!(days().expect("valid"), 7);
+            for refused in ["0", "3651", "-1", "soon"] {
+                jail.set_env("KUATIA_PUBLIC_LINK_DAYS", refused);
+                assert!(days().is_err(), "{refused}");
+            }
             Ok(())
         });
     }

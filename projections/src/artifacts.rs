@@ -1,7 +1,8 @@
 //! Queries over the `documents` projection's `document_artifacts` for the unauthenticated
-//! download endpoint: it knows a document id and an artifact id (bound together by the URL's
-//! signature) and no tenant, so it looks the artifact up by both ids. Writes: none (the rows are
-//! the `documents` projection's).
+//! endpoints: the presigned download knows a document id and an artifact id (bound together by
+//! the URL's signature) and no tenant, so it looks the artifact up by both ids; a public link
+//! knows its token's hash, which names the document. Writes: none (the rows are the `documents`
+//! projection's).
 
 use chrono::{DateTime, Utc};
 use kuatia_application::event_store::{SharedStore, StoreError};
@@ -61,4 +62,55 @@ pub async fn download(
             })
         })
         .transpose()
+}
+
+/// A public link found by its token's hash, with the document's newest printable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublicPrintable {
+    /// When the link stops working.
+    pub expires_at: DateTime<Utc>,
+    /// When it was revoked.
+    pub revoked_at: Option<DateTime<Utc>>,
+    /// The document.
+    pub document_id: Uuid,
+    /// Its newest KuDE or autoimpresor PDF; `None` while none is rendered.
+    pub printable: Option<Download>,
+}
+
+/// The public link whose token hashes to `token_sha256`, in any tenant.
+pub async fn public_printable(
+    store: &SharedStore,
+    token_sha256: &str,
+) -> Result<Option<PublicPrintable>, StoreError> {
+    let rows = store
+        .query(
+            "SELECT l.document_id, l.expires_at, l.revoked_at FROM document_public_links l \
+             WHERE l.token_sha256 = $1",
+            &[SqlValue::Text(token_sha256.to_owned())],
+        )
+        .await?;
+    let Some(link) = rows.first() else {
+        return Ok(None);
+    };
+    let document_id = link[0].as_uuid().ok_or_else(|| corrupt("document id"))?;
+    let newest = store
+        .query(
+            "SELECT a.id FROM document_artifacts a WHERE a.document_id = $1 \
+               AND a.kind IN ('kude', 'printable_pdf') ORDER BY a.created_at DESC, a.version DESC LIMIT 1",
+            &[SqlValue::Uuid(document_id)],
+        )
+        .await?;
+    let printable = match newest.first() {
+        Some(row) => {
+            let artifact_id = row[0].as_uuid().ok_or_else(|| corrupt("artifact id"))?;
+            download(store, document_id, artifact_id).await?
+        }
+        None => None,
+    };
+    Ok(Some(PublicPrintable {
+        expires_at: link[1].as_timestamp().ok_or_else(|| corrupt("expires_at"))?,
+        revoked_at: link[2].non_null().and_then(SqlValue::as_timestamp),
+        document_id,
+        printable,
+    }))
 }

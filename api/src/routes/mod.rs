@@ -13,6 +13,7 @@ pub mod identity;
 pub mod metrics;
 pub mod print_settings;
 pub mod printing;
+pub mod public_links;
 pub mod sandbox;
 pub mod schemas;
 pub mod tenants;
@@ -78,6 +79,21 @@ pub const PERMISSIONS: &[(&str, &str, Permission)] = &[
         "post",
         "/v1/documents/{id}/deliveries",
         documents::DELIVER_BY_HAND,
+    ),
+    (
+        "post",
+        "/v1/documents/{id}/public-links",
+        public_links::MANAGE_PUBLIC_LINKS,
+    ),
+    (
+        "get",
+        "/v1/documents/{id}/public-links",
+        public_links::READ_PUBLIC_LINKS,
+    ),
+    (
+        "delete",
+        "/v1/documents/{id}/public-links/{linkId}",
+        public_links::MANAGE_PUBLIC_LINKS,
     ),
     (
         "post",

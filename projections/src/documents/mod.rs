@@ -64,7 +64,12 @@ impl Projection for Documents {
     }
 
     fn tables(&self) -> &'static [&'static str] {
-        &["documents", "document_artifacts", "document_manual_deliveries"]
+        &[
+            "documents",
+            "document_artifacts",
+            "document_manual_deliveries",
+            "document_public_links",
+        ]
     }
 
     async fn apply(&self, tx: &mut dyn SqlTx, event: &RecordedEvent) -> Result<(), StoreError> {

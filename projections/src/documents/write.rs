@@ -157,6 +157,33 @@ pub(super) async fn apply_own(
                     .await?;
                 }
             }
+            DocumentEvent::PublicLinkCreated {
+                link_id,
+                token_sha256,
+                expires_at,
+                at,
+            } => {
+                tx.execute(
+                    "INSERT INTO document_public_links (token_sha256, id, tenant_id, document_id, expires_at, \
+                       revoked_at, created_at) VALUES ($1, $2, $3, $4, $5, NULL, $6) ON CONFLICT (token_sha256) DO NOTHING",
+                    &[
+                        SqlValue::Text(token_sha256.clone()),
+                        SqlValue::Uuid(*link_id),
+                        tenant.clone(),
+                        SqlValue::Uuid(document_id),
+                        SqlValue::Timestamp(*expires_at),
+                        SqlValue::Timestamp(*at),
+                    ],
+                )
+                .await?;
+            }
+            DocumentEvent::PublicLinkRevoked { link_id, at } => {
+                tx.execute(
+                    "UPDATE document_public_links SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL",
+                    &[SqlValue::Uuid(*link_id), SqlValue::Timestamp(*at)],
+                )
+                .await?;
+            }
             _ => {}
         }
     }

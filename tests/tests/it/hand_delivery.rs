@@ -1,6 +1,8 @@
-//! Deliveries made by hand, black-box over HTTP: a document whose delivery is `manual` waits in
+//! Delivery by hand, black-box over HTTP: a document whose delivery is `manual` waits in
 //! `GET /v1/documents?delivery=pending_manual` until the issuer records how it was delivered
-//! (`POST /v1/documents/{id}/deliveries`), which shows on its timeline with the caller as actor.
+//! (`POST /v1/documents/{id}/deliveries`), which shows on its timeline with the caller as actor;
+//! and the public link the issuer sends a customer (`/p/{token}`): long-lived, unguessable,
+//! revocable.
 
 use kuatia_infrastructure::sifen_sim::SimConfig;
 use kuatia_tests::{Simulated, error_code, id, send};
@@ -191,5 +193,150 @@ async fn a_delivery_by_hand_is_refused_clearly_when_it_cannot_be_recorded() {
     .await;
     assert_eq!(status, 404, "{answer}");
     assert_eq!(listed(&f, "?delivery=pending_manual").await, [doc]);
+    f.app.stop().await;
+}
+
+#[tokio::test]
+async fn a_public_link_serves_the_kude_until_it_is_revoked_or_expires() {
+    let f = Simulated::named("links", SimConfig::default(), |c| c.public_link_days = 30).await;
+    let doc = f.post(&f.invoice("LINK-1")).await;
+    f.wait_status(&doc, "accepted", Duration::from_secs(30)).await;
+    let kude_sha = f.wait_recorded(&doc, "kude", 1, Duration::from_secs(60)).await;
+    let links = format!("/v1/documents/{doc}/public-links");
+
+    let before = chrono::Utc::now();
+    let (status, made) = send(f.req(Method::POST, &links)).await;
+    assert_eq!(status, 201, "{made}");
+    let url = made["url"].as_str().expect("the url, once").to_owned();
+    let token = url.rsplit("/p/").next().expect("a /p/ path").to_owned();
+    assert_eq!(token.len(), 43, "{url}");
+    assert!(url.starts_with("http://"), "absolute: {url}");
+    let expires: chrono::DateTime<chrono::Utc> = made["expires_at"]
+        .as_str()
+        .expect("expires_at")
+        .parse()
+        .expect("a time");
+    let days = (expires - before).num_hours() as f64 / 24.0;
+    assert!((29.9..=30.1).contains(&days), "{days} days");
+
+    // The customer opens it with no credentials: the very KuDE stored, inline.
+    let opened = reqwest::get(&url).await.expect("opened");
+    assert_eq!(opened.status(), 200);
+    assert_eq!(opened.headers()["content-type"], "application/pdf");
+    assert!(
+        opened.headers()["content-disposition"]
+            .to_str()
+            .is_ok_and(|d| d.starts_with("inline")),
+        "{:?}",
+        opened.headers()
+    );
+    let bytes = opened.bytes().await.expect("bytes");
+    assert_eq!(kuatia_application::artifacts::sha256_hex(&bytes), kude_sha);
+
+    // Listed without its token, on the timeline.
+    let (status, listed_links) = send(f.req(Method::GET, &links)).await;
+    assert_eq!(status, 200, "{listed_links}");
+    assert_eq!(listed_links.as_array().map(Vec::len), Some(1), "{listed_links}");
+    assert_eq!(listed_links[0]["url"], Value::Null);
+    assert!(
+        !listed_links.to_string().contains(&token),
+        "the token is shown once"
+    );
+    let types: Vec<Value> = f
+        .timeline(&doc)
+        .await
+        .into_iter()
+        .map(|e| e["type"].clone())
+        .collect();
+    assert!(types.contains(&json!("PublicLinkCreated")), "{types:?}");
+
+    // Anything that is not a live token is the same 404.
+    let gone = |response: reqwest::Response| async move {
+        assert_eq!(response.status(), 404);
+        let body: Value = response.json().await.expect("an error body");
+        assert_eq!(body["code"], "not_found", "{body}");
+    };
+    let base = url.trim_end_matches(&token).to_owned();
+    gone(
+        reqwest::get(format!("{base}{}", "A".repeat(43)))
+            .await
+            .expect("answered"),
+    )
+    .await;
+    gone(reqwest::get(format!("{base}short")).await.expect("answered")).await;
+
+    // Revoked: it stops at once; revoking again is the same answer; an unknown link is 404.
+    let link = id(&made);
+    let (status, _) = send(f.req(Method::DELETE, &format!("{links}/{link}"))).await;
+    assert_eq!(status, 204);
+    gone(reqwest::get(&url).await.expect("answered")).await;
+    let (status, _) = send(f.req(Method::DELETE, &format!("{links}/{link}"))).await;
+    assert_eq!(status, 204);
+    let (status, answer) = send(f.req(Method::DELETE, &format!("{links}/{}", uuid::Uuid::now_v7()))).await;
+    error_code(status, &answer, 404, "not_found");
+
+    // Expired: a second link whose end has passed (the read model's clock moved on).
+    let (status, second) = send(f.req(Method::POST, &links)).await;
+    assert_eq!(status, 201, "{second}");
+    let second_url = second["url"].as_str().expect("url").to_owned();
+    assert_eq!(reqwest::get(&second_url).await.expect("opened").status(), 200);
+    let database = f.app.db.open().await;
+    let sql = "SELECT CAST(id AS TEXT), CAST(document_id AS TEXT), token_sha256, CAST(expires_at AS TEXT), \
+               CAST(revoked_at AS TEXT), CAST(created_at AS TEXT) FROM document_public_links ORDER BY id";
+    let rows = kuatia_tests::snapshot(&database, sql).await;
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    crate::documents::rebuilt_read_model(&database).await;
+    assert_eq!(
+        kuatia_tests::snapshot(&database, sql).await,
+        rows,
+        "as written == rebuilt"
+    );
+    kuatia_tests::execute(
+        &database,
+        "UPDATE document_public_links SET expires_at = created_at WHERE revoked_at IS NULL",
+    )
+    .await
+    .expect("moved");
+    gone(reqwest::get(&second_url).await.expect("answered")).await;
+    f.app.stop().await;
+}
+
+#[tokio::test]
+async fn a_public_link_is_for_an_accepted_document_of_the_caller_s_tenant_and_role() {
+    let f = Simulated::named("links-refusals", SimConfig::default(), |_| {}).await;
+    let doc = f.post(&f.invoice("LINK-R1")).await;
+    f.wait_status(&doc, "accepted", Duration::from_secs(30)).await;
+    let links = format!("/v1/documents/{doc}/public-links");
+
+    let mut invalid = f.invoice("LINK-R2");
+    invalid["totals"]["grand_total"] = json!(1);
+    let (_, refused) = f.try_post(&invalid).await;
+    let (status, answer) = send(f.req(
+        Method::POST,
+        &format!("/v1/documents/{}/public-links", id(&refused)),
+    ))
+    .await;
+    error_code(status, &answer, 409, "conflict_error");
+
+    let (status, viewer) = send(
+        f.req(Method::POST, "/v1/api-keys")
+            .json(&json!({"name": "auditor", "role": "viewer"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{viewer}");
+    let secret = viewer["key"].as_str().expect("the key").to_owned();
+    let as_viewer = |m: Method| f.app.as_key(m, &links, &secret, &f.r.tenant);
+    let (status, answer) = send(as_viewer(Method::POST)).await;
+    error_code(status, &answer, 403, "permission_error");
+    let (status, answer) = send(as_viewer(Method::GET)).await;
+    assert_eq!(status, 200, "a viewer reads them: {answer}");
+
+    let other = f.app.ready_at("links-other", &f.sim.base_url()).await;
+    let (status, answer) = send(other.req(Method::POST, &links)).await;
+    error_code(status, &answer, 404, "not_found");
+    let (status, answer) = send(other.req(Method::GET, &links)).await;
+    error_code(status, &answer, 404, "not_found");
+    let (status, list) = send(f.req(Method::GET, &links)).await;
+    assert_eq!((status, list), (200, json!([])), "nothing was made");
     f.app.stop().await;
 }

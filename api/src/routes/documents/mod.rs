@@ -494,5 +494,5 @@ pub mod actions;
 pub mod read;
 
 pub use actions::{DELIVER_BY_HAND, FiscalReason, RETRY_DOCUMENT, VOID_DOCUMENT};
-use read::visible;
+pub(crate) use read::visible;
 pub use read::{DocumentDetail, DocumentList, ListQuery, SifenAnswerView, TimelineView};

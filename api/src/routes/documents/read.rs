@@ -179,7 +179,7 @@ pub async fn list_documents(
     }))
 }
 
-pub(super) async fn visible(state: &AppState, caller: &Caller, id: Uuid) -> Result<DocumentRow, ApiError> {
+pub(crate) async fn visible(state: &AppState, caller: &Caller, id: Uuid) -> Result<DocumentRow, ApiError> {
     read_docs::document(&state.store, caller.tenant, id)
         .await?
         .filter(|d| caller.sees(d.company_id))

@@ -275,6 +275,25 @@ pub enum DocumentCommand {
         /// When.
         at: DateTime<Utc>,
     },
+    /// `POST /public-links`: a long-lived link to the document's printable for its customer.
+    /// Only the SHA-256 of the link's token is kept: the token itself is shown once.
+    CreatePublicLink {
+        /// The link's id.
+        link_id: Uuid,
+        /// SHA-256 (hex) of the token in the link's URL.
+        token_sha256: String,
+        /// When the link stops working.
+        expires_at: DateTime<Utc>,
+        /// When.
+        at: DateTime<Utc>,
+    },
+    /// `DELETE /public-links/{id}`: the link stops working now.
+    RevokePublicLink {
+        /// The link's id.
+        link_id: Uuid,
+        /// When.
+        at: DateTime<Utc>,
+    },
     /// `POST /regenerate-pdf`: a new version of the printable.
     RequestPdfRegeneration {
         /// When.
@@ -312,6 +331,8 @@ impl DocumentCommand {
             Self::RecordArtifact { .. } => "record_artifact",
             Self::RecordDelivery { .. } => "record_delivery",
             Self::DeliverByHand { .. } => "deliver_by_hand",
+            Self::CreatePublicLink { .. } => "create_public_link",
+            Self::RevokePublicLink { .. } => "revoke_public_link",
             Self::RequestPdfRegeneration { .. } => "regenerate_pdf",
         }
     }
@@ -489,7 +510,7 @@ mod tests {
         let mut names: Vec<&str> = commands.iter().map(DocumentCommand::name).collect();
         names.sort_unstable();
         names.dedup();
-        assert_eq!(names.len(), 24);
+        assert_eq!(names.len(), 26);
         for command in commands.into_iter().skip(1) {
             let name = command.name();
             assert_eq!(run(vec![], command), Err(DocumentError::NotFound), "{name}");

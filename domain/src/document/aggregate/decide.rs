@@ -576,6 +576,33 @@ impl Document {
                     at,
                 })
             }
+            DocumentCommand::CreatePublicLink {
+                link_id,
+                token_sha256,
+                expires_at,
+                at,
+            } => {
+                if s.status != S::Accepted {
+                    return Err(refused);
+                }
+                check_sha256("token_sha256", &token_sha256)?;
+                if s.public_links.iter().any(|l| l.link_id == link_id) {
+                    return nothing();
+                }
+                one(DocumentEvent::PublicLinkCreated {
+                    link_id,
+                    token_sha256,
+                    expires_at,
+                    at,
+                })
+            }
+            DocumentCommand::RevokePublicLink { link_id, at } => {
+                match s.public_links.iter().find(|l| l.link_id == link_id) {
+                    None => Err(DocumentError::NoSuchLink),
+                    Some(link) if link.revoked_at.is_some() => nothing(),
+                    Some(_) => one(DocumentEvent::PublicLinkRevoked { link_id, at }),
+                }
+            }
             DocumentCommand::RequestPdfRegeneration { at } => {
                 let kind = s.printable_kind().ok_or(DocumentError::NoPrintable)?;
                 if s.pdf_regeneration_pending {

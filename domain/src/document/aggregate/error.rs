@@ -6,7 +6,8 @@ use uuid::Uuid;
 use super::command::ArtifactKind;
 use super::state::{DocumentStatus, FiscalEventKind};
 
-/// Refusals. Meant to map to HTTP as: [`Self::NotFound`] 404, [`Self::ReasonLength`] and
+/// Refusals. Meant to map to HTTP as: [`Self::NotFound`] and [`Self::NoSuchLink`] 404,
+/// [`Self::ReasonLength`] and
 /// [`Self::TooLong`] 400 `validation_error`, every other one 409 `conflict_error` ([`Self::Malformed`] comes from a
 /// channel's report, a bug there, never from a client).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -50,6 +51,9 @@ pub enum DocumentError {
         /// Characters of the trimmed text.
         chars: usize,
     },
+    /// No public link of this id on the document (404).
+    #[error("no such public link")]
+    NoSuchLink,
     /// Giving up before the 60 h horizon.
     #[error("retries continue until {not_before}")]
     GiveUpTooEarly {

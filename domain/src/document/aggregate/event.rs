@@ -276,6 +276,25 @@ pub enum DocumentEvent {
         /// When.
         at: DateTime<Utc>,
     },
+    /// A long-lived link to the document's printable was made for its customer (only the SHA-256
+    /// of its token is kept).
+    PublicLinkCreated {
+        /// The link's id.
+        link_id: Uuid,
+        /// SHA-256 (hex) of the token in the link's URL.
+        token_sha256: String,
+        /// When the link stops working.
+        expires_at: DateTime<Utc>,
+        /// When.
+        at: DateTime<Utc>,
+    },
+    /// A public link was revoked: it stops working.
+    PublicLinkRevoked {
+        /// The link's id.
+        link_id: Uuid,
+        /// When.
+        at: DateTime<Utc>,
+    },
     /// The document cannot be issued (`failed_terminal`, no number drawn): an autoimpresor
     /// authorization that does not cover it, or a SIFEN DE that could not be built or signed
     /// (webhook `document.failed`).
@@ -350,6 +369,8 @@ impl DocumentEvent {
             | Self::ArtifactRecorded { at, .. }
             | Self::DeliveryRecorded { at, .. }
             | Self::DeliveredByHand { at, .. }
+            | Self::PublicLinkCreated { at, .. }
+            | Self::PublicLinkRevoked { at, .. }
             | Self::DocumentIssuanceRefused { at, .. }
             | Self::NumberingRangeNearlyExhausted { at, .. }
             | Self::NumberReported { at, .. }
@@ -387,6 +408,8 @@ impl DocumentEvent {
             | Self::ArtifactRecorded { .. }
             | Self::DeliveryRecorded { .. }
             | Self::DeliveredByHand { .. }
+            | Self::PublicLinkCreated { .. }
+            | Self::PublicLinkRevoked { .. }
             | Self::NumberingRangeNearlyExhausted { .. }
             | Self::NumberReported { .. }
             | Self::PdfRegenerationRequested { .. } => None,
@@ -422,6 +445,8 @@ impl DomainEvent for DocumentEvent {
             Self::ArtifactRecorded { .. } => "ArtifactRecorded",
             Self::DeliveryRecorded { .. } => "DeliveryRecorded",
             Self::DeliveredByHand { .. } => "DeliveredByHand",
+            Self::PublicLinkCreated { .. } => "PublicLinkCreated",
+            Self::PublicLinkRevoked { .. } => "PublicLinkRevoked",
             Self::PdfRegenerationRequested { .. } => "PdfRegenerationRequested",
             Self::DocumentIssuanceRefused { .. } => "DocumentIssuanceRefused",
             Self::NumberingRangeNearlyExhausted { .. } => "NumberingRangeNearlyExhausted",
@@ -464,7 +489,7 @@ mod tests {
         }
         names.sort();
         names.dedup();
-        assert_eq!(names.len(), 29, "one distinct name per event");
+        assert_eq!(names.len(), 31, "one distinct name per event");
     }
 
     #[test]

@@ -58,6 +58,8 @@
 //! | any | `RecordArtifact` | unchanged | `ArtifactRecorded` |
 //! | any | `RecordDelivery` | unchanged | `DeliveryRecorded` |
 //! | accepted | `DeliverByHand` | unchanged; the deliveries of its target waiting for the issuer's hand are `sent` | `DeliveredByHand` |
+//! | accepted | `CreatePublicLink` | unchanged | `PublicLinkCreated` |
+//! | any, the link made | `RevokePublicLink` | unchanged | `PublicLinkRevoked` |
 //! | any, with a printable | `RequestPdfRegeneration` | unchanged | `PdfRegenerationRequested` |
 //!
 //! Anything else is refused with [`DocumentError::InvalidTransition`], which the API answers with
@@ -120,7 +122,7 @@ pub use error::DocumentError;
 pub use event::{DocumentEvent, stream_id};
 pub use state::{
     Artifact, DeliveryState, Document, DocumentState, DocumentStatus, FiscalEventKind, FiscalRefusal,
-    HandDelivery, PendingFiscalEvent, SifenAnswer, Voiding,
+    HandDelivery, PendingFiscalEvent, PublicLink, SifenAnswer, Voiding,
 };
 
 #[cfg(test)]

@@ -181,6 +181,19 @@ pub struct HandDelivery {
     pub at: DateTime<Utc>,
 }
 
+/// A long-lived link to the document's printable.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PublicLink {
+    /// Its id.
+    pub link_id: Uuid,
+    /// When it stops working.
+    pub expires_at: DateTime<Utc>,
+    /// When it was revoked.
+    pub revoked_at: Option<DateTime<Utc>>,
+    /// When it was made.
+    pub created_at: DateTime<Utc>,
+}
+
 /// The two SIFEN events of the issuer that end a document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -326,6 +339,9 @@ pub struct DocumentState {
     /// The deliveries the issuer made by hand, in the order recorded.
     #[serde(default)]
     pub hand_deliveries: Vec<HandDelivery>,
+    /// The public links to its printable, in the order made.
+    #[serde(default)]
+    pub public_links: Vec<PublicLink>,
     /// Autoimpresor: why the document could not be issued (`failed_terminal`).
     #[serde(default)]
     pub issuance_refusal: Option<String>,
@@ -646,6 +662,22 @@ impl DocumentState {
                     at,
                 });
             }
+            DocumentEvent::PublicLinkCreated {
+                link_id,
+                expires_at,
+                at,
+                ..
+            } => self.public_links.push(PublicLink {
+                link_id,
+                expires_at,
+                revoked_at: None,
+                created_at: at,
+            }),
+            DocumentEvent::PublicLinkRevoked { link_id, at } => {
+                if let Some(link) = self.public_links.iter_mut().find(|l| l.link_id == link_id) {
+                    link.revoked_at.get_or_insert(at);
+                }
+            }
             DocumentEvent::PdfRegenerationRequested { .. } => self.pdf_regeneration_pending = true,
         }
     }
@@ -742,6 +774,7 @@ impl Aggregate for Document {
                 pdf_regeneration_pending: false,
                 deliveries: BTreeMap::new(),
                 hand_deliveries: Vec::new(),
+                public_links: Vec::new(),
                 issuance_refusal: None,
                 reported: Vec::new(),
             });

@@ -586,6 +586,17 @@ pub(super) fn deliver_by_hand(target: DeliveryTarget) -> DocumentCommand {
     }
 }
 
+pub(super) const LINK_TOKEN_SHA256: &str = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+
+pub(super) fn create_public_link() -> DocumentCommand {
+    DocumentCommand::CreatePublicLink {
+        link_id: Uuid::from_u128(700),
+        token_sha256: LINK_TOKEN_SHA256.into(),
+        expires_at: t(60) + TimeDelta::days(90),
+        at: t(60),
+    }
+}
+
 pub(super) fn every_command() -> Vec<DocumentCommand> {
     vec![
         receive(ChannelKind::Sifen, vec![]),
@@ -622,6 +633,11 @@ pub(super) fn every_command() -> Vec<DocumentCommand> {
         record_artifact(Uuid::from_u128(500), ArtifactKind::ChannelResponse, 1),
         record_delivery(DeliveryStatus::Sent, 1),
         deliver_by_hand(DeliveryTarget::Customer),
+        create_public_link(),
+        DocumentCommand::RevokePublicLink {
+            link_id: Uuid::from_u128(700),
+            at: t(61),
+        },
         DocumentCommand::RequestPdfRegeneration { at: t(40) },
     ]
 }
@@ -676,6 +692,16 @@ pub(crate) fn samples() -> Vec<DocumentEvent> {
             recipient: Some("Juan Pérez".into()),
             note: Some("firmó el recibo".into()),
             at: t(50),
+        },
+        DocumentEvent::PublicLinkCreated {
+            link_id: Uuid::from_u128(700),
+            token_sha256: LINK_TOKEN_SHA256.into(),
+            expires_at: t(60) + TimeDelta::days(90),
+            at: t(60),
+        },
+        DocumentEvent::PublicLinkRevoked {
+            link_id: Uuid::from_u128(700),
+            at: t(61),
         },
         DocumentEvent::PdfRegenerationRequested {
             kind: ArtifactKind::Kude,

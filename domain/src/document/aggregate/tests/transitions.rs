@@ -733,6 +733,67 @@ fn a_delivery_by_hand_with_a_recipient_or_note_too_long_is_refused() {
     ));
 }
 
+/// A public link is made for an accepted document, once per link id; revoking it is one event,
+/// again nothing, and an unknown link is `NoSuchLink`. The state knows each link and its end.
+#[test]
+fn a_public_link_is_made_for_an_accepted_document_and_revoked_once() {
+    table(create_public_link, |situation| {
+        if situation.status() == DocumentStatus::Accepted {
+            Expect::Events
+        } else {
+            Expect::Refused
+        }
+    });
+    let mut events = invoice(Situation::AcceptedSifen);
+    let created = DocumentEvent::PublicLinkCreated {
+        link_id: Uuid::from_u128(700),
+        token_sha256: LINK_TOKEN_SHA256.into(),
+        expires_at: t(60) + TimeDelta::days(90),
+        at: t(60),
+    };
+    TestFramework::<Document>::with(())
+        .given(events.clone())
+        .when(create_public_link())
+        .then_expect_events(vec![created.clone()]);
+    let revoke = || DocumentCommand::RevokePublicLink {
+        link_id: Uuid::from_u128(700),
+        at: t(61),
+    };
+    assert_eq!(run(events.clone(), revoke()), Err(DocumentError::NoSuchLink));
+    events.push(created);
+    TestFramework::<Document>::with(())
+        .given(events.clone())
+        .when(create_public_link())
+        .then_expect_events(vec![]);
+    let revoked = DocumentEvent::PublicLinkRevoked {
+        link_id: Uuid::from_u128(700),
+        at: t(61),
+    };
+    TestFramework::<Document>::with(())
+        .given(events.clone())
+        .when(revoke())
+        .then_expect_events(vec![revoked.clone()]);
+    events.push(revoked);
+    TestFramework::<Document>::with(())
+        .given(events.clone())
+        .when(revoke())
+        .then_expect_events(vec![]);
+    let state = state_after(events.clone());
+    assert_eq!(state.public_links.len(), 1);
+    assert_eq!(state.public_links[0].revoked_at, Some(t(61)));
+    let mut bad = create_public_link();
+    if let DocumentCommand::CreatePublicLink { token_sha256, .. } = &mut bad {
+        *token_sha256 = "not a hash".into();
+    }
+    assert!(matches!(
+        run(invoice(Situation::AcceptedSifen), bad),
+        Err(DocumentError::Malformed {
+            field: "token_sha256",
+            ..
+        })
+    ));
+}
+
 #[test]
 fn a_document_with_a_printable_gets_a_regeneration_once_per_new_version() {
     let mut events = invoice(Situation::AcceptedSifen);
