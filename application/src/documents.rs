@@ -85,7 +85,7 @@ pub const PRINTABLE_REGENERATE: &str = "printing.regenerate";
 pub fn job_policy() -> Arc<JobPolicy<Document>> {
     Arc::new(
         |stream: &StreamRef, document: &Document, events: &[DocumentEvent]| {
-            let Some(document_id) = stream.stream_id.rsplit(':').next() else {
+            let Some(document_id) = aggregate::document_of(&stream.stream_id) else {
                 return Vec::new();
             };
             let payload = serde_json::json!({ "document_id": document_id });

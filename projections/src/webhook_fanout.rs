@@ -159,11 +159,7 @@ impl Projection for WebhookFanout {
 
 /// The document id of an event of a document stream (`document:<tenant>:<uuid>`).
 fn document_id(event: &RecordedEvent) -> Result<Uuid, StoreError> {
-    event
-        .stream_id
-        .rsplit(':')
-        .next()
-        .and_then(|s| s.parse().ok())
+    kuatia_domain::document::aggregate::document_of(&event.stream_id)
         .ok_or_else(|| corrupt(format!("stream id {}", event.stream_id)))
 }
 

@@ -218,11 +218,7 @@ fn decode(event: &RecordedEvent) -> Result<DocumentEvent, StoreError> {
 
 /// The document id of an event of a document stream (`…:<uuid>`).
 fn document_id(event: &RecordedEvent) -> Result<Uuid, StoreError> {
-    event
-        .stream_id
-        .rsplit(':')
-        .next()
-        .and_then(|id| id.parse::<Uuid>().ok())
+    kuatia_domain::document::aggregate::document_of(&event.stream_id)
         .ok_or_else(|| corrupt("document stream id"))
 }
 

@@ -19,6 +19,15 @@ pub fn stream_id(tenant: TenantId, id: Uuid) -> String {
     format!("document:{tenant}:{id}")
 }
 
+/// The document a document stream's id names (`document:<tenant>:<uuid>`); `None` for any other.
+pub fn document_of(stream_id: &str) -> Option<Uuid> {
+    let mut parts = stream_id.splitn(3, ':');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some("document"), Some(_tenant), Some(id)) => id.parse().ok(),
+        _ => None,
+    }
+}
+
 /// Events. Every one carries `at`, the moment it was recorded (the timeline's `at`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum DocumentEvent {
@@ -472,6 +481,15 @@ mod tests {
             stream_id(tenant, Uuid::from_u128(8)),
             "document:00000000-0000-0000-0000-000000000007:00000000-0000-0000-0000-000000000008"
         );
+    }
+
+    #[test]
+    fn a_document_stream_names_its_document_and_no_other_stream_does() {
+        let (tenant, id) = (TenantId::from_uuid(Uuid::from_u128(1)), Uuid::from_u128(2));
+        assert_eq!(document_of(&stream_id(tenant, id)), Some(id));
+        assert_eq!(document_of(&format!("company:{tenant}:{id}")), None);
+        assert_eq!(document_of("document:only-two"), None);
+        assert_eq!(document_of(&format!("document:{tenant}:not-a-uuid")), None);
     }
 
     #[test]

@@ -119,7 +119,7 @@ pub use decide::{
     HAND_NOTE_CHARS, HAND_RECIPIENT_CHARS, REASON_CHARS, SUBMISSION_HORIZON, cancellation_window,
 };
 pub use error::DocumentError;
-pub use event::{DocumentEvent, stream_id};
+pub use event::{DocumentEvent, document_of, stream_id};
 pub use state::{
     Artifact, DeliveryState, Document, DocumentState, DocumentStatus, FiscalEventKind, FiscalRefusal,
     HandDelivery, PendingFiscalEvent, PublicLink, SifenAnswer, Voiding,
