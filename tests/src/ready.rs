@@ -332,4 +332,31 @@ impl Ready {
             .cloned()
             .unwrap_or_else(|| panic!("no sifen channel in {body}"))
     }
+
+    /// The ids `GET /v1/documents{query}` lists (its first page), asserting 200.
+    pub async fn ids(&self, query: &str) -> Vec<String> {
+        let (status, body) = send(self.req(Method::GET, &format!("/v1/documents{query}"))).await;
+        assert_eq!(status, 200, "{query}: {body}");
+        body["documents"]
+            .as_array()
+            .unwrap_or_else(|| panic!("documents in {body}"))
+            .iter()
+            .map(id)
+            .collect()
+    }
+
+    /// Issues an API key of `role` (optionally scoped to a company); returns (secret, key id).
+    pub async fn api_key(&self, role: &str, company: Option<&str>) -> (String, String) {
+        let mut body = json!({"name": format!("{role} key"), "role": role});
+        if let Some(c) = company {
+            body["company_id"] = json!(c);
+        }
+        let (status, created) = send(self.req(Method::POST, "/v1/api-keys").json(&body)).await;
+        assert_eq!(status, 201, "{created}");
+        let secret = created["key"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no key secret in {created}"))
+            .to_owned();
+        (secret, id(&created))
+    }
 }

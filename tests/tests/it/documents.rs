@@ -155,18 +155,7 @@ impl Fx {
 
     /// Issues an API key of `role` (optionally scoped to a company); returns (key, key id).
     async fn key(&self, role: &str, company: Option<&str>) -> (String, String) {
-        let mut body = json!({"name": format!("{role} key"), "role": role});
-        if let Some(c) = company {
-            body["company_id"] = json!(c);
-        }
-        let (status, created) = send(self.req(Method::POST, "/v1/api-keys").json(&body)).await;
-        assert_eq!(status, 201, "{created}");
-        let secret = ["key", "api_key", "secret", "token"]
-            .iter()
-            .find_map(|k| created[*k].as_str())
-            .unwrap_or_else(|| panic!("no key secret in {created}"))
-            .to_owned();
-        (secret, id(&created))
+        self.r.api_key(role, company).await
     }
 
     async fn owner_key_id(&self) -> String {

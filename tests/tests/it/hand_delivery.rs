@@ -10,16 +10,14 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use std::time::Duration;
 
-/// The ids `GET /v1/documents{query}` lists.
-async fn listed(f: &Simulated, query: &str) -> Vec<String> {
-    let (status, body) = send(f.req(Method::GET, &format!("/v1/documents{query}"))).await;
-    assert_eq!(status, 200, "{body}");
-    body["documents"]
-        .as_array()
-        .unwrap_or_else(|| panic!("documents in {body}"))
-        .iter()
-        .map(id)
-        .collect()
+/// A document that was never accepted (its total does not add up: `validation_failed`).
+async fn never_accepted(f: &Simulated, external_id: &str) -> String {
+    let mut invalid = f.invoice(external_id);
+    invalid["totals"]["grand_total"] = json!(1);
+    let (status, created) = f.try_post(&invalid).await;
+    assert_eq!(status, 201, "{created}");
+    assert_eq!(created["status"], "validation_failed", "{created}");
+    id(&created)
 }
 
 /// An invoice whose customer and issuer deliveries are manual, taken to `accepted`; waits until
@@ -33,7 +31,7 @@ async fn accepted_manual(f: &Simulated, external_id: &str) -> String {
     let doc = f.post(&doc).await;
     f.wait_status(&doc, "accepted", Duration::from_secs(30)).await;
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while !listed(f, "?delivery=pending_manual").await.contains(&doc) {
+    while !f.ids("?delivery=pending_manual").await.contains(&doc) {
         assert!(
             std::time::Instant::now() < deadline,
             "{doc} never waited for a hand delivery"
@@ -58,7 +56,7 @@ async fn a_manual_delivery_waits_until_the_issuer_records_it_then_leaves_the_pen
     let automatic = f.post(&f.invoice("HAND-2")).await;
     f.wait_status(&automatic, "accepted", Duration::from_secs(30))
         .await;
-    let pending = listed(&f, "?delivery=pending_manual").await;
+    let pending = f.ids("?delivery=pending_manual").await;
     assert_eq!(
         pending,
         std::slice::from_ref(&waiting),
@@ -79,7 +77,7 @@ async fn a_manual_delivery_waits_until_the_issuer_records_it_then_leaves_the_pen
     assert_eq!(body["settled"].as_array().map(Vec::len), Some(1), "{body}");
     // The issuer's own copy still waits.
     assert_eq!(
-        listed(&f, "?delivery=pending_manual").await,
+        f.ids("?delivery=pending_manual").await,
         std::slice::from_ref(&waiting)
     );
     let (status, body) = deliver(
@@ -89,13 +87,9 @@ async fn a_manual_delivery_waits_until_the_issuer_records_it_then_leaves_the_pen
     )
     .await;
     assert_eq!(status, 201, "{body}");
-    assert!(listed(&f, "?delivery=pending_manual").await.is_empty());
+    assert!(f.ids("?delivery=pending_manual").await.is_empty());
     // The filter combines with the others.
-    assert!(
-        listed(&f, "?delivery=pending_manual&status=accepted")
-            .await
-            .is_empty()
-    );
+    assert!(f.ids("?delivery=pending_manual&status=accepted").await.is_empty());
 
     // On the timeline, with who recorded it.
     let timeline = f.timeline(&waiting).await;
@@ -118,7 +112,7 @@ async fn a_manual_delivery_waits_until_the_issuer_records_it_then_leaves_the_pen
         rows,
         "as written == rebuilt"
     );
-    assert!(listed(&f, "?delivery=pending_manual").await.is_empty());
+    assert!(f.ids("?delivery=pending_manual").await.is_empty());
     // Recorded again (another copy handed over): a record, settling nothing.
     let (status, body) = deliver(&f, &waiting, json!({"channel": "printed"})).await;
     assert_eq!(status, 201, "{body}");
@@ -151,27 +145,17 @@ async fn a_delivery_by_hand_is_refused_clearly_when_it_cannot_be_recorded() {
     assert_eq!(status, 400, "{answer}");
     // Nothing was recorded by the refusals: it still waits.
     assert_eq!(
-        listed(&f, "?delivery=pending_manual").await,
+        f.ids("?delivery=pending_manual").await,
         std::slice::from_ref(&doc)
     );
 
     // A document that is not accepted has nothing delivered.
-    let mut invalid = f.invoice("HAND-R2");
-    invalid["totals"]["grand_total"] = json!(1);
-    let (status, created) = f.try_post(&invalid).await;
-    assert_eq!(status, 201, "{created}");
-    assert_eq!(created["status"], "validation_failed", "{created}");
-    let (status, answer) = deliver(&f, &id(&created), json!({"channel": "printed"})).await;
+    let refused = never_accepted(&f, "HAND-R2").await;
+    let (status, answer) = deliver(&f, &refused, json!({"channel": "printed"})).await;
     error_code(status, &answer, 409, "conflict_error");
 
     // A viewer may not; another tenant does not see the document.
-    let (status, viewer) = send(
-        f.req(Method::POST, "/v1/api-keys")
-            .json(&json!({"name": "auditor", "role": "viewer"})),
-    )
-    .await;
-    assert_eq!(status, 201, "{viewer}");
-    let secret = viewer["key"].as_str().expect("the key").to_owned();
+    let (secret, _) = f.api_key("viewer", None).await;
     let (status, answer) = send(
         f.app
             .as_key(
@@ -192,7 +176,7 @@ async fn a_delivery_by_hand_is_refused_clearly_when_it_cannot_be_recorded() {
     )
     .await;
     assert_eq!(status, 404, "{answer}");
-    assert_eq!(listed(&f, "?delivery=pending_manual").await, [doc]);
+    assert_eq!(f.ids("?delivery=pending_manual").await, [doc]);
     f.app.stop().await;
 }
 
@@ -308,23 +292,11 @@ async fn a_public_link_is_for_an_accepted_document_of_the_caller_s_tenant_and_ro
     f.wait_status(&doc, "accepted", Duration::from_secs(30)).await;
     let links = format!("/v1/documents/{doc}/public-links");
 
-    let mut invalid = f.invoice("LINK-R2");
-    invalid["totals"]["grand_total"] = json!(1);
-    let (_, refused) = f.try_post(&invalid).await;
-    let (status, answer) = send(f.req(
-        Method::POST,
-        &format!("/v1/documents/{}/public-links", id(&refused)),
-    ))
-    .await;
+    let refused = never_accepted(&f, "LINK-R2").await;
+    let (status, answer) = send(f.req(Method::POST, &format!("/v1/documents/{refused}/public-links"))).await;
     error_code(status, &answer, 409, "conflict_error");
 
-    let (status, viewer) = send(
-        f.req(Method::POST, "/v1/api-keys")
-            .json(&json!({"name": "auditor", "role": "viewer"})),
-    )
-    .await;
-    assert_eq!(status, 201, "{viewer}");
-    let secret = viewer["key"].as_str().expect("the key").to_owned();
+    let (secret, _) = f.api_key("viewer", None).await;
     let as_viewer = |m: Method| f.app.as_key(m, &links, &secret, &f.r.tenant);
     let (status, answer) = send(as_viewer(Method::POST)).await;
     error_code(status, &answer, 403, "permission_error");
