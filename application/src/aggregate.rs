@@ -182,6 +182,25 @@ impl<A: Aggregate + Clone + 'static> AggregateStore<A> {
         })
     }
 
+    /// Folds the stream's events up to `version` (inclusive), as it stood then; never from or
+    /// into the cache. Reading only: the auditor's "state as of this event".
+    pub async fn load_as_of(&self, stream_id: &str, version: u64) -> Result<LoadedAggregate<A>, StoreError> {
+        let mut aggregate = A::default();
+        let mut reached = 0;
+        for event in self.load_owned(stream_id).await? {
+            if event.stream_version > version {
+                break;
+            }
+            aggregate.apply(Self::decode(&event)?);
+            reached = event.stream_version;
+        }
+        Ok(LoadedAggregate {
+            aggregate,
+            stream_id: stream_id.to_owned(),
+            version: reached,
+        })
+    }
+
     /// Loads an aggregate for a caller that acts on it only through appends that expect the
     /// version it was loaded at (a job that records what it did): the cached aggregate as it is,
     /// without reading the stream, when the cache holds the stream and `acts` says the caller

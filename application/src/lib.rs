@@ -10,6 +10,7 @@ pub mod access;
 pub mod aggregate;
 pub mod aggregate_cache;
 pub mod artifacts;
+pub mod audit;
 pub mod combine;
 pub mod configuration;
 pub mod documents;

@@ -403,3 +403,132 @@ async fn an_auditor_resolves_key_and_issuance_point_ids_and_a_keys_last_use_is_l
     assert_eq!(status, 403);
     app.stop().await;
 }
+
+/// An auditor takes a document's stream home: the NDJSON the service answers is the stream as
+/// stored, and a checker written from the published hash formula alone
+/// (`tests/scripts/verify_chain.py`, no kuatia code) verifies it, while a line changed in the file
+/// breaks it at that event. The service checks the chain too (`/chain`), and an event rewritten in
+/// the database breaks it there; `/state?version=N` is the document as it stood after event N.
+/// An auditor key reads all of it; an issuer's may not; another tenant sees no such document.
+#[tokio::test]
+async fn an_auditor_verifies_a_documents_stream_offline_and_replays_it_to_any_event() {
+    use kuatia_tests::{ScratchDir, Simulated, error_code};
+    use std::time::Duration;
+    let f = Simulated::named(
+        "audited",
+        kuatia_infrastructure::sifen_sim::SimConfig::default(),
+        |_| {},
+    )
+    .await;
+    let doc = f.post(&f.invoice("AUDIT-1")).await;
+    f.wait_status(&doc, "accepted", Duration::from_secs(30)).await;
+    f.wait_recorded(&doc, "kude", 1, Duration::from_secs(60)).await;
+    let (auditor, _) = f.api_key("auditor", None).await;
+    let as_auditor = |path: &str| f.app.as_key(Method::GET, path, &auditor, &f.r.tenant);
+
+    let response = as_auditor(&format!("/v1/documents/{doc}/events"))
+        .send()
+        .await
+        .expect("events");
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "application/x-ndjson");
+    let ndjson = response.text().await.expect("text");
+    let lines: Vec<Value> = ndjson
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON object a line"))
+        .collect();
+    let timeline = f.timeline(&doc).await;
+    assert_eq!(lines.len(), timeline.len(), "the whole stream");
+    for (line, entry) in lines.iter().zip(&timeline) {
+        assert_eq!(line["hash"], entry["hash"], "{line}");
+        assert_eq!(line["stream_version"], entry["version"]);
+    }
+
+    let dir = ScratchDir::new();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/verify_chain.py");
+    let check = |text: &str| {
+        let file = dir.0.join(format!("{}.ndjson", uuid::Uuid::now_v7()));
+        std::fs::write(&file, text).expect("write");
+        let out = std::process::Command::new("python3")
+            .arg(&script)
+            .arg(&file)
+            .output()
+            .expect("python3 runs the checker");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    assert_eq!(check(&ndjson), format!("ok {}", lines.len()));
+    let mut tampered = lines.clone();
+    tampered[1]["payload"]["DocumentValidated"]["warnings"] =
+        json!([{"field": "x", "code": "y", "message": "z"}]);
+    let tampered: String = tampered.iter().map(|l| format!("{l}\n")).collect();
+    assert!(check(&tampered).starts_with("broken 2 "), "{}", check(&tampered));
+
+    let (status, chain) = send(as_auditor(&format!("/v1/documents/{doc}/chain"))).await;
+    assert_eq!(status, 200, "{chain}");
+    assert_eq!(chain["verified"], true, "{chain}");
+    assert_eq!(chain["events"], lines.len());
+    assert_eq!(chain["head_hash"], lines[lines.len() - 1]["hash"]);
+
+    let state_at = |version: &str| as_auditor(&format!("/v1/documents/{doc}/state?version={version}"));
+    let (status, first) = send(state_at("1")).await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(
+        (first["version"].clone(), first["state"]["status"].clone()),
+        (json!(1), json!("received"))
+    );
+    assert_eq!(first["state"]["cdc"], Value::Null, "not numbered yet then");
+    let (status, now) = send(state_at("9999")).await;
+    assert_eq!(status, 200, "{now}");
+    assert_eq!(now["version"], lines.len());
+    assert_eq!(now["state"]["status"], "accepted");
+    assert!(now["state"]["cdc"].is_string(), "{now}");
+    for bad in ["0", "-1", "two", ""] {
+        let (status, answer) = send(state_at(bad)).await;
+        error_code(status, &answer, 400, "validation_error");
+    }
+
+    let (issuer, _) = f.api_key("issuer", None).await;
+    let (status, answer) = send(f.app.as_key(
+        Method::GET,
+        &format!("/v1/documents/{doc}/events"),
+        &issuer,
+        &f.r.tenant,
+    ))
+    .await;
+    error_code(status, &answer, 403, "permission_error");
+    let other = f.app.ready_at("audited-other", &f.sim.base_url()).await;
+    for path in ["events", "chain", "state?version=1"] {
+        let (status, answer) = send(other.req(Method::GET, &format!("/v1/documents/{doc}/{path}"))).await;
+        error_code(status, &answer, 404, "not_found");
+    }
+
+    // Someone with the database owner's credentials rewrites event 2: the service says where.
+    let stream = lines[0]["stream_id"].as_str().expect("stream id").to_owned();
+    let rewrite = format!(
+        "UPDATE events SET payload = '{{\"DocumentValidated\": {{\"warnings\": [], \"at\": \"2026-01-01T00:00:00Z\"}}}}' \
+         WHERE stream_id = '{stream}' AND stream_version = 2"
+    );
+    if let Some(mut owner) = f.app.db.owner_pg().await {
+        for sql in [
+            "ALTER TABLE events DISABLE TRIGGER events_no_update_or_delete",
+            rewrite.as_str(),
+        ] {
+            sqlx::query(sqlx::AssertSqlSafe(sql.to_owned()))
+                .execute(&mut owner)
+                .await
+                .expect("rewritten");
+        }
+    } else if let Some(mut owner) = f.app.db.owner_sqlite().await {
+        for sql in ["DROP TRIGGER events_no_update", rewrite.as_str()] {
+            sqlx::query(sqlx::AssertSqlSafe(sql.to_owned()))
+                .execute(&mut owner)
+                .await
+                .expect("rewritten");
+        }
+    }
+    let (status, chain) = send(as_auditor(&format!("/v1/documents/{doc}/chain"))).await;
+    assert_eq!(status, 200, "{chain}");
+    assert_eq!(chain["verified"], false, "{chain}");
+    assert_eq!(chain["broken_at"]["version"], 2, "{chain}");
+    f.app.stop().await;
+}

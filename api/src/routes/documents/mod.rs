@@ -1,5 +1,6 @@
-//! The documents endpoints: intake here; reading in `read.rs`; retry, cancel, inutilize and a
-//! delivery made by hand in `actions.rs`.
+//! The documents endpoints: intake here; reading in `read.rs`; the auditor's stream, chain and
+//! state as of an event in `audit.rs`; retry, cancel, inutilize and a delivery made by hand in
+//! `actions.rs`.
 //!
 //! Intake runs in stages, each refusing with every issue it finds: 1. structure here — the body
 //! is a CanonicalDocumentV1: every problem its published JSON Schema finds at once, then serde's
@@ -491,6 +492,7 @@ pub async fn create_document(
 }
 
 pub mod actions;
+pub mod audit;
 pub mod read;
 
 pub use actions::{DELIVER_BY_HAND, FiscalReason, RETRY_DOCUMENT, VOID_DOCUMENT};
