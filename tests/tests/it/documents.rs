@@ -1669,3 +1669,92 @@ async fn an_external_id_names_one_live_document_of_its_company_and_type() {
     assert_eq!(f.ids("?external_id=ORDER-RACE").await.len(), 1);
     f.stop().await;
 }
+
+/// The filtered list as CSV for a spreadsheet: every matching document, with the same
+/// filters, read back by an independent CSV reader (Python's `csv`); a cell that a spreadsheet
+/// would run as a formula stays text; `limit`/`cursor` and a bad filter are 400.
+#[tokio::test]
+async fn the_document_list_exports_as_csv_with_its_filters_and_no_formula_runs() {
+    let f = Fx::new().await;
+    let mut ids = Vec::new();
+    for n in 0..3 {
+        ids.push(f.create(&f.invoice(&format!("CSV-{n}"), 1), "queued").await);
+    }
+    let formula = f
+        .create(&f.invoice("=HYPERLINK(\"http://x\",\"a, b\")", 2), "queued")
+        .await;
+    let mut broken = f.invoice("CSV-BAD", 1);
+    broken["items"][1]["tax_amount"] = json!(2621);
+    let failed = f.create(&broken, "validation_failed").await;
+
+    let export = |query: &str| {
+        let request = f.req(Method::GET, &format!("/v1/documents/export{query}"));
+        async move {
+            let response = request.send().await.expect("export");
+            let status = response.status().as_u16();
+            let headers = response.headers().clone();
+            (status, headers, response.text().await.expect("text"))
+        }
+    };
+    let read_csv = |text: &str| -> Vec<Vec<String>> {
+        let mut child = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import csv, json, sys; print(json.dumps(list(csv.reader(sys.stdin))))",
+            ])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3");
+        use std::io::Write as _;
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(text.as_bytes())
+            .expect("written");
+        let out = child.wait_with_output().expect("read");
+        serde_json::from_slice(&out.stdout).expect("rows")
+    };
+
+    let (status, headers, text) = export("").await;
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(headers["content-type"], "text/csv; charset=utf-8");
+    assert!(
+        headers["content-disposition"]
+            .to_str()
+            .is_ok_and(|d| d.starts_with("attachment; filename=\"documentos-")),
+        "{headers:?}"
+    );
+    let rows = read_csv(&text);
+    assert_eq!(rows[0][0], "id");
+    assert_eq!(rows[0].len(), 12);
+    assert_eq!(rows.len(), 6, "a header and the five documents: {rows:?}");
+    let by_id = |id: &str| {
+        rows.iter()
+            .find(|r| r[0] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("{id} in {rows:?}"))
+    };
+    assert_eq!(
+        by_id(&formula)[9],
+        "'=HYPERLINK(\"http://x\",\"a, b\")",
+        "text, not a formula"
+    );
+    assert_eq!(by_id(&ids[0])[7], "165000");
+    assert_eq!(by_id(&ids[0])[4], "queued");
+    assert_eq!(by_id(&failed)[4], "validation_failed");
+
+    let (status, _, text) = export("?status=validation_failed").await;
+    assert_eq!(status, 200, "{text}");
+    let rows = read_csv(&text);
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[1][0], failed);
+
+    for bad in ["?limit=10", "?cursor=x", "?status=lost", "?colour=red"] {
+        let request = f.req(Method::GET, &format!("/v1/documents/export{bad}"));
+        let (status, body) = send(request).await;
+        error_code(status, &body, 400, "validation_error");
+    }
+    f.stop().await;
+}

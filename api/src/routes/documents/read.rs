@@ -353,3 +353,124 @@ pub async fn get_document(
         sifen,
     }))
 }
+
+/// The most documents one export holds; a larger one is refused, asking for a narrower filter.
+pub const EXPORT_MAX_ROWS: usize = 100_000;
+
+/// One CSV cell (RFC 4180): quoted when it holds a separator, a quote or a line break; a cell a
+/// spreadsheet would run as a formula (`=`, `+`, `-`, `@`, tab, carriage return first) gets a
+/// leading `'` so that it stays text.
+fn csv_cell(text: &str) -> String {
+    let text = if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{text}")
+    } else {
+        text.to_owned()
+    };
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text
+    }
+}
+
+/// The filtered list as CSV, every matching document (newest first), for a spreadsheet: the
+/// same filters as `GET /v1/documents` (`limit` and `cursor` do not apply). Columns: `id`, `type`,
+/// `number`, `cdc`, `status`, `issue_date` (Paraguay's local date and time of `issue_datetime`),
+/// `buyer_ruc`, `grand_total` (guaraníes), `currency`, `external_id`, `channel`, `created_at`.
+#[utoipa::path(
+    get,
+    path = "/v1/documents/export",
+    tag = "documents",
+    security(("api_key" = []), ("session" = [])),
+    params(ListQuery, ("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")),
+    responses(
+        (status = 200, description = "RFC 4180 CSV, UTF-8, a header row", content_type = "text/csv", body = String),
+        (status = 400, description = "A malformed filter, `limit` or `cursor` given, or more than 100 000 documents match", body = ErrorBody)
+    )
+)]
+pub async fn export_documents(
+    State(state): State<AppState>,
+    caller: Caller,
+    Query(query): Query<ListQuery>,
+) -> Result<Response, ApiError> {
+    caller.require(READ_DOCUMENTS)?;
+    for (field, given) in [("limit", &query.limit), ("cursor", &query.cursor)] {
+        if given.is_some() {
+            return Err(bad(
+                field,
+                "the export holds every matching document: narrow it with the filters instead",
+            ));
+        }
+    }
+    let (mut filter, _) = filter_from(&caller, &query)?;
+    let mut body = String::from(
+        "id,type,number,cdc,status,issue_date,buyer_ruc,grand_total,currency,external_id,channel,created_at\n",
+    );
+    let mut rows = 0;
+    loop {
+        let page = read_docs::list(&state.store, caller.tenant, &filter, 1000).await?;
+        let Some(last) = page.last() else { break };
+        filter.before = Some(last.id);
+        rows += page.len();
+        if rows > EXPORT_MAX_ROWS {
+            return Err(ApiError::validation(format!(
+                "more than {EXPORT_MAX_ROWS} documents match: narrow the export (date_from, date_to, status, company_id)"
+            )));
+        }
+        for d in &page {
+            let issued = kuatia_domain::local_time::paraguay(d.issue_datetime)
+                .format("%Y-%m-%d %H:%M:%S")
+                .to_string();
+            let cells = [
+                d.id.to_string(),
+                d.doc_type.clone(),
+                d.number.clone().unwrap_or_default(),
+                d.cdc.clone().unwrap_or_default(),
+                d.status.clone(),
+                issued,
+                d.buyer_ruc.clone().unwrap_or_default(),
+                d.grand_total.clone(),
+                "PYG".to_owned(),
+                d.external_id.clone(),
+                d.channel.clone(),
+                d.created_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            ];
+            let line: Vec<String> = cells.iter().map(|c| csv_cell(c)).collect();
+            body.push_str(&line.join(","));
+            body.push('\n');
+        }
+    }
+    let today = kuatia_domain::local_time::paraguay_today(state.intake.clock.now());
+    let disposition = HeaderValue::from_str(&format!(
+        "attachment; filename=\"documentos-{}.csv\"",
+        today.format("%Y%m%d")
+    ))
+    .unwrap_or(HeaderValue::from_static("attachment"));
+    Ok((
+        [
+            (
+                axum::http::header::CONTENT_TYPE,
+                HeaderValue::from_static("text/csv; charset=utf-8"),
+            ),
+            (axum::http::header::CONTENT_DISPOSITION, disposition),
+        ],
+        body,
+    )
+        .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::csv_cell;
+
+    #[test]
+    fn a_csv_cell_is_quoted_when_it_must_be_and_never_runs_as_a_formula() {
+        assert_eq!(csv_cell("ERP-1"), "ERP-1");
+        assert_eq!(csv_cell("a,b"), "\"a,b\"");
+        assert_eq!(csv_cell("dijo \"sí\""), "\"dijo \"\"sí\"\"\"");
+        assert_eq!(csv_cell("línea\notra"), "\"línea\notra\"");
+        assert_eq!(csv_cell("=HYPERLINK(\"x\")"), "\"'=HYPERLINK(\"\"x\"\")\"");
+        assert_eq!(csv_cell("+595"), "'+595");
+        assert_eq!(csv_cell("@SUM(A1)"), "'@SUM(A1)");
+    }
+}
