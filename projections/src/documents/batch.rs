@@ -8,7 +8,7 @@ use kuatia_domain::document::aggregate::DocumentEvent;
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::{IntakeRun, associated_cdc, buyer_ruc, corrupt, document_id, json};
+use super::{IntakeRun, associated_cdc, buyer_ruc, buyer_search, corrupt, document_id, json};
 
 /// The status and version of a batch's later document events, written together (PostgreSQL):
 /// each document's row once, as its last event leaves it (with the CDC and number a
@@ -169,6 +169,7 @@ impl IntakeRows {
             "issue_datetime": pg_timestamp(document.issue_datetime.with_timezone(&Utc)),
             "grand_total": document.totals.grand_total.to_string(),
             "associated_cdc": associated_cdc(document),
+            "buyer_search": buyer_search(document),
             "errors": errors,
             "warnings": warnings,
             "stream_id": received.stream_id,
@@ -185,15 +186,16 @@ impl IntakeRows {
             tx.execute(
                 "INSERT INTO documents (id, tenant_id, company_id, branch_id, issuance_point_id, channel, \
                    channel_id, doc_type, external_id, status, cdc, number, buyer_ruc, issue_datetime, grand_total, \
-                   errors, warnings, state, stream_id, version, created_at, updated_at, associated_cdc) \
+                   errors, warnings, state, stream_id, version, created_at, updated_at, associated_cdc, \
+                   buyer_search) \
                  SELECT id, tenant_id, company_id, branch_id, issuance_point_id, channel, channel_id, doc_type, \
                    external_id, status, NULL, NULL, buyer_ruc, issue_datetime, grand_total, errors, warnings, \
-                   '{}'::jsonb, stream_id, version, created_at, updated_at, associated_cdc \
+                   '{}'::jsonb, stream_id, version, created_at, updated_at, associated_cdc, buyer_search \
                  FROM jsonb_to_recordset($1) AS r(id uuid, tenant_id uuid, company_id uuid, branch_id uuid, \
                    issuance_point_id uuid, channel text, channel_id uuid, doc_type text, external_id text, \
                    status text, buyer_ruc text, issue_datetime timestamptz, grand_total text, errors jsonb, \
                    warnings jsonb, stream_id text, version bigint, created_at timestamptz, \
-                   updated_at timestamptz, associated_cdc text) \
+                   updated_at timestamptz, associated_cdc text, buyer_search text) \
                  ON CONFLICT (id) DO NOTHING",
                 &[SqlValue::Json(chunk)],
             )

@@ -231,6 +231,36 @@ fn buyer_ruc(document: &kuatia_domain::document::canonical::CanonicalDocument) -
         .filter(|n| !n.is_empty())
 }
 
+/// A text as the list's search compares it: trimmed, lower case, with the Spanish accents and ñ
+/// folded (á é í ó ú ü ñ → a e i o u u n), so that "gomez" finds "Gómez" (migration 0025 folds
+/// the same letters).
+pub fn search_text(text: &str) -> String {
+    text.to_lowercase()
+        .chars()
+        .map(|c| match c {
+            'á' => 'a',
+            'é' => 'e',
+            'í' => 'i',
+            'ó' => 'o',
+            'ú' | 'ü' => 'u',
+            'ñ' => 'n',
+            other => other,
+        })
+        .collect::<String>()
+        .trim()
+        .to_owned()
+}
+
+/// The buyer's legal and trade names as the search compares them; `None` without either.
+fn buyer_search(document: &kuatia_domain::document::canonical::CanonicalDocument) -> Option<String> {
+    let buyer = document.buyer.as_ref()?;
+    let names: Vec<&str> = [buyer.legal_name.as_deref(), buyer.trade_name.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect();
+    Some(search_text(&names.join(" "))).filter(|s| !s.is_empty())
+}
+
 /// The CDC a document refers to (`associated_document.cdc`), when it names one.
 fn associated_cdc(document: &kuatia_domain::document::canonical::CanonicalDocument) -> Option<String> {
     document

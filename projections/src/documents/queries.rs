@@ -228,6 +228,9 @@ pub struct Filter {
     pub before: Option<Uuid>,
     /// Only documents with a delivery still waiting for the issuer's hand.
     pub pending_manual: bool,
+    /// A search: the number, the CDC or the external id exactly, the buyer's RUC (with or without
+    /// its check digit), or a part of the buyer's legal or trade name (accents and case aside).
+    pub search: Option<String>,
 }
 
 /// A page of documents, newest first (ids are UUIDv7, so id order is creation order and a cursor
@@ -251,6 +254,8 @@ pub async fn list(
                AND ($10 IS NULL OR id < $10) \
                AND ($12 IS NULL OR EXISTS (SELECT 1 FROM document_manual_deliveries m \
                  WHERE m.tenant_id = documents.tenant_id AND m.document_id = documents.id AND m.pending)) \
+               AND ($13 IS NULL OR number = $13 OR cdc = $13 OR external_id = $13 OR buyer_ruc = $14 \
+                 OR buyer_search LIKE $15 ESCAPE '!') \
              ORDER BY id DESC LIMIT $11",
             &[
                 SqlValue::Uuid(tenant.as_uuid()),
@@ -269,6 +274,12 @@ pub async fn list(
                 } else {
                     SqlValue::TypedNull(kuatia_application::projection::SqlType::Bool)
                 },
+                opt_text(&filter.search),
+                opt_text(&filter.search.as_deref().map(super::ruc_number)),
+                opt_text(&filter.search.as_deref().map(|q| {
+                    let folded = super::search_text(q).replace('!', "!!").replace('%', "!%").replace('_', "!_");
+                    format!("%{folded}%")
+                })),
             ],
         )
         .await?;

@@ -9,7 +9,7 @@ use kuatia_domain::document::issues::Issue;
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::{associated_cdc, buyer_ruc, json};
+use super::{associated_cdc, buyer_ruc, buyer_search, json};
 
 /// What an event writes besides the document's status and version.
 pub(super) async fn apply_own(
@@ -29,9 +29,10 @@ pub(super) async fn apply_own(
                 tx.execute(
                     "INSERT INTO documents (id, tenant_id, company_id, branch_id, issuance_point_id, channel, \
                        channel_id, doc_type, external_id, status, cdc, number, buyer_ruc, issue_datetime, grand_total, \
-                       errors, warnings, state, stream_id, version, created_at, updated_at, associated_cdc) \
+                       errors, warnings, state, stream_id, version, created_at, updated_at, associated_cdc, \
+                       buyer_search) \
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'received', NULL, NULL, $10, $11, $12, $13, $13, $14, \
-                       $15, $16, $17, $17, $18) ON CONFLICT (id) DO NOTHING",
+                       $15, $16, $17, $17, $18, $19) ON CONFLICT (id) DO NOTHING",
                     &[
                         SqlValue::Uuid(document_id),
                         tenant.clone(),
@@ -51,6 +52,7 @@ pub(super) async fn apply_own(
                         SqlValue::Int(version),
                         SqlValue::Timestamp(event.recorded_at),
                         associated_cdc(document).map_or(SqlValue::Null, SqlValue::Text),
+                        buyer_search(document).map_or(SqlValue::Null, SqlValue::Text),
                     ],
                 )
                 .await?;

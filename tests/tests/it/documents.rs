@@ -1534,7 +1534,7 @@ pub(crate) async fn read_model(
            CAST(issuance_point_id AS TEXT), channel, CAST(channel_id AS TEXT), doc_type, external_id, status, cdc, \
            number, buyer_ruc, CAST(issue_datetime AS TEXT), grand_total, CAST(errors AS TEXT), \
            CAST(warnings AS TEXT), CAST(state AS TEXT), stream_id, CAST(version AS TEXT), CAST(created_at AS TEXT), \
-           CAST(updated_at AS TEXT) FROM documents ORDER BY id",
+           CAST(updated_at AS TEXT), buyer_search FROM documents ORDER BY id",
     )
     .await;
     let artifacts = kuatia_tests::snapshot(
@@ -1757,4 +1757,71 @@ async fn the_document_list_exports_as_csv_with_its_filters_and_no_formula_runs()
         error_code(status, &body, 400, "validation_error");
     }
     f.stop().await;
+}
+
+/// The list's search box: a part of the buyer's name with accents and case aside, the buyer's
+/// RUC with or without its check digit, the external id exactly; it combines with the filters,
+/// and a search of no or too many characters is 400. Names with LIKE's own characters (`%`, `_`)
+/// are matched as written.
+#[tokio::test]
+async fn the_document_list_searches_buyer_names_rucs_and_ids() {
+    let f = Fx::new().await;
+    let with_buyer = |external_id: &str, buyer: Value| {
+        let mut doc = f.invoice(external_id, 1);
+        doc["buyer"] = buyer;
+        doc
+    };
+    let gomez = f
+        .create(
+            &with_buyer(
+                "S-1",
+                json!({"legal_name": "Ana GÓMEZ Ñandutí", "document_type": "ci", "document_number": "4321"}),
+            ),
+            "queued",
+        )
+        .await;
+    let cliente = f.create(&f.invoice("S-2", 1), "queued").await; // CLIENTE S.A., RUC 80013884-8
+    let percent = f
+        .create(
+            &with_buyer(
+                "S-3",
+                json!({"legal_name": "100% Algodón_SRL", "document_type": "ci", "document_number": "77"}),
+            ),
+            "queued",
+        )
+        .await;
+    let fx = &f;
+    let search = |q: &str| {
+        let query = format!("?q={}", urlencode(q));
+        async move { fx.ids(&query).await }
+    };
+    assert_eq!(search("gomez").await, std::slice::from_ref(&gomez));
+    assert_eq!(search("ñANDUTI").await, std::slice::from_ref(&gomez));
+    assert_eq!(search("ana gómez").await, std::slice::from_ref(&gomez));
+    assert_eq!(search("80013884-8").await, std::slice::from_ref(&cliente));
+    assert_eq!(search("80013884").await, std::slice::from_ref(&cliente));
+    assert_eq!(search("S-2").await, std::slice::from_ref(&cliente));
+    assert_eq!(search("100%").await, std::slice::from_ref(&percent));
+    assert_eq!(search("n_s").await, std::slice::from_ref(&percent));
+    assert!(search("%").await.len() == 1, "a % is a %, not a wildcard");
+    assert!(search("nadie").await.is_empty());
+    assert!(f.ids("?q=gomez&status=validation_failed").await.is_empty());
+    for bad in ["?q=", "?q=%20%20"] {
+        let (status, body) = send(f.req(Method::GET, &format!("/v1/documents{bad}"))).await;
+        error_code(status, &body, 400, "validation_error");
+    }
+    let long = "x".repeat(101);
+    let (status, body) = send(f.req(Method::GET, &format!("/v1/documents?q={long}"))).await;
+    error_code(status, &body, 400, "validation_error");
+    f.stop().await;
+}
+
+/// `text` for a query string.
+fn urlencode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            other => format!("%{other:02X}"),
+        })
+        .collect()
 }

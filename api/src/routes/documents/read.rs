@@ -30,6 +30,10 @@ pub struct ListQuery {
     /// `pending_manual`: only documents with a delivery waiting for the issuer's hand (`manual`
     /// mode, not yet recorded through `POST /v1/documents/{id}/deliveries`).
     pub delivery: Option<String>,
+    /// A search (1 to 100 characters): the number (`001-001-0000001`), the CDC or the external id
+    /// exactly, the buyer's RUC with or without its check digit, or a part of the buyer's legal or
+    /// trade name, accents and case aside (`gomez` finds `Gómez`).
+    pub q: Option<String>,
 }
 
 /// A page of documents.
@@ -113,6 +117,11 @@ fn filter_from(caller: &Caller, q: &ListQuery) -> Result<(read_docs::Filter, u32
             ));
         }
     };
+    let search = match q.q.as_deref().map(str::trim) {
+        None => None,
+        Some(text) if (1..=100).contains(&text.chars().count()) => Some(text.to_owned()),
+        Some(_) => return Err(bad("q", "a search has 1 to 100 characters")),
+    };
     let limit = match q.limit.as_deref() {
         None => 50,
         Some(l) => match l.trim().parse::<u32>() {
@@ -141,6 +150,7 @@ fn filter_from(caller: &Caller, q: &ListQuery) -> Result<(read_docs::Filter, u32
             date_to: time_param("date_to", q.date_to.as_deref())?,
             before,
             pending_manual,
+            search,
         },
         limit,
     ))
