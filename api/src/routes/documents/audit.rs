@@ -77,19 +77,7 @@ pub async fn document_events(
         serde_json::to_writer(&mut body, event).map_err(|e| ApiError::internal(&e))?;
         body.push(b'\n');
     }
-    let disposition = HeaderValue::from_str(&format!("attachment; filename=\"{id}.ndjson\""))
-        .unwrap_or(HeaderValue::from_static("attachment"));
-    Ok((
-        [
-            (
-                axum::http::header::CONTENT_TYPE,
-                HeaderValue::from_static("application/x-ndjson"),
-            ),
-            (axum::http::header::CONTENT_DISPOSITION, disposition),
-        ],
-        body,
-    )
-        .into_response())
+    Ok(attachment("application/x-ndjson", &format!("{id}.ndjson"), body))
 }
 
 /// Checks the hash chain of a document's stream now, in the service.

@@ -491,6 +491,23 @@ pub async fn create_document(
     }
 }
 
+/// A file to save (`Content-Disposition: attachment`) of `content_type`, named `file_name`.
+fn attachment(content_type: &'static str, file_name: &str, body: impl IntoResponse) -> Response {
+    let disposition = HeaderValue::from_str(&format!("attachment; filename=\"{file_name}\""))
+        .unwrap_or(HeaderValue::from_static("attachment"));
+    (
+        [
+            (
+                axum::http::header::CONTENT_TYPE,
+                HeaderValue::from_static(content_type),
+            ),
+            (axum::http::header::CONTENT_DISPOSITION, disposition),
+        ],
+        body,
+    )
+        .into_response()
+}
+
 pub mod actions;
 pub mod audit;
 pub mod read;

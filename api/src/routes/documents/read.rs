@@ -451,22 +451,8 @@ pub async fn export_documents(
         }
     }
     let today = kuatia_domain::local_time::paraguay_today(state.intake.clock.now());
-    let disposition = HeaderValue::from_str(&format!(
-        "attachment; filename=\"documentos-{}.csv\"",
-        today.format("%Y%m%d")
-    ))
-    .unwrap_or(HeaderValue::from_static("attachment"));
-    Ok((
-        [
-            (
-                axum::http::header::CONTENT_TYPE,
-                HeaderValue::from_static("text/csv; charset=utf-8"),
-            ),
-            (axum::http::header::CONTENT_DISPOSITION, disposition),
-        ],
-        body,
-    )
-        .into_response())
+    let name = format!("documentos-{}.csv", today.format("%Y%m%d"));
+    Ok(attachment("text/csv; charset=utf-8", &name, body))
 }
 
 #[cfg(test)]
