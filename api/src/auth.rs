@@ -203,6 +203,21 @@ impl FromRequestParts<AppState> for Caller {
                 .parse::<TenantId>()
                 .map_err(|_| ApiError::validation("X-Tenant-Id must be a UUID"))?,
         };
+        Self::for_tenant(parts, state, credentials, tenant).await
+    }
+}
+
+impl Caller {
+    /// The caller of `tenant` with these credentials: the key's tenant or the user's membership
+    /// decides the role (neither → 403 `permission_error`), and the key's, user's and tenant's
+    /// rate limits apply. The API's extractor (tenant from `X-Tenant-Id`) and the console's (tenant
+    /// the user chose) both come here.
+    pub async fn for_tenant(
+        parts: &mut Parts,
+        state: &AppState,
+        credentials: Credentials,
+        tenant: TenantId,
+    ) -> Result<Self, ApiError> {
         let (role, company_id) = match &credentials {
             Credentials::ApiKey(key) if key.tenant_id == tenant => (key.role, key.company_id),
             Credentials::ApiKey(_) => {

@@ -49,6 +49,55 @@ pub struct Demo {
     pub api_key: Zeroizing<String>,
     /// The company.
     pub company_id: Uuid,
+    /// The console's demo login (an owner of the tenant): email and password; `None` when the
+    /// user exists but its password file is gone.
+    pub console_login: Option<(String, Zeroizing<String>)>,
+}
+
+/// The console's demo user.
+pub const CONSOLE_EMAIL: &str = "demo@kuatia.com.py";
+
+/// The console's demo user, an owner of the demo tenant, with its password saved in
+/// `<data_dir>/demo-console-password` (mode 0600): registered, invited and accepted through the
+/// identity use cases, once.
+async fn console_login(
+    state: &AppState,
+    config: &Config,
+    tenant: TenantId,
+) -> anyhow::Result<Option<(String, Zeroizing<String>)>> {
+    use kuatia_application::identity;
+    let path = config.data_dir.join("demo-console-password");
+    if let Ok(saved) = std::fs::read_to_string(&path) {
+        return Ok(Some((
+            CONSOLE_EMAIL.to_owned(),
+            Zeroizing::new(saved.trim().to_owned()),
+        )));
+    }
+    let password = Zeroizing::new(access::random_base62(20));
+    let user = match identity::register(&state.store, CONSOLE_EMAIL, &password, Some("Demo".to_owned())).await
+    {
+        Ok(user) => user,
+        // Registered before, its password file since removed: the console login is not shown.
+        Err(identity::IdentityError::EmailRefused) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let stream = kuatia_domain::tenant::stream_id(&TenantSlug::parse(SLUG).context("demo slug")?);
+    let invitation = identity::invite(
+        &state.store,
+        tenant,
+        &stream,
+        CONSOLE_EMAIL,
+        Role::Owner,
+        Role::Owner,
+        metadata(),
+    )
+    .await
+    .context("inviting the demo console user")?;
+    identity::accept_invitation(&state.store, tenant, &stream, invitation.id, &user, metadata())
+        .await
+        .context("accepting the demo console invitation")?;
+    write_key(&path, &password).context("saving the demo console password")?;
+    Ok(Some((CONSOLE_EMAIL.to_owned(), password)))
 }
 
 fn metadata() -> EventMetadata {
@@ -320,10 +369,12 @@ pub async fn seed(state: &AppState, config: &Config) -> anyhow::Result<Demo> {
         })
         .await?;
     }
+    let console_login = console_login(state, config, tenant).await?;
     Ok(Demo {
         tenant,
         api_key,
         company_id: company.id,
+        console_login,
     })
 }
 
@@ -353,7 +404,15 @@ pub fn banner(demo: &Demo, base_url: &str, invoice: &Path) -> String {
          \x20     -H \"Idempotency-Key: $id\" -H 'Content-Type: application/json' \\\n\
          \x20     -d \"$(sed \"s/ERP-0001/$id/\" {invoice})\"\n\
          \n  Is everything ready?  curl -s {base_url}/v1/emission-channels/readiness -H … (same two headers)\n\
-         \n  API reference: {base_url}/docs\n",
+         \n  API reference: {base_url}/docs\n{console}",
+        console = match &demo.console_login {
+            Some((email, password)) => format!(
+                "\n  Web console: {base_url}/console  (log in as {email}, password {}; also in the data\n\
+                 \x20 folder's demo-console-password)\n",
+                password.as_str()
+            ),
+            None => format!("\n  Web console: {base_url}/console\n"),
+        },
         tenant = demo.tenant,
         company = demo.company_id,
         key = demo.api_key.as_str(),

@@ -8,6 +8,7 @@
 pub mod auth;
 pub mod cli;
 pub mod compose;
+pub mod console;
 pub mod demo;
 pub mod error;
 pub mod extract;
@@ -159,6 +160,7 @@ pub fn app(state: AppState) -> Router {
             "/p/{token}",
             axum::routing::get(routes::public_links::open_public_link),
         )
+        .merge(console::router())
         .fallback(|| async { ApiError::not_found("no such resource") })
         .with_state(state)
         .layer(DefaultBodyLimit::max(max_body))

@@ -201,6 +201,21 @@ impl<A: Aggregate + Clone + 'static> AggregateStore<A> {
         })
     }
 
+    /// The aggregate right after each event of the stream, oldest first, from one read of the
+    /// stream (the auditor's timeline shows what each event changed). Reading only.
+    pub async fn history(&self, stream_id: &str) -> Result<Vec<(u64, A)>, StoreError>
+    where
+        A: Clone,
+    {
+        let mut aggregate = A::default();
+        let mut out = Vec::new();
+        for event in self.load_owned(stream_id).await? {
+            aggregate.apply(Self::decode(&event)?);
+            out.push((event.stream_version, aggregate.clone()));
+        }
+        Ok(out)
+    }
+
     /// Loads an aggregate for a caller that acts on it only through appends that expect the
     /// version it was loaded at (a job that records what it did): the cached aggregate as it is,
     /// without reading the stream, when the cache holds the stream and `acts` says the caller

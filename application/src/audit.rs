@@ -63,3 +63,19 @@ pub async fn state_as_of(
         .cloned()
         .map(|state| (loaded.version(), state)))
 }
+
+/// The document right after each event of its stream, oldest first (one read of the stream);
+/// empty when the tenant has no such document.
+pub async fn history(
+    store: &SharedStore,
+    tenant: TenantId,
+    document_id: Uuid,
+) -> Result<Vec<(u64, DocumentState)>, StoreError> {
+    let states = AggregateStore::<Document>::new(store.clone(), tenant)
+        .history(&aggregate::stream_id(tenant, document_id))
+        .await?;
+    Ok(states
+        .into_iter()
+        .filter_map(|(version, document)| document.into_state().map(|s| (version, s)))
+        .collect())
+}

@@ -98,6 +98,12 @@ pub trait TaxpayerRegistry: Send + Sync {
     /// What the registry says of a RUC (never an error: a registry that cannot answer is "not
     /// loaded").
     async fn answer(&self, ruc: &Ruc) -> RegistryAnswer;
+
+    /// The registered name of a RUC, when a registry is loaded and knows it (the console's
+    /// buyer lookup fills the name with it).
+    async fn name_of(&self, _ruc: &Ruc) -> Option<String> {
+        None
+    }
 }
 
 /// What intake reads through.

@@ -402,6 +402,34 @@ pub async fn memberships_of(store: &SharedStore, user_id: Uuid) -> Result<Vec<Me
         .collect()
 }
 
+/// A tenant a user belongs to, with its name (the console's tenant switch).
+#[derive(Debug, Clone)]
+pub struct UserTenant {
+    /// The tenant.
+    pub tenant_id: Uuid,
+    /// Its name.
+    pub name: String,
+}
+
+/// Every tenant a user belongs to, with names, in one query (oldest membership first).
+pub async fn tenants_of_user(store: &SharedStore, user_id: Uuid) -> Result<Vec<UserTenant>, StoreError> {
+    store
+        .query(
+            "SELECT t.id, t.name FROM memberships m JOIN tenants t ON t.id = m.tenant_id \
+             WHERE m.user_id = $1 ORDER BY m.created_at, m.id",
+            &[SqlValue::Uuid(user_id)],
+        )
+        .await?
+        .iter()
+        .map(|r| {
+            Ok(UserTenant {
+                tenant_id: r[0].as_uuid().ok_or_else(|| corrupt("tenant id"))?,
+                name: r[1].as_text().ok_or_else(|| corrupt("name"))?,
+            })
+        })
+        .collect()
+}
+
 /// A user's membership in one tenant.
 pub async fn membership(
     store: &SharedStore,

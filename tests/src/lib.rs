@@ -7,6 +7,7 @@
 //! talks HTTP to it; [`Ready`] is a tenant on it ready to issue, with what tests do with its
 //! documents. The tests themselves live in `tests/it/`.
 
+pub mod browser;
 pub mod http;
 pub mod ledger;
 pub mod ready;

@@ -160,6 +160,9 @@ pub struct DownloadQuery {
     /// Lower-case hex HMAC-SHA256 of `"<document id>:<artifact id>:<expires>"`.
     #[param(required = true, value_type = String)]
     pub signature: Option<String>,
+    /// `1`: a PDF opens in the browser (`Content-Disposition: inline`) instead of being saved;
+    /// any other artifact is saved regardless. Not part of the signature.
+    pub inline: Option<String>,
 }
 
 fn refused() -> ApiError {
@@ -247,9 +250,13 @@ pub async fn download_artifact(
         })?;
     let content_type = HeaderValue::from_str(&artifact.content_type)
         .unwrap_or(HeaderValue::from_static("application/octet-stream"));
-    let disposition =
-        HeaderValue::from_str(&format!("attachment; filename=\"{}\"", file_name(id, &artifact)))
-            .unwrap_or(HeaderValue::from_static("attachment"));
+    let inline = q.inline.as_deref() == Some("1") && artifact.content_type.starts_with("application/pdf");
+    let disposition = HeaderValue::from_str(&format!(
+        "{}; filename=\"{}\"",
+        if inline { "inline" } else { "attachment" },
+        file_name(id, &artifact)
+    ))
+    .unwrap_or(HeaderValue::from_static("attachment"));
     Ok((
         [
             (header::CONTENT_TYPE, content_type),

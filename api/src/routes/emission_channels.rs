@@ -207,7 +207,7 @@ impl From<ChannelRow> for ChannelView {
 }
 
 /// `company_id` filter.
-#[derive(Debug, Deserialize, IntoParams)]
+#[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 pub struct CompanyFilter {
     /// Only this company.

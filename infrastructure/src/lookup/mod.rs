@@ -53,6 +53,14 @@ impl TaxpayerRegistry for StoreRegistry {
     async fn answer(&self, ruc: &Ruc) -> RegistryAnswer {
         registry_answer(self.0.as_ref(), ruc).await
     }
+
+    async fn name_of(&self, ruc: &Ruc) -> Option<String> {
+        registry::name_of(self.0.as_ref(), ruc.number())
+            .await
+            .inspect_err(|err| tracing::warn!(error = %err, "reading the taxpayer registry failed"))
+            .ok()
+            .flatten()
+    }
 }
 
 /// An electronic-invoicing designation (`sifenMandate`).

@@ -488,6 +488,22 @@ pub async fn switch(database: &Database, switch: &Switch) -> Result<i64, Registr
     }
 }
 
+/// The registered name of a RUC number in the active slot; `None` when no registry is loaded or
+/// it does not know the number.
+pub async fn name_of(store: &dyn Store, ruc: &str) -> Result<Option<String>, StoreError> {
+    let rows = store
+        .query(
+            "SELECT t.name FROM lookup_registry r \
+               JOIN lookup_taxpayers_0 t ON r.active_slot = 0 AND t.ruc = $1 WHERE r.id = 1 \
+             UNION ALL \
+             SELECT t.name FROM lookup_registry r \
+               JOIN lookup_taxpayers_1 t ON r.active_slot = 1 AND t.ruc = $1 WHERE r.id = 1",
+            &[SqlValue::Text(ruc.to_owned())],
+        )
+        .await?;
+    Ok(rows.iter().find_map(|r| r[0].as_text()))
+}
+
 /// The registry's answer about one RUC number, in one statement (so one snapshot), from the
 /// active slot: `Some(state)` when listed, `None` when not, and an error when nothing was ever
 /// imported (see [`super::registry_answer`]).

@@ -27,7 +27,7 @@ pub use batch::STEP_UPDATE;
 use batch::{IntakeRows, StepRows};
 pub use queries::{
     ArtifactRow, DocumentRow, Filter, TimelineEntry, artifacts, count_by_status, credit_notes_of, document,
-    intake_row, list, timeline,
+    intake_row, list, status_counts, timeline,
 };
 use write::apply_own;
 

@@ -205,6 +205,28 @@ pub async fn count_by_status(store: &SharedStore) -> Result<Vec<(String, i64)>, 
         .collect())
 }
 
+/// A tenant's documents per status, issued at or after `since` when given (the console's home:
+/// today, this month, all time). One statement; the status index answers it.
+pub async fn status_counts(
+    store: &SharedStore,
+    tenant: TenantId,
+    company: Option<Uuid>,
+    since: Option<DateTime<Utc>>,
+) -> Result<Vec<(String, i64)>, StoreError> {
+    let rows = store
+        .query(
+            "SELECT status, count(*) FROM documents WHERE tenant_id = $1 \
+               AND ($2 IS NULL OR company_id = $2) AND ($3 IS NULL OR issue_datetime >= $3) \
+             GROUP BY status",
+            &[SqlValue::Uuid(tenant.as_uuid()), company.into(), opt_time(since)],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .filter_map(|r| Some((r[0].as_text()?, r[1].as_i64().unwrap_or(0))))
+        .collect())
+}
+
 /// The list filters; `None` means "any".
 #[derive(Debug, Clone, Default)]
 pub struct Filter {

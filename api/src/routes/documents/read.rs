@@ -4,7 +4,7 @@
 use super::*;
 
 /// `GET /v1/documents` query.
-#[derive(Debug, Deserialize, IntoParams)]
+#[derive(Debug, Default, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 pub struct ListQuery {
     /// Company.

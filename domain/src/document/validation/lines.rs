@@ -186,7 +186,7 @@ pub(super) fn line_amounts(
     // None: a factor is unusable (already an issue); Some(None): the product is too large.
     let product = quantity
         .zip(price)
-        .map(|(q, p)| q.checked_mul(p).map(half_up).filter(|t| below(*t, AMOUNT_LIMIT)));
+        .map(|(q, p)| line_total(q, p).filter(|t| below(*t, AMOUNT_LIMIT)));
     if let Some(None) = product {
         push(
             out,
@@ -198,11 +198,7 @@ pub(super) fn line_amounts(
     let total = settle(out, &total_field, item.total_amount, product.flatten());
     let rate = item.tax_rate.get();
     let expected_tax = if taxed {
-        total
-            .and_then(|t| t.checked_mul(rate))
-            .zip(Decimal::ONE_HUNDRED.checked_add(rate))
-            .and_then(|(n, d)| n.checked_div(d))
-            .map(half_up)
+        total.and_then(|t| included_tax(t, rate))
     } else {
         Some(Decimal::ZERO)
     };

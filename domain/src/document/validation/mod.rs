@@ -136,6 +136,23 @@ pub enum RegistryAnswer {
     },
 }
 
+/// A line's total by the rules: quantity × unit price, rounded half up to the guaraní (`None`
+/// when it overflows).
+pub fn line_total(quantity: Decimal, unit_price: Decimal) -> Option<Decimal> {
+    quantity.checked_mul(unit_price).map(half_up)
+}
+
+/// The IVA included in a taxed line's total at `rate` (5 or 10): total × rate / (100 + rate),
+/// rounded half up to the guaraní; the rule the validator holds `tax_amount` to, and what the
+/// console's issue form computes.
+pub fn included_tax(total: Decimal, rate: Decimal) -> Option<Decimal> {
+    total
+        .checked_mul(rate)
+        .zip(Decimal::ONE_HUNDRED.checked_add(rate))
+        .and_then(|(n, d)| n.checked_div(d))
+        .map(half_up)
+}
+
 /// The outcome: blocking errors and non-blocking warnings.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Validation {

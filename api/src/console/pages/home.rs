@@ -1,0 +1,191 @@
+//! Home: today's and this month's documents by status, and what needs attention (documents
+//! SIFEN refused or kuatia gave up on, retries, validation failures, deliveries waiting for the
+//! issuer's hand, certificates expiring, channels not ready).
+
+use crate::extract::Query;
+use askama::Template;
+use axum::extract::State;
+use axum::response::Response;
+use chrono::{Datelike, TimeZone, Utc};
+use kuatia_domain::document::aggregate::DocumentStatus;
+use kuatia_projections::documents as read_docs;
+
+use super::documents::{Row, row};
+use crate::console::{Chrome, Console};
+use crate::routes::documents::ListQuery;
+use crate::state::AppState;
+
+/// One status and how many.
+pub struct Count {
+    pub status: String,
+    pub words: String,
+    pub n: i64,
+}
+
+/// A certificate near its end.
+pub struct CertificateNote {
+    pub name: String,
+    pub until: String,
+    pub days: i64,
+}
+
+/// A channel that cannot issue, and why.
+pub struct ChannelNote {
+    pub channel: String,
+    pub problems: Vec<String>,
+}
+
+/// The home page.
+#[derive(Template)]
+#[template(path = "console/home.html")]
+pub struct HomePage {
+    pub chrome: Chrome,
+    pub today: Vec<Count>,
+    pub today_total: i64,
+    pub month: Vec<Count>,
+    pub month_total: i64,
+    pub attention: Vec<Count>,
+    pub pending_manual: Vec<Row>,
+    pub certificates: Vec<CertificateNote>,
+    pub channels: Vec<ChannelNote>,
+    pub can_issue: bool,
+}
+
+/// The statuses that ask for someone's attention, in the order shown.
+const ATTENTION: [DocumentStatus; 4] = [
+    DocumentStatus::Rejected,
+    DocumentStatus::FailedTerminal,
+    DocumentStatus::Retrying,
+    DocumentStatus::ValidationFailed,
+];
+
+fn counts(console: &Console, found: &[(String, i64)]) -> (Vec<Count>, i64) {
+    let tr = console.chrome.tr;
+    let mut out: Vec<Count> = DocumentStatus::ALL
+        .iter()
+        .filter_map(|s| {
+            let n = found
+                .iter()
+                .find(|(st, _)| st == s.as_str())
+                .map_or(0, |(_, n)| *n);
+            (n > 0).then(|| Count {
+                status: s.as_str().to_owned(),
+                words: tr.status(s.as_str()),
+                n,
+            })
+        })
+        .collect();
+    out.sort_by_key(|c| std::cmp::Reverse(c.n));
+    let total = out.iter().map(|c| c.n).sum();
+    (out, total)
+}
+
+/// `GET /console`.
+pub async fn show(State(state): State<AppState>, mut console: Console) -> Response {
+    console.chrome.nav = "home";
+    match page(&state, &console).await {
+        Ok(page) => console.page(&page),
+        Err(e) => console.error_page(&e),
+    }
+}
+
+async fn page(state: &AppState, console: &Console) -> Result<HomePage, crate::error::ApiError> {
+    let caller = &console.caller;
+    caller.require(crate::routes::documents::READ_DOCUMENTS)?;
+    let tr = console.chrome.tr;
+    let now = state.intake.clock.now();
+    let offset = kuatia_domain::local_time::offset();
+    let today = kuatia_domain::local_time::paraguay_today(now);
+    let start_of = |date: chrono::NaiveDate| {
+        offset
+            .from_local_datetime(&date.and_hms_opt(0, 0, 0).unwrap_or_default())
+            .single()
+            .map(|t| t.with_timezone(&Utc))
+    };
+    let month_start = today.with_day(1).unwrap_or(today);
+    let (today_counts, today_total) = counts(
+        console,
+        &read_docs::status_counts(&state.store, caller.tenant, caller.company_id, start_of(today)).await?,
+    );
+    let (month_counts, month_total) = counts(
+        console,
+        &read_docs::status_counts(
+            &state.store,
+            caller.tenant,
+            caller.company_id,
+            start_of(month_start),
+        )
+        .await?,
+    );
+    let all = read_docs::status_counts(&state.store, caller.tenant, caller.company_id, None).await?;
+    let attention = ATTENTION
+        .iter()
+        .filter_map(|s| {
+            let n = all.iter().find(|(st, _)| st == s.as_str()).map_or(0, |(_, n)| *n);
+            (n > 0).then(|| Count {
+                status: s.as_str().to_owned(),
+                words: tr.status(s.as_str()),
+                n,
+            })
+        })
+        .collect();
+    let pending = crate::routes::documents::read::list_documents(
+        State(state.clone()),
+        caller.clone(),
+        Query(ListQuery {
+            delivery: Some("pending_manual".into()),
+            limit: Some("10".into()),
+            ..ListQuery::default()
+        }),
+    )
+    .await?
+    .0;
+    let pending_manual = pending.documents.iter().map(|d| row(tr, d)).collect();
+    let mut certificates = Vec::new();
+    let mut channels = Vec::new();
+    if console.may(crate::routes::certificates::LIST_CERTIFICATES) {
+        let listed = crate::routes::certificates::list_certificates(State(state.clone()), caller.clone())
+            .await?
+            .0;
+        for c in listed {
+            let days = (c.not_after - now).num_days();
+            if days <= 30 {
+                certificates.push(CertificateNote {
+                    name: c.label.clone().unwrap_or(c.subject.clone()),
+                    until: crate::console::i18n::local(c.not_after),
+                    days,
+                });
+            }
+        }
+        let readiness = crate::routes::emission_channels::channel_readiness(
+            State(state.clone()),
+            caller.clone(),
+            Query(Default::default()),
+        )
+        .await?
+        .0;
+        for ch in readiness.channels.into_iter().filter(|c| !c.ready) {
+            channels.push(ChannelNote {
+                channel: ch.channel,
+                problems: ch
+                    .checks
+                    .into_iter()
+                    .filter(|c| !c.ok)
+                    .map(|c| c.message)
+                    .collect(),
+            });
+        }
+    }
+    Ok(HomePage {
+        chrome: console.chrome.clone(),
+        today: today_counts,
+        today_total,
+        month: month_counts,
+        month_total,
+        attention,
+        pending_manual,
+        certificates,
+        channels,
+        can_issue: console.may(crate::routes::documents::CREATE_DOCUMENT),
+    })
+}

@@ -1,0 +1,43 @@
+//! The console's pages, one module per area; each calls the REST API's handlers or the
+//! application's use cases with the console's [`Caller`](crate::auth::Caller).
+
+pub mod audit;
+pub mod auth;
+pub mod document;
+pub mod documents;
+pub mod home;
+pub mod issue;
+
+use askama::Template;
+use axum::response::Response;
+use serde_json::Value;
+
+use super::Chrome;
+use super::i18n::Tr;
+use crate::error::ApiError;
+
+/// A refusal inside the frame.
+#[derive(Template)]
+#[template(path = "console/error.html")]
+pub struct ErrorPage {
+    pub chrome: Chrome,
+    pub title: String,
+    pub message: String,
+}
+
+/// A refusal before there is a frame (no session, no tenant).
+#[derive(Template)]
+#[template(path = "console/plain.html")]
+pub struct PlainPage {
+    pub tr: Tr,
+    pub title: String,
+    pub message: String,
+}
+
+/// The body of an API answer, as JSON (the console reads what the API would have sent).
+pub(crate) async fn json_of(response: Response) -> Result<Value, ApiError> {
+    let bytes = axum::body::to_bytes(response.into_body(), 16 * 1024 * 1024)
+        .await
+        .map_err(|e| ApiError::internal(&e))?;
+    serde_json::from_slice(&bytes).map_err(|e| ApiError::internal(&e))
+}

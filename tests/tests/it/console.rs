@@ -1,0 +1,412 @@
+//! The console over plain HTTP (no browser): redirects, the security headers, login with its
+//! form token, the form token on every form, tenants kept apart, roles, both languages. The
+//! browser drives the same pages in `console_browser`.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use kuatia_infrastructure::sifen_sim::SimConfig;
+use kuatia_tests::Simulated;
+use serde_json::json;
+
+/// A browser without a browser: keeps cookies, never follows redirects.
+pub(crate) struct Visitor {
+    client: reqwest::Client,
+    base: String,
+    cookies: BTreeMap<String, String>,
+    language: &'static str,
+}
+
+/// An answer: status, `Location`, headers and body.
+pub(crate) struct Answer {
+    pub status: u16,
+    pub location: Option<String>,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: String,
+}
+
+impl Visitor {
+    pub(crate) fn new(base: &str) -> Self {
+        Self {
+            client: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .expect("client"),
+            base: base.to_owned(),
+            cookies: BTreeMap::new(),
+            language: "es-PY,es;q=0.9",
+        }
+    }
+
+    fn cookie_header(&self) -> String {
+        self.cookies
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    async fn answer(&mut self, request: reqwest::RequestBuilder) -> Answer {
+        let response = request
+            .header("cookie", self.cookie_header())
+            .header("accept-language", self.language)
+            .send()
+            .await
+            .expect("send");
+        for set in response.headers().get_all("set-cookie") {
+            let text = set.to_str().unwrap_or_default();
+            let pair = text.split(';').next().unwrap_or_default();
+            if let Some((k, v)) = pair.split_once('=') {
+                if v.is_empty() || text.contains("Max-Age=0") {
+                    self.cookies.remove(k);
+                } else {
+                    self.cookies.insert(k.to_owned(), v.to_owned());
+                }
+            }
+        }
+        Answer {
+            status: response.status().as_u16(),
+            location: response
+                .headers()
+                .get("location")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned),
+            headers: response.headers().clone(),
+            body: response.text().await.unwrap_or_default(),
+        }
+    }
+
+    pub(crate) async fn get(&mut self, path: &str) -> Answer {
+        let request = self.client.get(format!("{}{path}", self.base));
+        self.answer(request).await
+    }
+
+    pub(crate) async fn post(&mut self, path: &str, form: &[(&str, &str)]) -> Answer {
+        let body = form
+            .iter()
+            .map(|(k, v)| format!("{}={}", encode(k), encode(v)))
+            .collect::<Vec<_>>()
+            .join("&");
+        let request = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body);
+        self.answer(request).await
+    }
+
+    /// Logs in through the login form (its token first); asserts the redirect home.
+    pub(crate) async fn log_in(&mut self, email: &str, password: &str) {
+        let page = self.get("/console/login").await;
+        assert_eq!(page.status, 200, "{}", page.body);
+        let csrf = hidden(&page.body, "csrf");
+        let done = self
+            .post(
+                "/console/login",
+                &[
+                    ("email", email),
+                    ("password", password),
+                    ("csrf", &csrf),
+                    ("next", "/console"),
+                ],
+            )
+            .await;
+        assert_eq!(done.status, 303, "{}", done.body);
+        assert_eq!(done.location.as_deref(), Some("/console"));
+        assert!(self.cookies.contains_key("kuatia_session"));
+    }
+}
+
+/// Percent-encodes a form value.
+fn encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// The value of the first hidden input `name` of a page.
+pub(crate) fn hidden(html: &str, name: &str) -> String {
+    let marker = format!("name=\"{name}\" value=\"");
+    let start = html
+        .find(&marker)
+        .unwrap_or_else(|| panic!("no {name} in {html}"))
+        + marker.len();
+    html[start..].split('"').next().unwrap_or_default().to_owned()
+}
+
+const PASSWORD: &str = "a long enough secret";
+
+/// The service with an accepted invoice, and an owner and a viewer of its tenant.
+pub(crate) async fn service_with_an_accepted_invoice() -> (Simulated, String) {
+    let f = Simulated::new(SimConfig::default(), |c| c.insecure_cookies = true).await;
+    let doc = f.post(&f.invoice("CONSOLE-1")).await;
+    f.wait_status(&doc, "accepted", Duration::from_secs(30)).await;
+    crate::identity::join(&f.app, &f.tenant, &f.key, "duena@example.com.py", "owner").await;
+    crate::identity::join(&f.app, &f.tenant, &f.key, "consulta@example.com.py", "viewer").await;
+    (f, doc)
+}
+
+#[tokio::test]
+async fn the_console_asks_for_a_login_and_answers_with_strict_security_headers() {
+    let (f, doc) = service_with_an_accepted_invoice().await;
+    let mut v = Visitor::new(&f.app.base);
+    let root = v.get("/").await;
+    assert_eq!((root.status, root.location.as_deref()), (303, Some("/console")));
+    let home = v.get(&format!("/console/documents/{doc}")).await;
+    assert_eq!(home.status, 303);
+    assert_eq!(
+        home.location.as_deref(),
+        Some(format!("/console/login?next=/console/documents/{doc}").as_str())
+    );
+    let login = v.get("/console/login").await;
+    assert_eq!(login.status, 200);
+    let csp = login.headers["content-security-policy"].to_str().unwrap();
+    for part in [
+        "default-src 'none'",
+        "script-src 'self'",
+        "frame-ancestors 'none'",
+        "form-action 'self'",
+    ] {
+        assert!(csp.contains(part), "{csp}");
+    }
+    assert!(!csp.contains("unsafe-inline"), "{csp}");
+    assert_eq!(login.headers["x-frame-options"], "DENY");
+    assert_eq!(login.headers["cache-control"], "no-store");
+    assert!(
+        !login.body.contains("<script>") && !login.body.contains("style="),
+        "no inline script or style"
+    );
+    assert!(login.body.contains("lang=\"es-PY\"") && login.body.contains("Ingresar"));
+
+    // A login without the form's token is refused, whatever the password.
+    let refused = v
+        .post(
+            "/console/login",
+            &[
+                ("email", "duena@example.com.py"),
+                ("password", PASSWORD),
+                ("csrf", "wrong"),
+            ],
+        )
+        .await;
+    assert_eq!(refused.status, 403);
+    assert!(!v.cookies.contains_key("kuatia_session"));
+    // A wrong password says so, in Spanish.
+    let csrf = hidden(&v.get("/console/login").await.body, "csrf");
+    let wrong = v
+        .post(
+            "/console/login",
+            &[
+                ("email", "duena@example.com.py"),
+                ("password", "not it at all"),
+                ("csrf", &csrf),
+            ],
+        )
+        .await;
+    assert_eq!(wrong.status, 401);
+    assert!(wrong.body.contains("no son correctos"), "{}", wrong.body);
+
+    v.log_in("duena@example.com.py", PASSWORD).await;
+    let page = v.get(&format!("/console/documents/{doc}")).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(page.body.contains("Factura electrónica") && page.body.contains("Aprobado"));
+    assert!(page.body.contains("Gs. 165.000"), "money as Paraguay writes it");
+    // The assets come from the binary.
+    let css = v.get("/console/assets/console.css").await;
+    assert_eq!(css.status, 200);
+    assert!(
+        css.headers["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/css")
+    );
+    assert_eq!(v.get("/console/assets/nothing.js").await.status, 404);
+
+    // Logging out needs the token too, and ends the session for good.
+    let csrf = hidden(&page.body, "csrf");
+    assert_eq!(v.post("/console/logout", &[("csrf", "nope")]).await.status, 403);
+    let out = v.post("/console/logout", &[("csrf", &csrf)]).await;
+    assert_eq!(
+        (out.status, out.location.as_deref()),
+        (303, Some("/console/login"))
+    );
+    assert_eq!(v.get("/console").await.status, 303);
+    f.app.stop().await;
+}
+
+#[tokio::test]
+async fn every_console_form_needs_the_sessions_token_and_nothing_happens_without_it() {
+    let (f, doc) = service_with_an_accepted_invoice().await;
+    let mut v = Visitor::new(&f.app.base);
+    v.log_in("duena@example.com.py", PASSWORD).await;
+    let before = f.timeline(&doc).await.len();
+    let forms: [(&str, Vec<(&str, &str)>); 6] = [
+        ("deliveries", vec![("channel", "printed")]),
+        ("public-link", vec![]),
+        ("cancel", vec![("reason", "Error en el precio")]),
+        ("inutilize", vec![("reason", "Error en el precio")]),
+        ("regenerate", vec![]),
+        ("retry", vec![]),
+    ];
+    for (action, fields) in &forms {
+        for token in [None, Some("0000")] {
+            let mut form = fields.clone();
+            if let Some(t) = token {
+                form.push(("csrf", t));
+            }
+            let answer = v.post(&format!("/console/documents/{doc}/{action}"), &form).await;
+            assert_eq!(answer.status, 403, "{action} with {token:?}: {}", answer.body);
+            assert!(answer.body.contains("El formulario venció"), "{}", answer.body);
+        }
+    }
+    let issue = v
+        .post("/console/issue", &[("action", "issue"), ("description", "x")])
+        .await;
+    assert_eq!(issue.status, 403);
+    let tenant = v.post("/console/tenant", &[("tenant", f.tenant.as_str())]).await;
+    assert_eq!(tenant.status, 403);
+    assert_eq!(
+        f.timeline(&doc).await.len(),
+        before,
+        "no form without its token changed anything"
+    );
+    assert_eq!(f.document_count().await, 1);
+
+    // With the token, the same form works (the delivery by hand is recorded).
+    let page = v.get(&format!("/console/documents/{doc}")).await;
+    let csrf = hidden(&page.body, "csrf");
+    let done = v
+        .post(
+            &format!("/console/documents/{doc}/deliveries"),
+            &[("csrf", &csrf), ("channel", "in_person"), ("recipient", "Juan")],
+        )
+        .await;
+    assert_eq!(done.status, 303, "{}", done.body);
+    let shown = v.get(&format!("/console/documents/{doc}")).await;
+    assert!(
+        shown.body.contains("Entrega registrada"),
+        "the message after the form"
+    );
+    assert!(shown.body.contains("En persona") && shown.body.contains("Juan"));
+    let again = v.get(&format!("/console/documents/{doc}")).await;
+    assert!(
+        !again.body.contains("Entrega registrada"),
+        "the message shows once"
+    );
+    f.app.stop().await;
+}
+
+#[tokio::test]
+async fn a_viewer_sees_no_action_and_is_refused_one_anyway() {
+    let (f, doc) = service_with_an_accepted_invoice().await;
+    let mut v = Visitor::new(&f.app.base);
+    v.log_in("consulta@example.com.py", PASSWORD).await;
+    let page = v.get(&format!("/console/documents/{doc}")).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    for action in [
+        "cancel-form",
+        "inutilize-form",
+        "hand-form",
+        "make-link",
+        "regenerate",
+        "audit-link",
+    ] {
+        assert!(
+            !page.body.contains(&format!("id=\"{action}\"")),
+            "a viewer sees no {action}"
+        );
+    }
+    assert!(page.body.contains("consulta"), "the role is shown");
+    let csrf = hidden(&page.body, "csrf");
+    let refused = v
+        .post(
+            &format!("/console/documents/{doc}/cancel"),
+            &[("csrf", &csrf), ("reason", "Error en el precio")],
+        )
+        .await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert_eq!(f.status(&doc).await["status"], "accepted");
+    assert_eq!(v.get("/console/issue").await.status, 403);
+    assert_eq!(
+        v.get(&format!("/console/documents/{doc}/audit")).await.status,
+        403
+    );
+    f.app.stop().await;
+}
+
+#[tokio::test]
+async fn a_user_of_another_tenant_finds_nothing_of_this_one() {
+    let (f, doc) = service_with_an_accepted_invoice().await;
+    // Tenant B, with its own owner.
+    let (tenant_b, key_b) = f.app.tenant("otra").await;
+    crate::identity::join(&f.app, &tenant_b, &key_b, "otro@example.com.py", "owner").await;
+    let mut v = Visitor::new(&f.app.base);
+    v.log_in("otro@example.com.py", PASSWORD).await;
+    for path in [
+        format!("/console/documents/{doc}"),
+        format!("/console/documents/{doc}/audit"),
+        format!("/console/documents/{doc}/events"),
+    ] {
+        let answer = v.get(&path).await;
+        assert_eq!(answer.status, 404, "{path}: {}", answer.body);
+    }
+    let list = v.get("/console/documents").await;
+    assert!(
+        !list.body.contains(&doc),
+        "tenant A's document is not listed to B"
+    );
+    // Choosing tenant A by cookie does not help: B's user is not a member.
+    v.cookies.insert("kuatia_tenant".into(), f.tenant.clone());
+    assert_eq!(v.get(&format!("/console/documents/{doc}")).await.status, 404);
+    let csrf = hidden(&v.get("/console").await.body, "csrf");
+    let switch = v
+        .post("/console/tenant", &[("csrf", &csrf), ("tenant", &f.tenant)])
+        .await;
+    assert_eq!(switch.status, 404);
+    let delivered = v
+        .post(
+            &format!("/console/documents/{doc}/deliveries"),
+            &[("csrf", &csrf), ("channel", "printed")],
+        )
+        .await;
+    assert_eq!(delivered.status, 404);
+    assert!(
+        f.timeline(&doc)
+            .await
+            .iter()
+            .all(|e| e["type"] != json!("DeliveredByHand")),
+        "nothing was recorded on A's document"
+    );
+    f.app.stop().await;
+}
+
+#[tokio::test]
+async fn the_pages_speak_spanish_first_and_english_when_asked() {
+    let (f, doc) = service_with_an_accepted_invoice().await;
+    let mut v = Visitor::new(&f.app.base);
+    v.log_in("duena@example.com.py", PASSWORD).await;
+    let spanish = v.get("/console").await;
+    assert!(spanish.body.contains("lang=\"es-PY\"") && spanish.body.contains("Este mes"));
+    // The browser's language, when the user chose none.
+    v.language = "en-US,en;q=0.9";
+    let english = v.get(&format!("/console/documents/{doc}")).await;
+    assert!(english.body.contains("lang=\"en\"") && english.body.contains("Electronic invoice"));
+    assert!(english.body.contains("Approved"));
+    // The user's choice wins over the browser's.
+    let chosen = v.get("/console/lang?to=es&next=/console/documents").await;
+    assert_eq!(
+        (chosen.status, chosen.location.as_deref()),
+        (303, Some("/console/documents"))
+    );
+    assert!(v.get("/console/documents").await.body.contains("Documentos"));
+    // The switch goes back to a console page only.
+    let away = v.get("/console/lang?to=en&next=https://evil.example").await;
+    assert_eq!(away.location.as_deref(), Some("/console"));
+    f.app.stop().await;
+}

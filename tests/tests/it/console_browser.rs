@@ -1,0 +1,551 @@
+//! The console in headless Chromium (Debian's `chromium` and `chromedriver`, through WebDriver):
+//! what an office clerk, an auditor, a viewer and a user of another tenant do, on the real service
+//! with the SIFEN simulator, and axe-core on every page. With `KUATIA_SCREENSHOTS=<dir>` the
+//! pages are saved there as PNG (`docs/console/` holds the ones docs/console.md shows).
+
+use std::time::{Duration, Instant};
+
+use kuatia_tests::browser::Browser;
+use kuatia_tests::{Ready, Simulated};
+use serde_json::json;
+
+use crate::console::service_with_an_accepted_invoice;
+
+const PASSWORD: &str = "a long enough secret";
+
+/// Chromium, or `None` (with a notice) where it is not installed outside CI.
+async fn browser(lang: &str) -> Option<Browser> {
+    Browser::start_with_language(lang)
+        .await
+        .expect("the browser starts")
+}
+
+/// Saves the page as `<name>.png` when `KUATIA_SCREENSHOTS` names a folder.
+async fn shot(b: &Browser, name: &str) {
+    if let Ok(dir) = std::env::var("KUATIA_SCREENSHOTS") {
+        std::fs::create_dir_all(&dir).expect("screenshot folder");
+        b.save_screenshot(format!("{dir}/{name}.png"))
+            .await
+            .expect("screenshot");
+    }
+}
+
+/// axe-core finds no serious or critical violation on the page.
+async fn accessible(b: &Browser, page: &str) {
+    let violations = b.axe().await.expect("axe runs");
+    assert!(
+        violations.is_empty(),
+        "{page}: {}",
+        serde_json::to_string_pretty(&violations).unwrap_or_default()
+    );
+}
+
+async fn log_in(b: &Browser, base: &str, email: &str) {
+    b.delete_all_cookies().await.ok();
+    b.goto(&format!("{base}/console")).await.expect("goto");
+    assert!(b.current_url().await.expect("url").contains("/console/login"));
+    b.find("#email")
+        .await
+        .expect("email")
+        .send_keys(email)
+        .await
+        .expect("type");
+    b.find("#password")
+        .await
+        .expect("password")
+        .send_keys(PASSWORD)
+        .await
+        .expect("type");
+    b.find("#login-submit")
+        .await
+        .expect("submit")
+        .click()
+        .await
+        .expect("click");
+    b.wait_for("main h1", Duration::from_secs(10))
+        .await
+        .expect("home");
+}
+
+/// Reloads the page until `#doc-status` says `status`.
+async fn page_status(b: &Browser, url: &str, status: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        b.goto(url).await.expect("goto");
+        let shown = b
+            .find("#doc-status")
+            .await
+            .expect("status")
+            .attribute("data-status")
+            .await
+            .expect("attribute");
+        if shown.as_deref() == Some(status) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{url} stayed {shown:?}, not {status}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+/// An accepted invoice whose customer delivery waits for the issuer's hand.
+async fn accepted_manual(f: &Ready, external_id: &str) -> String {
+    let mut doc = f.invoice(external_id);
+    doc["delivery"] =
+        json!({"customer": {"mode": "manual", "channels": ["email"], "email": "cliente@example.com"}});
+    let id = f.post(&doc).await["id"].as_str().expect("id").to_owned();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !f.ids("?delivery=pending_manual").await.contains(&id) {
+        assert!(Instant::now() < deadline, "the manual delivery never waited");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    id
+}
+
+#[tokio::test]
+async fn an_office_clerk_finds_opens_delivers_cancels_and_issues_in_the_browser() {
+    let (f, first) = service_with_an_accepted_invoice().await;
+    let Some(b) = browser("es-PY").await else { return };
+    let base = f.app.base.clone();
+    let manual = accepted_manual(&f, "CONSOLE-MANUAL").await;
+
+    log_in(&b, &base, "duena@example.com.py").await;
+    assert_eq!(b.find("main h1").await.unwrap().text().await.unwrap(), "Inicio");
+    assert!(
+        b.exists("#pending-manual").await.unwrap(),
+        "home lists the delivery waiting"
+    );
+    shot(&b, "home").await;
+    accessible(&b, "home").await;
+
+    // The list, filtered and searched.
+    b.goto(&format!("{base}/console/documents")).await.unwrap();
+    assert_eq!(b.find_all("#documents tbody tr").await.unwrap().len(), 2);
+    shot(&b, "documents").await;
+    accessible(&b, "documents").await;
+    let number = f.status(&first).await["number"].as_str().unwrap().to_owned();
+    b.find("#q").await.unwrap().send_keys(&number).await.unwrap();
+    b.find("#filter-submit").await.unwrap().click().await.unwrap();
+    b.wait_for("#documents", Duration::from_secs(5)).await.unwrap();
+    let rows = b.find_all("#documents tbody tr").await.unwrap();
+    assert_eq!(rows.len(), 1, "the search finds the one number");
+    assert_eq!(
+        rows[0].attribute("data-id").await.unwrap().as_deref(),
+        Some(first.as_str())
+    );
+    b.goto(&format!("{base}/console/documents?status=rejected"))
+        .await
+        .unwrap();
+    assert!(b.exists("#no-documents").await.unwrap());
+    let export = b
+        .find("#export-csv")
+        .await
+        .unwrap()
+        .attribute("href")
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        export.starts_with("/console/documents/export?status=rejected"),
+        "{export}"
+    );
+
+    // A document: header, SIFEN's answer, the KuDE to view and to save.
+    b.goto(&format!("{base}/console/documents/{first}"))
+        .await
+        .unwrap();
+    assert!(
+        b.find("#doc-cdc")
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+            .contains(' '),
+        "the CDC in groups"
+    );
+    assert!(b.exists("#sifen-answer").await.unwrap());
+    shot(&b, "document").await;
+    accessible(&b, "document").await;
+    let view = b
+        .find(".view-artifact")
+        .await
+        .unwrap()
+        .attribute("href")
+        .await
+        .unwrap()
+        .unwrap();
+    let download = b
+        .find(".download-artifact")
+        .await
+        .unwrap()
+        .attribute("href")
+        .await
+        .unwrap()
+        .unwrap();
+    let kude = reqwest::get(&view).await.unwrap();
+    assert_eq!(kude.headers()["content-type"], "application/pdf");
+    assert!(
+        kude.headers()["content-disposition"]
+            .to_str()
+            .unwrap()
+            .starts_with("inline")
+    );
+    assert!(kude.bytes().await.unwrap().starts_with(b"%PDF"));
+    let saved = reqwest::get(&download).await.unwrap();
+    assert!(
+        saved.headers()["content-disposition"]
+            .to_str()
+            .unwrap()
+            .starts_with("attachment")
+    );
+
+    // Delivery by hand: recorded, and the document leaves the pending list.
+    b.goto(&format!("{base}/console/documents/{manual}"))
+        .await
+        .unwrap();
+    assert!(b.exists("#pending-manual-note").await.unwrap());
+    b.find("#make-link").await.unwrap().click().await.unwrap();
+    let link = b.wait_for("#public-link", Duration::from_secs(5)).await.unwrap();
+    let url = link
+        .property("value")
+        .await
+        .unwrap()
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(url.contains("/p/"), "{url}");
+    assert!(b.exists("#whatsapp-link").await.unwrap());
+    shot(&b, "delivery-by-hand").await;
+    accessible(&b, "delivery by hand").await;
+    let public = reqwest::get(&url).await.unwrap();
+    assert_eq!(public.status(), 200);
+    b.find("#hand-channel")
+        .await
+        .unwrap()
+        .select_by_value("whatsapp")
+        .await
+        .unwrap();
+    b.find("#hand-recipient")
+        .await
+        .unwrap()
+        .send_keys("0981 123 456")
+        .await
+        .unwrap();
+    b.find("#hand-submit").await.unwrap().click().await.unwrap();
+    b.wait_for(".hand-delivery", Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert!(!b.exists("#pending-manual-note").await.unwrap());
+    b.goto(&format!("{base}/console/documents?delivery=pending_manual"))
+        .await
+        .unwrap();
+    assert!(b.exists("#no-documents").await.unwrap(), "no longer pending");
+
+    // A form stripped of its token is refused.
+    b.goto(&format!("{base}/console/documents/{manual}"))
+        .await
+        .unwrap();
+    b.execute(
+        "document.querySelectorAll('#hand-form input[name=csrf]').forEach(function (e) { e.remove(); });",
+        vec![],
+    )
+    .await
+    .unwrap();
+    b.find("#hand-submit").await.unwrap().click().await.unwrap();
+    let refused = b
+        .wait_for("#error-message", Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert!(refused.text().await.unwrap().contains("El formulario venció"));
+
+    // Cancel inside the window.
+    b.goto(&format!("{base}/console/documents/{first}"))
+        .await
+        .unwrap();
+    assert!(
+        b.find("#cancel-window")
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+            .contains("Quedan")
+    );
+    b.find("#cancel-reason")
+        .await
+        .unwrap()
+        .send_keys("Error en el precio")
+        .await
+        .unwrap();
+    b.find("#cancel-submit").await.unwrap().click().await.unwrap();
+    b.wait_for("#flash", Duration::from_secs(15)).await.unwrap();
+    page_status(&b, &format!("{base}/console/documents/{first}"), "cancelled").await;
+
+    // Issue an invoice by hand: live totals, the check, the issue, accepted.
+    b.goto(&format!("{base}/console/issue")).await.unwrap();
+    assert!(
+        b.find("#related")
+            .await
+            .unwrap()
+            .property("offsetParent")
+            .await
+            .unwrap()
+            .is_null(),
+        "the credit note's fields hide for an invoice"
+    );
+    shot(&b, "issue").await;
+    accessible(&b, "issue").await;
+    b.find("#buyer_ruc")
+        .await
+        .unwrap()
+        .send_keys("80013884-8")
+        .await
+        .unwrap();
+    b.find("#buyer_name")
+        .await
+        .unwrap()
+        .send_keys("CLIENTE S.A.")
+        .await
+        .unwrap();
+    let line = |field: &str| format!("#lines tbody tr:first-child [name={field}]");
+    b.find(&line("description"))
+        .await
+        .unwrap()
+        .send_keys("Licencia anual")
+        .await
+        .unwrap();
+    b.find(&line("quantity")).await.unwrap().clear().await.unwrap();
+    b.find(&line("quantity"))
+        .await
+        .unwrap()
+        .send_keys("2")
+        .await
+        .unwrap();
+    b.find(&line("unit_price"))
+        .await
+        .unwrap()
+        .send_keys("55.000")
+        .await
+        .unwrap();
+    assert_eq!(
+        b.find("#total-grand").await.unwrap().text().await.unwrap(),
+        "Gs. 110.000"
+    );
+    assert_eq!(
+        b.find("#total-tax10").await.unwrap().text().await.unwrap(),
+        "Gs. 10.000"
+    );
+    b.find("#validate").await.unwrap().click().await.unwrap();
+    b.wait_for("#issue-valid", Duration::from_secs(10)).await.unwrap();
+    // Two clicks, one document.
+    let before = f.document_count().await;
+    b.execute(
+        "document.getElementById('issue-submit').click(); document.getElementById('issue-submit').click();",
+        vec![],
+    )
+    .await
+    .unwrap();
+    b.wait_for("#doc-status", Duration::from_secs(15)).await.unwrap();
+    let issued = b.current_url().await.unwrap();
+    page_status(&b, &issued, "accepted").await;
+    assert_eq!(
+        f.document_count().await,
+        before + 1,
+        "one document for two clicks"
+    );
+    assert_eq!(
+        b.find("#buyer-name").await.unwrap().text().await.unwrap(),
+        "CLIENTE S.A."
+    );
+
+    // The same pages in English.
+    b.goto(&format!("{base}/console/lang?to=en&next=/console"))
+        .await
+        .unwrap();
+    assert_eq!(b.find("main h1").await.unwrap().text().await.unwrap(), "Home");
+    shot(&b, "home-en").await;
+    // And at a phone's width: nothing wider than the screen.
+    b.set_window_size(360, 800).await.unwrap();
+    b.goto(&format!("{base}/console/documents")).await.unwrap();
+    let width = b
+        .execute("return document.documentElement.scrollWidth;", vec![])
+        .await
+        .unwrap();
+    assert!(width.as_u64().unwrap_or(9999) <= 360, "scrollWidth {width}");
+    shot(&b, "documents-phone").await;
+    b.quit().await.ok();
+    f.app.stop().await;
+}
+
+/// Makes `doc`'s approval 49 hours old (the service's clock cannot be moved): SIFEN answers 0161
+/// until the document is `retrying`, then the approval is recorded through its own commands.
+async fn approved_long_ago(f: &Simulated, external_id: &str) -> String {
+    let client = reqwest::Client::new();
+    client
+        .post(format!("{}/sim/faults", f.sim.base_url()))
+        .json(&json!({"fault": "0161", "times": 1000, "service": "siRecepDE"}))
+        .send()
+        .await
+        .expect("inject");
+    let doc = f.post(&f.invoice(external_id)).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while f.status(&doc).await["status"] != "retrying" {
+        assert!(Instant::now() < deadline, "not retrying");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    use kuatia_domain::document::aggregate::DocumentCommand;
+    let store = f.app.service().database.store();
+    let tenant = kuatia_domain::tenancy::TenantId::from_uuid(f.r.tenant.parse().expect("tenant"));
+    let id: uuid::Uuid = doc.parse().expect("id");
+    let now = chrono::Utc::now();
+    for command in [
+        DocumentCommand::ResumeSubmission { at: now },
+        DocumentCommand::RecordAccepted {
+            code: "0422".into(),
+            message: "CDC encontrado".into(),
+            protocol: Some("1234567890".into()),
+            approved_at: now - chrono::Duration::hours(49),
+            at: now,
+        },
+    ] {
+        kuatia_application::documents::command(&store, tenant, id, command, Default::default())
+            .await
+            .expect("command");
+    }
+    doc
+}
+
+#[tokio::test]
+async fn an_auditor_a_viewer_and_another_tenant_see_what_their_roles_allow() {
+    let (f, first) = service_with_an_accepted_invoice().await;
+    crate::identity::join(&f.app, &f.tenant, &f.key, "auditora@example.com.py", "auditor").await;
+    let (tenant_b, key_b) = f.app.tenant("otra").await;
+    crate::identity::join(&f.app, &tenant_b, &key_b, "otro@example.com.py", "owner").await;
+    let late = approved_long_ago(&f, "CONSOLE-LATE").await;
+    let Some(b) = browser("es-PY").await else { return };
+    let base = f.app.base.clone();
+
+    // The owner is refused a cancellation outside the window, with the reason.
+    log_in(&b, &base, "duena@example.com.py").await;
+    b.goto(&format!("{base}/console/documents/{late}")).await.unwrap();
+    assert!(
+        b.find("#cancel-window")
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+            .contains("venció")
+    );
+    b.find("#cancel-reason")
+        .await
+        .unwrap()
+        .send_keys("Error en el precio")
+        .await
+        .unwrap();
+    b.find("#cancel-submit").await.unwrap().click().await.unwrap();
+    let flash = b.wait_for("#flash.bad", Duration::from_secs(10)).await.unwrap();
+    assert!(
+        flash.text().await.unwrap().contains("window"),
+        "SIFEN's window, in the API's words"
+    );
+    assert_eq!(f.status(&late).await["status"], "accepted");
+
+    // The auditor: the chain verified when the page was drawn, the state as of an earlier event.
+    log_in(&b, &base, "auditora@example.com.py").await;
+    b.goto(&format!("{base}/console/documents/{first}"))
+        .await
+        .unwrap();
+    assert!(
+        !b.exists("#cancel-form").await.unwrap(),
+        "an auditor cancels nothing"
+    );
+    b.find("#audit-link").await.unwrap().click().await.unwrap();
+    let verified = b
+        .wait_for("#chain-verified", Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert!(verified.text().await.unwrap().contains("verificada"));
+    let events = b.find_all("#timeline > li").await.unwrap();
+    assert!(events.len() >= 5, "the whole stream");
+    assert!(
+        !b.find("#v1 .actor")
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+            .is_empty(),
+        "each event names its actor"
+    );
+    shot(&b, "audit").await;
+    accessible(&b, "audit").await;
+    b.find("#v1 .as-of-link").await.unwrap().click().await.unwrap();
+    let state = b
+        .wait_for("#state-as-of pre", Duration::from_secs(5))
+        .await
+        .unwrap();
+    let text = state.text().await.unwrap();
+    assert!(
+        text.contains("\"status\": \"received\"") || text.contains("\"status\": \"queued\""),
+        "{text}"
+    );
+    assert!(
+        !text.contains("\"status\": \"accepted\""),
+        "as it was then, not now"
+    );
+    shot(&b, "audit-state-as-of").await;
+    let ndjson = b
+        .find("#download-ndjson")
+        .await
+        .unwrap()
+        .attribute("href")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(ndjson, format!("/console/documents/{first}/events"));
+
+    // A viewer sees no action at all.
+    log_in(&b, &base, "consulta@example.com.py").await;
+    b.goto(&format!("{base}/console/documents/{first}"))
+        .await
+        .unwrap();
+    for action in ["#actions", "#hand-form", "#make-link", "#audit-link"] {
+        assert!(!b.exists(action).await.unwrap(), "a viewer sees no {action}");
+    }
+    assert!(
+        !b.exists("a[href='/console/issue']").await.unwrap(),
+        "nor the issue form in the menu"
+    );
+
+    // Another tenant's user: 404 on this tenant's document URLs.
+    log_in(&b, &base, "otro@example.com.py").await;
+    for path in [
+        format!("/console/documents/{first}"),
+        format!("/console/documents/{first}/audit"),
+    ] {
+        b.goto(&format!("{base}{path}")).await.unwrap();
+        assert_eq!(
+            b.find("main h1").await.unwrap().text().await.unwrap(),
+            "No encontrado",
+            "{path}"
+        );
+    }
+    shot(&b, "not-found").await;
+    b.quit().await.ok();
+    f.app.stop().await;
+}
+
+#[tokio::test]
+async fn the_login_page_renders_in_spanish_and_in_english() {
+    let (f, _) = service_with_an_accepted_invoice().await;
+    for (lang, title) in [("es-PY", "Ingresar"), ("en-US", "Log in")] {
+        let Some(b) = browser(lang).await else { return };
+        b.goto(&format!("{}/console/login", f.app.base)).await.unwrap();
+        assert_eq!(b.find("h1").await.unwrap().text().await.unwrap(), title);
+        shot(&b, &format!("login-{}", &lang[..2])).await;
+        accessible(&b, "login").await;
+        b.quit().await.ok();
+    }
+    f.app.stop().await;
+}
