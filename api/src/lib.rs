@@ -105,6 +105,7 @@ fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
             routes::documents::create_document
         ))
         .routes(routes!(routes::documents::read::export_documents))
+        .routes(routes!(routes::documents::read::document_stats))
         .routes(routes!(routes::documents::read::get_document))
         .routes(routes!(routes::documents::read::document_status))
         .routes(routes!(routes::documents::read::document_timeline))

@@ -430,8 +430,8 @@ pub async fn void(
     }
 }
 
-/// A document's state, read from its stream.
-async fn state_of(
+/// A document's state, read from its stream (through the aggregate cache).
+pub async fn state_of(
     store: &SharedStore,
     tenant: TenantId,
     document_id: Uuid,
@@ -461,9 +461,14 @@ pub async fn last_word(
     tenant: TenantId,
     document_id: Uuid,
 ) -> Result<Option<LastWord>, StoreError> {
-    let Some(document) = state_of(store, tenant, document_id).await? else {
-        return Ok(None);
-    };
+    Ok(state_of(store, tenant, document_id)
+        .await?
+        .as_ref()
+        .and_then(last_word_of))
+}
+
+/// SIFEN's last word on a document in this state; `None` before any attempt.
+pub fn last_word_of(document: &DocumentState) -> Option<LastWord> {
     let (code, message, protocol) = match (&document.answer, &document.last_failure) {
         (Some(answer), _) => (
             Some(answer.code.clone()),
@@ -479,19 +484,19 @@ pub async fn last_word(
                 .map(str::to_owned);
             (code, failure.clone(), None)
         }
-        (None, None) => return Ok(None),
+        (None, None) => return None,
     };
     let explained = match code.as_deref() {
         Some(code) => kuatia_domain::sifen::codes::explain(code),
         // SIFEN was not reached, or its answer did not come.
         None => kuatia_domain::sifen::codes::explain_failure(&message),
     };
-    Ok(Some(LastWord {
+    Some(LastWord {
         code,
         message,
         protocol,
         explained,
-    }))
+    })
 }
 
 /// A delivery the issuer made by hand, as the console or an ERP records it.

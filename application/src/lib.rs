@@ -29,6 +29,7 @@ pub mod projection;
 pub mod rate_limit;
 pub mod records;
 pub mod sandbox;
+pub mod statements;
 pub mod trace_context;
 pub mod upcast;
 pub mod vault;

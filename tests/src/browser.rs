@@ -77,6 +77,15 @@ pub struct Browser {
     driver: Option<Child>,
 }
 
+impl std::fmt::Debug for Browser {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Browser")
+            .field("driver_url", &self.driver_url)
+            .field("session_id", &self.session_id)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Browser {
     /// Starts a browser whose language is Paraguayan Spanish (`es-PY`), as
     /// [`Browser::start_with_language`] does.
@@ -447,6 +456,12 @@ impl Drop for Browser {
 pub struct Element<'b> {
     browser: &'b Browser,
     id: String,
+}
+
+impl std::fmt::Debug for Element<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Element").field("id", &self.id).finish()
+    }
 }
 
 impl<'b> Element<'b> {

@@ -78,6 +78,17 @@ pub fn router() -> Router<AppState> {
             get(pages::issue::form).post(pages::issue::submit),
         )
         .layer(axum::middleware::map_response(security_headers))
+        .layer(axum::middleware::from_fn(count_statements))
+}
+
+/// Runs the page counting the statements it sent to the database, and says how many in
+/// `X-Kuatia-Statements` (a test holds the pages to a handful; an operator can see a slow one).
+async fn count_statements(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let (mut response, n) = kuatia_application::statements::counted(next.run(request)).await;
+    response
+        .headers_mut()
+        .insert("x-kuatia-statements", HeaderValue::from(n));
+    response
 }
 
 /// The headers of every console answer: no script or style but the console's own files, no
@@ -374,9 +385,9 @@ impl FromRequestParts<AppState> for Console {
             Ok(None) => return Err(to_login(parts)),
             Err(e) => return Err(plain_error(tr, &e.into())),
         };
-        let tenants = kuatia_projections::access::tenants_of_user(&state.store, user.id)
+        let tenants = crate::routes::identity::tenants_of_user(state, user.id)
             .await
-            .map_err(|e| plain_error(tr, &e.into()))?;
+            .map_err(|e| plain_error(tr, &e))?;
         let chosen = cookie(&parts.headers, TENANT_COOKIE).and_then(|t| t.parse::<Uuid>().ok());
         let Some(current) = tenants
             .iter()

@@ -154,6 +154,14 @@ pub async fn login(
     Ok(response)
 }
 
+/// Every tenant `user` belongs to, with its name (the console's tenant switch).
+pub(crate) async fn tenants_of_user(
+    state: &AppState,
+    user: uuid::Uuid,
+) -> Result<Vec<kuatia_projections::access::UserTenant>, ApiError> {
+    Ok(kuatia_projections::access::tenants_of_user(&state.store, user).await?)
+}
+
 /// The `Set-Cookie` value that opens a session in the browser.
 pub(crate) fn session_cookie(
     state: &AppState,

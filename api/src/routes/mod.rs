@@ -69,6 +69,7 @@ pub const PERMISSIONS: &[(&str, &str, Permission)] = &[
     ("post", "/v1/documents", documents::CREATE_DOCUMENT),
     ("get", "/v1/documents", documents::READ_DOCUMENTS),
     ("get", "/v1/documents/export", documents::READ_DOCUMENTS),
+    ("get", "/v1/documents/stats", documents::READ_DOCUMENTS),
     ("get", "/v1/documents/{id}", documents::READ_DOCUMENTS),
     ("get", "/v1/documents/{id}/status", documents::READ_DOCUMENTS),
     ("get", "/v1/documents/{id}/timeline", documents::READ_TIMELINE),

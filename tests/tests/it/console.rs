@@ -410,3 +410,52 @@ async fn the_pages_speak_spanish_first_and_english_when_asked() {
     assert_eq!(away.location.as_deref(), Some("/console"));
     f.app.stop().await;
 }
+
+#[tokio::test]
+async fn the_list_and_the_document_page_read_the_database_a_handful_of_times() {
+    let (f, doc) = service_with_an_accepted_invoice().await;
+    let mut v = Visitor::new(&f.app.base);
+    v.log_in("duena@example.com.py", PASSWORD).await;
+    let statements = |a: &Answer| -> u32 {
+        a.headers["x-kuatia-statements"]
+            .to_str()
+            .expect("header")
+            .parse()
+            .expect("number")
+    };
+    // Each page once to warm what the service keeps between requests, then counted.
+    for (path, most) in [
+        ("/console/documents".to_owned(), 5),
+        (format!("/console/documents/{doc}"), 7),
+        // Home adds the counts, the deliveries waiting, the certificates and each company's
+        // channel readiness (five reads a company).
+        ("/console".to_owned(), 16),
+    ] {
+        v.get(&path).await;
+        let page = v.get(&path).await;
+        assert_eq!(page.status, 200, "{path}");
+        let n = statements(&page);
+        assert!(n <= most, "{path} sent {n} statements (at most {most})");
+        assert!(n >= 2, "{path}: the count counts ({n})");
+    }
+    f.app.stop().await;
+}
+
+#[tokio::test]
+async fn the_document_stats_count_by_status_today_this_month_and_in_all() {
+    let (f, _doc) = service_with_an_accepted_invoice().await;
+    let mut bad = f.invoice("CONSOLE-BAD");
+    bad["totals"]["grand_total"] = json!(1);
+    assert_eq!(f.r.post(&bad).await["status"], "validation_failed");
+    let (status, stats) = kuatia_tests::send(f.req(reqwest::Method::GET, "/v1/documents/stats")).await;
+    assert_eq!(status, 200, "{stats}");
+    assert_eq!(stats["all"]["accepted"], 1, "{stats}");
+    assert_eq!(stats["all"]["validation_failed"], 1, "{stats}");
+    // Issued an hour ago: today (unless the day just turned) and this month alike.
+    assert_eq!(stats["month"]["accepted"], 1, "{stats}");
+    assert!(
+        stats["all"].get("rejected").is_none(),
+        "statuses with none are left out"
+    );
+    f.app.stop().await;
+}

@@ -10,7 +10,6 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
 use chrono::Utc;
-use kuatia_application::audit;
 use kuatia_domain::channel::ChannelKind;
 use kuatia_domain::document::aggregate::{DocumentState, DocumentStatus, cancellation_window};
 use serde::Deserialize;
@@ -161,20 +160,21 @@ async fn page(
 ) -> Result<DocumentPage, ApiError> {
     let tr = console.chrome.tr;
     let caller = &console.caller;
-    let detail =
-        api_docs::read::get_document(State(state.clone()), caller.clone(), headers.clone(), Path(id))
-            .await?
-            .0;
-    let (_, s) = audit::state_as_of(&state.store, caller.tenant, id, u64::MAX)
+    // What `GET /v1/documents/{id}` reads, less the timeline (the audit page has it): the
+    // permission, the document (404 for another tenant's), its artifacts, SIFEN's last word.
+    caller.require(api_docs::READ_DOCUMENTS)?;
+    let summary = api_docs::DocumentView::from(api_docs::visible(state, caller, id).await?);
+    let artifacts = crate::routes::artifacts::views(state, headers, caller, id).await?;
+    let s = kuatia_application::documents::state_of(&state.store, caller.tenant, id)
         .await?
         .ok_or_else(|| ApiError::not_found("no such document"))?;
+    let sifen = kuatia_application::documents::last_word_of(&s).map(SifenAnswerView::from);
     let d = &s.document;
-    let summary = &detail.summary;
+    let summary = &summary;
     let status = s.status;
     let now = state.intake.clock.now();
     let sifen_channel = s.channel() == ChannelKind::Sifen;
-    let artifacts = detail
-        .artifacts
+    let artifacts = artifacts
         .iter()
         .map(|a| ArtifactLink {
             kind: tr.t(&format!("artifact-{}", a.kind)),
@@ -266,7 +266,7 @@ async fn page(
             .iter()
             .map(|e| format!("{}: {}", e.field, e.message))
             .collect(),
-        sifen: detail.sifen,
+        sifen,
         artifacts,
         deliveries,
         hand,

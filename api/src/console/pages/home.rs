@@ -6,9 +6,7 @@ use crate::extract::Query;
 use askama::Template;
 use axum::extract::State;
 use axum::response::Response;
-use chrono::{Datelike, TimeZone, Utc};
 use kuatia_domain::document::aggregate::DocumentStatus;
-use kuatia_projections::documents as read_docs;
 
 use super::documents::{Row, row};
 use crate::console::{Chrome, Console};
@@ -94,30 +92,15 @@ async fn page(state: &AppState, console: &Console) -> Result<HomePage, crate::er
     caller.require(crate::routes::documents::READ_DOCUMENTS)?;
     let tr = console.chrome.tr;
     let now = state.intake.clock.now();
-    let offset = kuatia_domain::local_time::offset();
-    let today = kuatia_domain::local_time::paraguay_today(now);
-    let start_of = |date: chrono::NaiveDate| {
-        offset
-            .from_local_datetime(&date.and_hms_opt(0, 0, 0).unwrap_or_default())
-            .single()
-            .map(|t| t.with_timezone(&Utc))
+    let stats = crate::routes::documents::read::document_stats(State(state.clone()), caller.clone())
+        .await?
+        .0;
+    let pairs = |m: &std::collections::BTreeMap<String, i64>| {
+        m.iter().map(|(k, v)| (k.clone(), *v)).collect::<Vec<_>>()
     };
-    let month_start = today.with_day(1).unwrap_or(today);
-    let (today_counts, today_total) = counts(
-        console,
-        &read_docs::status_counts(&state.store, caller.tenant, caller.company_id, start_of(today)).await?,
-    );
-    let (month_counts, month_total) = counts(
-        console,
-        &read_docs::status_counts(
-            &state.store,
-            caller.tenant,
-            caller.company_id,
-            start_of(month_start),
-        )
-        .await?,
-    );
-    let all = read_docs::status_counts(&state.store, caller.tenant, caller.company_id, None).await?;
+    let (today_counts, today_total) = counts(console, &pairs(&stats.today));
+    let (month_counts, month_total) = counts(console, &pairs(&stats.month));
+    let all = pairs(&stats.all);
     let attention = ATTENTION
         .iter()
         .filter_map(|s| {

@@ -514,4 +514,4 @@ pub mod read;
 
 pub use actions::{DELIVER_BY_HAND, FiscalReason, RETRY_DOCUMENT, VOID_DOCUMENT};
 pub(crate) use read::visible;
-pub use read::{DocumentDetail, DocumentList, ListQuery, SifenAnswerView, TimelineView};
+pub use read::{DocumentDetail, DocumentList, DocumentStats, ListQuery, SifenAnswerView, TimelineView};

@@ -318,18 +318,23 @@ async fn sifen_answer(
     caller: &Caller,
     id: Uuid,
 ) -> Result<Option<SifenAnswerView>, ApiError> {
-    let Some(word) = documents::last_word(&state.store, caller.tenant, id).await? else {
-        return Ok(None);
-    };
-    let explained = word.explained;
-    Ok(Some(SifenAnswerView {
-        code: word.code,
-        message: word.message,
-        protocol: word.protocol,
-        meaning: explained.map(|e| e.meaning.to_owned()),
-        action: explained.map(|e| e.action.to_owned()),
-        class: explained.map(|e| e.class),
-    }))
+    Ok(documents::last_word(&state.store, caller.tenant, id)
+        .await?
+        .map(SifenAnswerView::from))
+}
+
+impl From<documents::LastWord> for SifenAnswerView {
+    fn from(word: documents::LastWord) -> Self {
+        let explained = word.explained;
+        Self {
+            code: word.code,
+            message: word.message,
+            protocol: word.protocol,
+            meaning: explained.map(|e| e.meaning.to_owned()),
+            action: explained.map(|e| e.action.to_owned()),
+            class: explained.map(|e| e.class),
+        }
+    }
 }
 
 /// A document's detail.
@@ -361,6 +366,58 @@ pub async fn get_document(
         artifacts,
         timeline,
         sifen,
+    }))
+}
+
+/// Documents per status, by issue date in Paraguay's calendar.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DocumentStats {
+    /// Issued today (Paraguay's date), per status; statuses with none are left out.
+    #[schema(value_type = Object, example = json!({"accepted": 12, "retrying": 1}))]
+    pub today: std::collections::BTreeMap<String, i64>,
+    /// Issued this calendar month, per status.
+    #[schema(value_type = Object)]
+    pub month: std::collections::BTreeMap<String, i64>,
+    /// Every document of the tenant (or the key's company), per status.
+    #[schema(value_type = Object)]
+    pub all: std::collections::BTreeMap<String, i64>,
+}
+
+/// How many documents are in each status: issued today, this month (Paraguay's calendar), and in
+/// all; what the console's home shows, and what an integrator's dashboard needs without paging
+/// the list. A company-scoped key counts its company's only.
+#[utoipa::path(
+    get,
+    path = "/v1/documents/stats",
+    tag = "documents",
+    security(("api_key" = []), ("session" = [])),
+    params(("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")),
+    responses(
+        (status = 200, description = "Counts per status", body = DocumentStats),
+        (status = 401, description = "No valid credentials", body = ErrorBody),
+        (status = 403, description = "Role not allowed", body = ErrorBody)
+    )
+)]
+pub async fn document_stats(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<axum::Json<DocumentStats>, ApiError> {
+    use chrono::{Datelike, TimeZone};
+    caller.require(READ_DOCUMENTS)?;
+    let now = state.intake.clock.now();
+    let today = kuatia_domain::local_time::paraguay_today(now);
+    let start_of = |date: chrono::NaiveDate| {
+        kuatia_domain::local_time::offset()
+            .from_local_datetime(&date.and_hms_opt(0, 0, 0).unwrap_or_default())
+            .single()
+            .map(|t| t.with_timezone(&Utc))
+    };
+    let month_start = today.with_day(1).unwrap_or(today);
+    let count = |since| read_docs::status_counts(&state.store, caller.tenant, caller.company_id, since);
+    Ok(axum::Json(DocumentStats {
+        today: count(start_of(today)).await?.into_iter().collect(),
+        month: count(start_of(month_start)).await?.into_iter().collect(),
+        all: count(None).await?.into_iter().collect(),
     }))
 }
 

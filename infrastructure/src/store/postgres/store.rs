@@ -21,6 +21,7 @@ use crate::store::{db_error, write_error};
 #[async_trait]
 impl Store for PgStore {
     async fn append(&self, request: AppendRequest) -> Result<AppendOutcome, StoreError> {
+        kuatia_application::statements::note();
         group::append_all(&self.group, &self.inner, vec![request])
             .await
             .pop()
@@ -28,6 +29,7 @@ impl Store for PgStore {
     }
 
     async fn append_all(&self, requests: Vec<AppendRequest>) -> Vec<Result<AppendOutcome, StoreError>> {
+        kuatia_application::statements::note();
         group::append_all(&self.group, &self.inner, requests).await
     }
 
@@ -36,6 +38,7 @@ impl Store for PgStore {
     }
 
     async fn load_stream_after(&self, stream_id: &str, after: u64) -> Result<Vec<RecordedEvent>, StoreError> {
+        kuatia_application::statements::note();
         let mut conn = self.inner.pool.acquire().await.map_err(db_error)?;
         let events = stream_events(&mut conn, stream_id, after, u64::MAX).await?;
         Ok(events
@@ -57,6 +60,7 @@ impl Store for PgStore {
     }
 
     async fn read_all_raw(&self, filter: &ReadFilter) -> Result<Vec<RecordedEvent>, StoreError> {
+        kuatia_application::statements::note();
         let mut conn = self.inner.pool.acquire().await.map_err(db_error)?;
         Self::read_raw_on(&mut conn, filter).await
     }
@@ -283,6 +287,7 @@ impl Store for PgStore {
     }
 
     async fn query(&self, sql: &'static str, params: &[SqlValue]) -> Result<Vec<Vec<SqlValue>>, StoreError> {
+        kuatia_application::statements::note();
         let rows = bind_pg(sqlx::query(sql), params)
             .fetch_all(&self.inner.pool)
             .await
@@ -291,6 +296,7 @@ impl Store for PgStore {
     }
 
     async fn execute(&self, sql: &'static str, params: &[SqlValue]) -> Result<u64, StoreError> {
+        kuatia_application::statements::note();
         bind_pg(sqlx::query(sql), params)
             .execute(&self.inner.pool)
             .await
