@@ -95,11 +95,7 @@ async fn headless_chromium_reads_the_invitation_page_and_axe_finds_nothing_serio
         Some("es-PY".into())
     );
     assert!(!browser.exists("form").await.expect("query"));
-    let missing = browser
-        .find("#nothing-here")
-        .await
-        .err()
-        .expect("no such element");
+    let missing = browser.find("#nothing-here").await.expect_err("no such element");
     assert!(
         missing.to_string().contains("#nothing-here") && missing.to_string().contains("/invitations/"),
         "{missing}"

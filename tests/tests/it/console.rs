@@ -117,6 +117,12 @@ impl Visitor {
     }
 }
 
+/// Posts the issue form with these fields.
+async fn post_fields(v: &mut Visitor, fields: &[(&'static str, String)]) -> Answer {
+    let refs: Vec<(&str, &str)> = fields.iter().map(|(k, value)| (*k, value.as_str())).collect();
+    v.post("/console/issue", &refs).await
+}
+
 /// Percent-encodes a form value.
 fn encode(text: &str) -> String {
     text.bytes()
@@ -457,5 +463,55 @@ async fn the_document_stats_count_by_status_today_this_month_and_in_all() {
         stats["all"].get("rejected").is_none(),
         "statuses with none are left out"
     );
+    f.app.stop().await;
+}
+
+#[tokio::test]
+async fn a_credit_note_is_issued_by_hand_on_an_invoice_chosen_from_the_accepted_ones() {
+    let (f, invoice) = service_with_an_accepted_invoice().await;
+    let mut v = Visitor::new(&f.app.base);
+    v.log_in("duena@example.com.py", PASSWORD).await;
+    let form = v.get("/console/issue").await;
+    assert_eq!(form.status, 200, "{}", form.body);
+    assert!(
+        form.body.contains(&format!("<option value=\"{invoice}\"")),
+        "the accepted invoice is offered"
+    );
+    let (csrf, key, company) = (
+        hidden(&form.body, "csrf"),
+        hidden(&form.body, "key"),
+        hidden(&form.body, "company"),
+    );
+    let fields = |action: &'static str| {
+        vec![
+            ("csrf", csrf.clone()),
+            ("key", key.clone()),
+            ("company", company.clone()),
+            ("type", "credit_note".to_owned()),
+            ("related", invoice.clone()),
+            ("reason", "2".to_owned()),
+            ("condition", "cash".to_owned()),
+            ("buyer_ruc", "80013884-8".to_owned()),
+            ("buyer_name", "CLIENTE S.A.".to_owned()),
+            ("description", "Licencia anual (devolución)".to_owned()),
+            ("quantity", "1".to_owned()),
+            ("unit_price", "110.000".to_owned()),
+            ("tax_rate", "10".to_owned()),
+            ("action", action.to_owned()),
+        ]
+    };
+    let checked = post_fields(&mut v, &fields("validate")).await;
+    assert!(checked.body.contains("id=\"issue-valid\""), "{}", checked.body);
+    let issued = post_fields(&mut v, &fields("issue")).await;
+    assert_eq!(issued.status, 303, "{}", issued.body);
+    let location = issued.location.expect("to the note");
+    let note = location.rsplit('/').next().expect("id").to_owned();
+    f.wait_status(&note, "accepted", Duration::from_secs(30)).await;
+    let status = f.status(&note).await;
+    assert_eq!(status["type"], "credit_note", "{status}");
+    // The same form again (a second click): the same note, not another.
+    let again = post_fields(&mut v, &fields("issue")).await;
+    assert_eq!(again.location.as_deref(), Some(location.as_str()));
+    assert_eq!(f.document_count().await, 2);
     f.app.stop().await;
 }

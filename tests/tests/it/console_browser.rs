@@ -545,6 +545,13 @@ async fn the_login_page_renders_in_spanish_and_in_english() {
         assert_eq!(b.find("h1").await.unwrap().text().await.unwrap(), title);
         shot(&b, &format!("login-{}", &lang[..2])).await;
         accessible(&b, "login").await;
+        if lang == "es-PY" {
+            // From the keyboard alone: the email, Tab to the password, Enter.
+            let keys = format!("duena@example.com.py\u{E004}{PASSWORD}\u{E007}");
+            b.find("#email").await.unwrap().send_keys(&keys).await.unwrap();
+            let home = b.wait_for("main h1", Duration::from_secs(10)).await.unwrap();
+            assert_eq!(home.text().await.unwrap(), "Inicio");
+        }
         b.quit().await.ok();
     }
     f.app.stop().await;
