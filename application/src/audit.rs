@@ -7,7 +7,7 @@ use kuatia_domain::tenancy::TenantId;
 use uuid::Uuid;
 
 use crate::aggregate::AggregateStore;
-use crate::event_store::{ReadFilter, SharedStore, StoreError};
+use crate::event_store::{SharedStore, StoreError};
 use crate::hash::{ChainBreak, ChainVerifier};
 use crate::records::RecordedEvent;
 
@@ -18,22 +18,9 @@ pub async fn document_stream(
     tenant: TenantId,
     document_id: Uuid,
 ) -> Result<Vec<RecordedEvent>, StoreError> {
-    let mut filter = ReadFilter {
-        after: 0,
-        limit: 1000,
-        tenant: Some(tenant),
-        stream_id: Some(aggregate::stream_id(tenant, document_id)),
-        ..ReadFilter::default()
-    };
-    let mut events = Vec::new();
-    loop {
-        let page = store.read_all_raw(&filter).await?;
-        let Some(last) = page.last() else {
-            return Ok(events);
-        };
-        filter.after = last.global_position;
-        events.extend(page);
-    }
+    store
+        .load_stream_raw(tenant, &aggregate::stream_id(tenant, document_id))
+        .await
 }
 
 /// Checks the hash chain of whole streams (each from its first version): the number of events

@@ -172,6 +172,32 @@ pub trait Store: Send + Sync {
     /// Every event of one stream in version order, upcast.
     async fn load_stream(&self, stream_id: &str) -> Result<Vec<RecordedEvent>, StoreError>;
 
+    /// The events of one stream as stored (not upcast: the hash chain covers these payloads), in
+    /// version order: the auditor's export and chain check of one document. The backends read it
+    /// by the stream's index; the default walks the tenant's log.
+    async fn load_stream_raw(
+        &self,
+        tenant: TenantId,
+        stream_id: &str,
+    ) -> Result<Vec<RecordedEvent>, StoreError> {
+        let mut filter = ReadFilter {
+            after: 0,
+            limit: 1000,
+            tenant: Some(tenant),
+            stream_id: Some(stream_id.to_owned()),
+            ..ReadFilter::default()
+        };
+        let mut events = Vec::new();
+        loop {
+            let page = self.read_all_raw(&filter).await?;
+            let Some(last) = page.last() else {
+                return Ok(events);
+            };
+            filter.after = last.global_position;
+            events.extend(page);
+        }
+    }
+
     /// The events of one stream after version `after`, in version order, upcast (what a cached
     /// aggregate at that version has not seen).
     async fn load_stream_after(&self, stream_id: &str, after: u64) -> Result<Vec<RecordedEvent>, StoreError> {

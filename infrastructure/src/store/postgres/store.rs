@@ -37,6 +37,18 @@ impl Store for PgStore {
         self.load_stream_after(stream_id, 0).await
     }
 
+    async fn load_stream_raw(
+        &self,
+        tenant: kuatia_domain::tenancy::TenantId,
+        stream_id: &str,
+    ) -> Result<Vec<RecordedEvent>, StoreError> {
+        kuatia_application::statements::note();
+        let mut conn = self.inner.pool.acquire().await.map_err(db_error)?;
+        let events = stream_events(&mut conn, stream_id, 0, u64::MAX).await?;
+        // Stream ids are unique across tenants; the tenant is checked all the same.
+        Ok(events.into_iter().filter(|e| e.tenant_id == tenant).collect())
+    }
+
     async fn load_stream_after(&self, stream_id: &str, after: u64) -> Result<Vec<RecordedEvent>, StoreError> {
         kuatia_application::statements::note();
         let mut conn = self.inner.pool.acquire().await.map_err(db_error)?;
