@@ -429,7 +429,8 @@ async fn the_list_and_the_document_page_read_the_database_a_handful_of_times() {
             .parse()
             .expect("number")
     };
-    // Each page once to warm what the service keeps between requests, then counted.
+    // Each page once to warm what the service keeps between requests, then counted three times:
+    // the fewest, since a request that opens a new rate-limit minute reads its buckets (two more).
     for (path, most) in [
         ("/console/documents".to_owned(), 5),
         (format!("/console/documents/{doc}"), 7),
@@ -438,9 +439,12 @@ async fn the_list_and_the_document_page_read_the_database_a_handful_of_times() {
         ("/console".to_owned(), 16),
     ] {
         v.get(&path).await;
-        let page = v.get(&path).await;
-        assert_eq!(page.status, 200, "{path}");
-        let n = statements(&page);
+        let mut n = u32::MAX;
+        for _ in 0..3 {
+            let page = v.get(&path).await;
+            assert_eq!(page.status, 200, "{path}");
+            n = n.min(statements(&page));
+        }
         assert!(n <= most, "{path} sent {n} statements (at most {most})");
         assert!(n >= 2, "{path}: the count counts ({n})");
     }
