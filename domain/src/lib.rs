@@ -17,6 +17,7 @@ pub mod company;
 pub mod defaults;
 pub mod document;
 pub mod event;
+pub mod format;
 pub mod geography;
 pub mod local_time;
 pub mod lookup;

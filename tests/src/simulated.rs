@@ -125,4 +125,49 @@ impl Simulated {
         let timeline = self.timeline(doc).await;
         self.signed_xml(&timeline)
     }
+
+    /// Posts `doc` while SIFEN answers 0161 (no answer yet) to every siRecepDE, and waits until
+    /// the document is `retrying`; returns its id. With [`Simulated::record_approval`], how a
+    /// test makes an old approval: the service's clock cannot be moved.
+    pub async fn retrying(&self, doc: &Value) -> String {
+        let injected = reqwest::Client::new()
+            .post(format!("{}/sim/faults", self.sim.base_url()))
+            .json(&serde_json::json!({"fault": "0161", "times": 1000, "service": "siRecepDE"}))
+            .send()
+            .await
+            .expect("inject");
+        assert!(injected.status().is_success(), "fault injected");
+        let id = self.post(doc).await;
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while self.status(&id).await["status"] != "retrying" {
+            assert!(std::time::Instant::now() < deadline, "{id} is not retrying");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        id
+    }
+
+    /// Records, through the document's own commands, that SIFEN approved `doc` (a retrying one)
+    /// at `approved_at`: what a reconciliation by CDC records for a document SIFEN approved long
+    /// ago.
+    pub async fn record_approval(&self, doc: &str, approved_at: chrono::DateTime<chrono::Utc>) {
+        use kuatia_domain::document::aggregate::DocumentCommand;
+        let store = self.app.service().database.store();
+        let tenant = kuatia_domain::tenancy::TenantId::from_uuid(self.r.tenant.parse().expect("tenant"));
+        let id: uuid::Uuid = doc.parse().expect("id");
+        let now = chrono::Utc::now();
+        for command in [
+            DocumentCommand::ResumeSubmission { at: now },
+            DocumentCommand::RecordAccepted {
+                code: "0422".into(),
+                message: "CDC encontrado".into(),
+                protocol: Some("1234567890".into()),
+                approved_at,
+                at: now,
+            },
+        ] {
+            kuatia_application::documents::command(&store, tenant, id, command, Default::default())
+                .await
+                .expect("record");
+        }
+    }
 }

@@ -11,6 +11,7 @@ use std::sync::LazyLock;
 use axum::http::HeaderMap;
 use fluent_bundle::concurrent::FluentBundle;
 use fluent_bundle::{FluentArgs, FluentResource, FluentValue};
+use kuatia_domain::format;
 
 /// The cookie that holds the user's language.
 pub const LANG_COOKIE: &str = "kuatia_lang";
@@ -132,8 +133,15 @@ impl Tr {
 
     /// The message `key` with one variable.
     pub fn t1(&self, key: &str, name: &str, value: impl std::fmt::Display) -> String {
+        self.tn(key, &[(name, &value)])
+    }
+
+    /// The message `key` with its variables.
+    pub fn tn(&self, key: &str, values: &[(&str, &dyn std::fmt::Display)]) -> String {
         let mut args = FluentArgs::new();
-        args.set(name.to_owned(), FluentValue::from(value.to_string()));
+        for (name, value) in values {
+            args.set((*name).to_owned(), FluentValue::from(value.to_string()));
+        }
         self.format(key, Some(&args))
     }
 
@@ -171,38 +179,11 @@ impl Tr {
 
 /// Guaraníes as Paraguay writes them: `Gs. 1.500.000` (a fraction, rare, after a comma).
 pub fn money(amount: &str) -> String {
-    let amount = amount.trim().trim_matches('"');
-    let (sign, digits) = match amount.strip_prefix('-') {
-        Some(rest) => ("-", rest),
-        None => ("", amount),
-    };
-    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
-    let fraction = fraction.trim_end_matches('0');
-    let mut grouped = String::new();
-    for (i, c) in whole.chars().enumerate() {
-        if i > 0 && (whole.len() - i) % 3 == 0 {
-            grouped.push('.');
-        }
-        grouped.push(c);
-    }
-    if grouped.is_empty() {
-        grouped.push('0');
-    }
-    if fraction.is_empty() {
-        format!("Gs. {sign}{grouped}")
-    } else {
-        format!("Gs. {sign}{grouped},{fraction}")
-    }
+    format!("Gs. {}", format::quantity(amount.trim().trim_matches('"')))
 }
 
 /// A CDC in groups of four digits, as the KuDE prints it.
-pub fn cdc_groups(cdc: &str) -> String {
-    cdc.as_bytes()
-        .chunks(4)
-        .map(|c| String::from_utf8_lossy(c).into_owned())
-        .collect::<Vec<_>>()
-        .join(" ")
-}
+pub use format::cdc_groups;
 
 /// A moment as Paraguay's clock shows it: `27/11/2026 14:05`.
 pub fn local(at: chrono::DateTime<chrono::Utc>) -> String {
@@ -265,15 +246,6 @@ mod tests {
         assert_eq!(money("0"), "Gs. 0");
         assert_eq!(money("-25000"), "Gs. -25.000");
         assert_eq!(money("1234.5"), "Gs. 1.234,5");
-    }
-
-    #[test]
-    fn a_cdc_is_shown_in_groups_of_four() {
-        let cdc = "01800695631001001000000612021112917595714694";
-        assert_eq!(
-            cdc_groups(cdc),
-            "0180 0695 6310 0100 1000 0006 1202 1112 9175 9571 4694"
-        );
     }
 
     #[test]

@@ -298,19 +298,17 @@ pub(crate) fn render_status(status: StatusCode, template: &impl Template, clear_
 /// 303 to `to` (a path of the console), carrying `text` to the next page.
 pub(crate) fn redirect_with(to: &str, ok: bool, text: &str) -> Response {
     let text: String = text.chars().take(600).collect();
-    let value = format!("{}{}", if ok { '1' } else { '0' }, URL_SAFE_NO_PAD.encode(text));
-    let mut response = Redirect::to(to).into_response();
-    if let Ok(cookie) = HeaderValue::from_str(&format!(
-        "{FLASH_COOKIE}={value}; Path=/console; HttpOnly; SameSite=Lax; Max-Age=120"
-    )) {
-        response.headers_mut().append(header::SET_COOKIE, cookie);
-    }
-    response
+    let kind = if ok { '1' } else { '0' };
+    redirect_flashing(to, &format!("{kind}{}", URL_SAFE_NO_PAD.encode(text)))
 }
 
 /// 303 to `to` with a public link just made, to show once.
 pub(crate) fn redirect_with_link(to: &str, link: &str) -> Response {
-    let value = format!("2{}", URL_SAFE_NO_PAD.encode(link));
+    redirect_flashing(to, &format!("2{}", URL_SAFE_NO_PAD.encode(link)))
+}
+
+/// 303 to `to` with the flash cookie's `value` (its kind, then base64url text).
+fn redirect_flashing(to: &str, value: &str) -> Response {
     let mut response = Redirect::to(to).into_response();
     if let Ok(cookie) = HeaderValue::from_str(&format!(
         "{FLASH_COOKIE}={value}; Path=/console; HttpOnly; SameSite=Lax; Max-Age=120"

@@ -22,7 +22,7 @@
 
 pub mod autoimpresor;
 pub mod background;
-pub mod format;
+pub use kuatia_domain::format;
 pub mod kude;
 
 use async_trait::async_trait;

@@ -491,24 +491,7 @@ async fn a_manual_retry_makes_the_next_attempt_immediate_and_is_refused_outside_
     // SIFEN answers 0161 (unavailable) until the faults are cleared; the automatic retry would
     // wait 30 s.
     let f = Simulated::new(SimConfig::default(), |_| {}).await;
-    let client = reqwest::Client::new();
-    let injected = client
-        .post(format!("{}/sim/faults", f.sim.base_url()))
-        .json(&json!({"fault": "0161", "times": 1000, "service": "siRecepDE"}))
-        .send()
-        .await
-        .expect("inject");
-    assert!(injected.status().is_success());
-    let doc = f.post(&f.invoice("RETRY-1")).await;
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let status = f.status(&doc).await;
-        if status["status"] == "retrying" {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "not retrying: {status}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let doc = f.retrying(&f.invoice("RETRY-1")).await;
     let timeline = f.timeline(&doc).await;
     let scheduled = &timeline.last().expect("last")["data"]["DocumentRetryScheduled"];
     assert!(
@@ -525,7 +508,7 @@ async fn a_manual_retry_makes_the_next_attempt_immediate_and_is_refused_outside_
         "{detail}"
     );
 
-    let cleared = client
+    let cleared = reqwest::Client::new()
         .delete(format!("{}/sim/faults", f.sim.base_url()))
         .send()
         .await
@@ -662,51 +645,14 @@ async fn a_cancellation_outside_the_window_is_refused_without_asking_sifen() {
     // document's own commands, an approval 49 hours ago (what a reconciliation by CDC would
     // record for a document SIFEN approved long ago).
     let f = Simulated::new(SimConfig::default(), |_| {}).await;
-    let client = reqwest::Client::new();
-    let injected = client
-        .post(format!("{}/sim/faults", f.sim.base_url()))
-        .json(&json!({"fault": "0161", "times": 1000, "service": "siRecepDE"}))
-        .send()
-        .await
-        .expect("inject");
-    assert!(injected.status().is_success());
-    let doc = f.post(&f.invoice("LATE-1")).await;
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while f.status(&doc).await["status"] != "retrying" {
-        assert!(std::time::Instant::now() < deadline, "not retrying");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let doc = f.retrying(&f.invoice("LATE-1")).await;
 
     // A document still with SIFEN is neither cancelled locally nor through SIFEN.
     let (status, body) = f.void(&doc, "cancel", "Error en la emision").await;
     assert_eq!(status, 409, "{body}");
 
-    use kuatia_domain::document::aggregate::DocumentCommand;
-    let store = f.app.service().database.store();
-    let tenant = kuatia_domain::tenancy::TenantId::from_uuid(f.r.tenant.parse().expect("tenant"));
-    let id: uuid::Uuid = doc.parse().expect("id");
-    let now = chrono::Utc::now();
-    let approved_at = now - chrono::Duration::hours(49);
-    for command in [
-        DocumentCommand::ResumeSubmission { at: now },
-        DocumentCommand::RecordAccepted {
-            code: "0422".into(),
-            message: "CDC encontrado".into(),
-            protocol: Some("1234567890".into()),
-            approved_at,
-            at: now,
-        },
-    ] {
-        kuatia_application::documents::command(
-            &store,
-            tenant,
-            id,
-            command,
-            kuatia_application::event_store::EventMetadata::default(),
-        )
-        .await
-        .expect("record");
-    }
+    let approved_at = chrono::Utc::now() - chrono::Duration::hours(49);
+    f.record_approval(&doc, approved_at).await;
     assert_eq!(f.status(&doc).await["status"], "accepted");
 
     let (status, body) = f.void(&doc, "cancel", "Error en la emision").await;

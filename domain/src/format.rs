@@ -1,5 +1,5 @@
-//! How printables write numbers, dates and the CDC: Paraguayan conventions (`1.500.000`,
-//! `2,5`, `15/01/2025`), done here so the templates only lay out text.
+//! How Paraguay writes numbers, dates and the CDC (`1.500.000`, `2,5`, `15/01/2025`, a CDC in
+//! groups of four): the printables and the console both write them from here.
 
 use rust_decimal::{Decimal, RoundingStrategy};
 use std::str::FromStr;
