@@ -40,6 +40,7 @@ home-all-good = Nothing pending: no rejections, retries or deliveries to make.
 home-certificate-expired = Certificate { $name } has expired
 home-certificate-expiring = Certificate { $name } expires soon
 home-channel-not-ready = The { $channel } channel is not ready
+home-range-nearly-used = The numbering range of timbrado { $timbrado } is nearly used: { $percent } % used; numbers left: { $left }. Ask SET for a new range.
 home-pending-manual = Deliveries waiting for you
 home-pending-manual-all = See every pending delivery
 
@@ -135,6 +136,15 @@ hand-other = Other
 hand-recipient = To whom (optional)
 hand-note = Note (optional)
 hand-submit = Mark as delivered
+hand-sent-by-server = sent by the mail server
+email-send-legend = Email the KuDE
+email-send-to = Customer's email
+email-send-submit = Send by email
+email-sent = Document emailed; the delivery is recorded.
+email-error-address = That is not an email address: write one, such as customer@example.com. ({ $why })
+email-error-refused = The mail server refused that address. ({ $why })
+email-error-upstream = The mail server did not answer; nothing was sent. Try again in a moment. ({ $why })
+email-error-conflict = It cannot be sent yet. ({ $why })
 
 public-link-make = Make a link for the customer
 public-link-made = Link made. Copy it now: it is not shown again.

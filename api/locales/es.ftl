@@ -41,6 +41,7 @@ home-all-good = Nada pendiente: no hay rechazos, reintentos ni entregas por hace
 home-certificate-expired = El certificado { $name } venció
 home-certificate-expiring = El certificado { $name } vence pronto
 home-channel-not-ready = El canal { $channel } no está listo
+home-range-nearly-used = Rango de numeración del timbrado { $timbrado } casi agotado: { $percent } % usado; números restantes: { $left }. Pedí un nuevo rango a la SET.
 home-pending-manual = Entregas a mano pendientes
 home-pending-manual-all = Ver todas las entregas pendientes
 
@@ -136,6 +137,15 @@ hand-other = Otro
 hand-recipient = A quién (opcional)
 hand-note = Nota (opcional)
 hand-submit = Marcar como entregado
+hand-sent-by-server = enviado por el servidor de correo
+email-send-legend = Enviar el KuDE por correo
+email-send-to = Correo del cliente
+email-send-submit = Enviar por correo
+email-sent = Documento enviado por correo; la entrega quedó registrada.
+email-error-address = Esa dirección de correo no es válida: escribí una sola, como cliente@ejemplo.com.py. ({ $why })
+email-error-refused = El servidor de correo rechazó esa dirección. ({ $why })
+email-error-upstream = El servidor de correo no respondió; no se envió nada. Probá de nuevo en un momento. ({ $why })
+email-error-conflict = Todavía no se puede enviar. ({ $why })
 
 public-link-make = Crear enlace para el cliente
 public-link-made = Enlace creado. Copialo ahora: no se vuelve a mostrar.

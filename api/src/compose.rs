@@ -300,6 +300,25 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
             ..kuatia_infrastructure::sandbox::PreviewEndpoints::default()
         }),
     };
+    // The deliveries: the jobs, and the console's "send by email" (AppState).
+    let deliveries = Deliveries::new(
+        messaging(
+            &config,
+            DeliveryPorts {
+                store: store.clone(),
+                jobs: jobs.clone(),
+                artifacts: artifacts.clone(),
+                mailer: None,
+                whatsapp: None,
+                telegram: None,
+                clock: clock.clone(),
+            },
+        ),
+        DeliverySettings {
+            retry_scale: config.delivery_retry_scale,
+            printable_wait_secs: config.printable_wait_secs,
+        },
+    );
     let state = AppState {
         store: store.clone(),
         jobs: jobs.clone(),
@@ -327,6 +346,7 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         destinations: destinations.clone(),
         webhook_delivery: webhooks.clone(),
         mail_configured: config.smtp_url.as_ref().is_some_and(|u| !u.expose().is_empty()),
+        deliveries: deliveries.clone(),
         sandbox,
     };
     // Demo mode runs the SIFEN simulator in-process; the demo channel points at it.
@@ -400,24 +420,6 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         jobs.clone(),
     );
     let scan_jobs = jobs.clone();
-    let deliveries = Deliveries::new(
-        messaging(
-            &config,
-            DeliveryPorts {
-                store: store.clone(),
-                jobs: jobs.clone(),
-                artifacts: artifacts.clone(),
-                mailer: None,
-                whatsapp: None,
-                telegram: None,
-                clock: clock.clone(),
-            },
-        ),
-        DeliverySettings {
-            retry_scale: config.delivery_retry_scale,
-            printable_wait_secs: config.printable_wait_secs,
-        },
-    );
     let printing = Printing::new(PrintingPorts {
         store: store.clone(),
         artifacts: artifacts.clone(),

@@ -57,6 +57,8 @@ pub struct AppState {
     /// Whether a mail server is configured (`KUATIA_SMTP_URL`): invitations are emailed, and
     /// otherwise their `accept_url` is given to the inviter.
     pub mail_configured: bool,
+    /// The deliveries of documents (a document emailed from the console goes through them).
+    pub deliveries: kuatia_application::process::delivery::Deliveries,
     /// What the sandbox preview reads and talks to (intake's reads, the vault, the signer, the
     /// printer, throw-away certificates, SIFEN's checks in process or at a test endpoint).
     pub sandbox: kuatia_application::sandbox::SandboxPorts,

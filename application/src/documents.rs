@@ -512,6 +512,9 @@ pub struct HandDeliveryRequest {
     pub recipient: Option<String>,
     /// A note (at most 500 characters).
     pub note: Option<String>,
+    /// The mail server's answer, when the service emailed the document itself
+    /// ([`crate::process::delivery::Deliveries::email_by_hand`]); never from a caller's body.
+    pub sent: Option<String>,
 }
 
 /// Records a delivery made by hand (`DeliveredByHand`, on the document's timeline with its
@@ -533,12 +536,14 @@ pub async fn deliver_by_hand(
         channel,
         recipient,
         note,
+        sent,
     } = request;
     let command = DocumentCommand::DeliverByHand {
         target,
         channel,
         recipient,
         note,
+        sent,
         at,
     };
     self::command(store, tenant, document_id, command, metadata).await?;

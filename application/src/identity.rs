@@ -61,11 +61,15 @@ pub enum IdentityError {
     Hashing,
 }
 
-fn plausible_email(email: &str) -> bool {
+/// Whether `email` looks like one email address: something, one `@`, a domain with a dot, no
+/// blanks or list separators, at most 254 characters.
+pub fn plausible_email(email: &str) -> bool {
     let Some((local, domain)) = email.split_once('@') else {
         return false;
     };
     !local.is_empty()
+        && !domain.contains('@')
+        && !email.contains([',', ';'])
         && domain.contains('.')
         && !domain.starts_with('.')
         && !domain.ends_with('.')

@@ -265,6 +265,100 @@ impl Deliveries {
     }
 }
 
+/// Why the service did not email a document for the issuer: nothing was sent, nothing recorded.
+#[derive(Debug)]
+pub enum EmailByHandError {
+    /// No mail server is configured (`KUATIA_SMTP_URL`), or its setting is unusable: why.
+    NotConfigured(String),
+    /// The recipient is not one email address.
+    NotAnAddress,
+    /// The document's printable (the KuDE, or the autoimpresor PDF) is not rendered yet.
+    NotRendered(ArtifactKind),
+    /// The mail server did not take the message.
+    NotSent(NotSent),
+    /// What recording it would meet: no such document, not `accepted`, a note too long, the
+    /// store failing.
+    Document(documents::DocumentsError),
+    /// The document's files could not be read.
+    Files(String),
+}
+
+impl Deliveries {
+    /// Emails an accepted document (its printable and signed XML, the message of the automatic
+    /// delivery) to `request.recipient` through the configured mail server, now, and records it
+    /// as a delivery by hand by email with the server's answer (`DeliveredByHand` with `sent`):
+    /// what the console's "send by email" does. The aggregate decides first, so that the message
+    /// goes out only when its record would be taken; a document whose printable is not rendered
+    /// yet is refused rather than sent without it.
+    pub async fn email_by_hand(
+        &self,
+        tenant: TenantId,
+        request: documents::HandDeliveryRequest,
+        metadata: crate::event_store::EventMetadata,
+    ) -> Result<document::HandDelivery, EmailByHandError> {
+        let mailer = match &self.mailer {
+            None => {
+                return Err(EmailByHandError::NotConfigured(
+                    "no mail server is configured (KUATIA_SMTP_URL)".into(),
+                ));
+            }
+            Some(Err(e)) => return Err(EmailByHandError::NotConfigured(e.clone())),
+            Some(Ok(mailer)) => mailer.clone(),
+        };
+        let to = request
+            .recipient
+            .as_deref()
+            .map(str::trim)
+            .filter(|a| crate::identity::plausible_email(a))
+            .ok_or(EmailByHandError::NotAnAddress)?
+            .to_owned();
+        let request = documents::HandDeliveryRequest {
+            channel: document::HandChannel::Email,
+            recipient: Some(to.clone()),
+            ..request
+        };
+        let loaded = AggregateStore::<Document>::new(self.store.clone(), tenant)
+            .load(&document::stream_id(tenant, request.document_id))
+            .await
+            .map_err(|e| EmailByHandError::Document(e.into()))?;
+        let Some(state) = loaded.aggregate().state() else {
+            return Err(EmailByHandError::Document(documents::DocumentsError::NotFound));
+        };
+        loaded
+            .aggregate()
+            .decide(DocumentCommand::DeliverByHand {
+                target: request.target,
+                channel: request.channel,
+                recipient: request.recipient.clone(),
+                note: request.note.clone(),
+                sent: Some(String::new()),
+                at: self.clock.now(),
+            })
+            .map_err(|e| EmailByHandError::Document(documents::DocumentsError::Refused(e)))?;
+        let (message, missing) = document_message(self, state).await.map_err(|e| {
+            EmailByHandError::Files(match e {
+                JobFailure::Retry(m) | JobFailure::RetryAfter(m, _) | JobFailure::Permanent(m) => m,
+            })
+        })?;
+        if let Some(kind) = missing {
+            return Err(EmailByHandError::NotRendered(kind));
+        }
+        let answer = mailer
+            .send(&[to], &message)
+            .await
+            .map_err(EmailByHandError::NotSent)?;
+        metrics::counter!("kuatia_document_deliveries_total", "channel" => "email", "outcome" => "sent_by_hand")
+            .increment(1);
+        let request = documents::HandDeliveryRequest {
+            sent: Some(answer),
+            ..request
+        };
+        documents::deliver_by_hand(&self.store, self.clock.as_ref(), tenant, request, metadata)
+            .await
+            .map_err(EmailByHandError::Document)
+    }
+}
+
 /// `delivery.plan`: the document's deliveries, recorded (manual) or queued (automatic).
 #[derive(Debug)]
 pub struct PlanDeliveries(Deliveries);
@@ -421,21 +515,11 @@ impl JobHandler for DeliverDocument {
                     customer: None,
                     issuer: None,
                 });
-        let number = state
-            .number
-            .as_ref()
-            .map_or_else(|| state.document.external_id.clone(), ToString::to_string);
-        let stem = state.cdc.clone().unwrap_or_else(|| number.replace('-', ""));
-        // The printable: wait for it a while after the acceptance, then send without it.
-        let printable_kind = if state.routing.channel == kuatia_domain::channel::ChannelKind::Sifen {
-            ArtifactKind::Kude
-        } else {
-            ArtifactKind::PrintablePdf
-        };
-        let printable = artifact(d, &state, printable_kind, format!("{stem}.pdf")).await?;
-        let accepted_at = state.approved_at.unwrap_or(state.updated_at);
+        let (message, missing) = document_message(d, &state).await?;
         let mut notes = Vec::new();
-        if printable.is_none() {
+        // The printable: wait for it a while after the acceptance, then send without it.
+        if let Some(printable_kind) = missing {
+            let accepted_at = state.approved_at.unwrap_or(state.updated_at);
             if d.clock.now() < accepted_at + d.printable_wait && state.status == DocumentStatus::Accepted {
                 return Err(JobFailure::RetryAfter(
                     format!("waiting for the {printable_kind} to be rendered"),
@@ -446,25 +530,6 @@ impl JobHandler for DeliverDocument {
                 "sent without the {printable_kind}: it was not rendered in time"
             ));
         }
-        let xml = artifact(d, &state, ArtifactKind::SignedXml, format!("{stem}.xml")).await?;
-        let seller = state
-            .document
-            .seller
-            .legal_name
-            .clone()
-            .unwrap_or_else(|| "el emisor".into());
-        let message = Message {
-            subject: format!("Documento electrónico {number} de {seller}"),
-            text: format!(
-                "Adjuntamos el documento electrónico {number} emitido por {seller}{}.\n",
-                state
-                    .cdc
-                    .as_ref()
-                    .map(|c| format!(" (CDC {c})"))
-                    .unwrap_or_default()
-            ),
-            attachments: printable.into_iter().chain(xml).collect(),
-        };
         let outcome: Result<String, NotSent> = match (target, channel) {
             (DeliveryTarget::Customer, DeliveryChannel::Email) => {
                 let to: Vec<String> = settings
@@ -556,6 +621,47 @@ impl JobHandler for DeliverDocument {
             }
         }
     }
+}
+
+/// The message that delivers a document, in Spanish: its printable (the KuDE, or the autoimpresor
+/// PDF) and its signed XML attached, named by the CDC (else the number). The kind of printable is
+/// given back when it is not rendered yet (the message then carries only the XML).
+async fn document_message(
+    d: &Deliveries,
+    state: &DocumentState,
+) -> Result<(Message, Option<ArtifactKind>), JobFailure> {
+    let number = state
+        .number
+        .as_ref()
+        .map_or_else(|| state.document.external_id.clone(), ToString::to_string);
+    let stem = state.cdc.clone().unwrap_or_else(|| number.replace('-', ""));
+    let printable_kind = if state.routing.channel == kuatia_domain::channel::ChannelKind::Sifen {
+        ArtifactKind::Kude
+    } else {
+        ArtifactKind::PrintablePdf
+    };
+    let printable = artifact(d, state, printable_kind, format!("{stem}.pdf")).await?;
+    let missing = printable.is_none().then_some(printable_kind);
+    let xml = artifact(d, state, ArtifactKind::SignedXml, format!("{stem}.xml")).await?;
+    let seller = state
+        .document
+        .seller
+        .legal_name
+        .clone()
+        .unwrap_or_else(|| "el emisor".into());
+    let message = Message {
+        subject: format!("Documento electrónico {number} de {seller}"),
+        text: format!(
+            "Adjuntamos el documento electrónico {number} emitido por {seller}{}.\n",
+            state
+                .cdc
+                .as_ref()
+                .map(|c| format!(" (CDC {c})"))
+                .unwrap_or_default()
+        ),
+        attachments: printable.into_iter().chain(xml).collect(),
+    };
+    Ok((message, missing))
 }
 
 async fn email(d: &Deliveries, to: &[String], message: &Message) -> Result<String, NotSent> {

@@ -286,6 +286,10 @@ async fn every_console_form_needs_the_sessions_token_and_nothing_happens_without
 
     // With the token, the same form works (the delivery by hand is recorded).
     let page = v.get(&format!("/console/documents/{doc}")).await;
+    assert!(
+        !page.body.contains("id=\"email-form\""),
+        "no mail server, no \"send by email\""
+    );
     let csrf = hidden(&page.body, "csrf");
     let done = v
         .post(
@@ -513,9 +517,80 @@ async fn a_credit_note_is_issued_by_hand_on_an_invoice_chosen_from_the_accepted_
     f.wait_status(&note, "accepted", Duration::from_secs(30)).await;
     let status = f.status(&note).await;
     assert_eq!(status["type"], "credit_note", "{status}");
-    // The same form again (a second click): the same note, not another.
+    // The same form again, seconds later (back in the browser): the same note, not another,
+    // though the issue time in its body is another second.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
     let again = post_fields(&mut v, &fields("issue")).await;
     assert_eq!(again.location.as_deref(), Some(location.as_str()));
     assert_eq!(f.document_count().await, 2);
+    f.app.stop().await;
+}
+
+/// "Enviar por correo": with a mail server configured, the console emails the KuDE through it
+/// (the API's `send`), says so, and shows the delivery as sent by the server; an address the
+/// server refuses is said in Spanish and nothing is recorded.
+#[tokio::test]
+async fn the_console_emails_a_document_through_the_mail_server_and_says_why_when_it_cannot() {
+    let (port, mail) = crate::webhooks::start_smtp_refusing(Some("nadie@example.com")).await;
+    // The owner joins first (with a mail server the invitation would be emailed), then the
+    // service comes back with one.
+    let f = Simulated::new(SimConfig::default(), |c| c.insecure_cookies = true).await;
+    crate::identity::join(&f.app, &f.tenant, &f.key, "duena@example.com.py", "owner").await;
+    let f = f
+        .restart(|c| {
+            c.insecure_cookies = true;
+            c.smtp_url = Some(kuatia_infrastructure::config::Secret::new(format!(
+                "smtp://127.0.0.1:{port}"
+            )));
+        })
+        .await;
+    let doc = f.post(&f.invoice("CONSOLE-MAIL")).await;
+    f.wait_status(&doc, "accepted", Duration::from_secs(30)).await;
+    f.wait_recorded(&doc, "kude", 1, Duration::from_secs(60)).await;
+    let mut v = Visitor::new(&f.app.base);
+    v.log_in("duena@example.com.py", PASSWORD).await;
+    let path = format!("/console/documents/{doc}");
+    let page = v.get(&path).await;
+    assert!(page.body.contains("id=\"email-form\""), "{}", page.body);
+    let csrf = hidden(&page.body, "csrf");
+    let send_to = |to: &'static str| {
+        [
+            ("csrf", csrf.clone()),
+            ("channel", "email".to_owned()),
+            ("send", "1".to_owned()),
+            ("recipient", to.to_owned()),
+        ]
+    };
+    let form = send_to("nadie@example.com");
+    let refs: Vec<(&str, &str)> = form.iter().map(|(k, x)| (*k, x.as_str())).collect();
+    let refused = v.post(&format!("{path}/deliveries"), &refs).await;
+    assert_eq!(refused.status, 303, "{}", refused.body);
+    let shown = v.get(&path).await;
+    assert!(
+        shown.body.contains("El servidor de correo rechazó esa dirección"),
+        "{}",
+        shown.body
+    );
+    assert!(mail.lock().expect("mail").is_empty());
+    let by_hand =
+        |timeline: &[serde_json::Value]| timeline.iter().filter(|e| e["type"] == "DeliveredByHand").count();
+    assert_eq!(by_hand(&f.timeline(&doc).await), 0);
+
+    let form = send_to("cliente@example.com");
+    let refs: Vec<(&str, &str)> = form.iter().map(|(k, x)| (*k, x.as_str())).collect();
+    let sent = v.post(&format!("{path}/deliveries"), &refs).await;
+    assert_eq!(sent.status, 303, "{}", sent.body);
+    let shown = v.get(&path).await;
+    assert!(
+        shown.body.contains("Documento enviado por correo"),
+        "{}",
+        shown.body
+    );
+    assert!(shown.body.contains("enviado por el servidor de correo"));
+    assert!(shown.body.contains("cliente@example.com"));
+    let mail = mail.lock().expect("mail").clone();
+    assert_eq!(mail.len(), 1);
+    assert_eq!(mail[0].0, ["cliente@example.com"]);
+    assert_eq!(by_hand(&f.timeline(&doc).await), 1);
     f.app.stop().await;
 }

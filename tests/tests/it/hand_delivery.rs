@@ -312,3 +312,169 @@ async fn a_public_link_is_for_an_accepted_document_of_the_caller_s_tenant_and_ro
     assert_eq!((status, list), (200, json!([])), "nothing was made");
     f.app.stop().await;
 }
+
+/// A service whose mail server is an SMTP sink (`None`: no mail server at all); the sink refuses
+/// `refused` for good (550).
+async fn with_mail(slug: &str, refused: Option<&'static str>) -> (Simulated, crate::webhooks::Mailbox) {
+    let (port, mail) = crate::webhooks::start_smtp_refusing(refused).await;
+    let f = Simulated::named(slug, SimConfig::default(), |c| {
+        c.smtp_url = Some(kuatia_infrastructure::config::Secret::new(format!(
+            "smtp://127.0.0.1:{port}"
+        )));
+        c.smtp_from = "Facturas <facturas@example.com.py>".into();
+    })
+    .await;
+    (f, mail)
+}
+
+fn hand_deliveries(timeline: &[Value]) -> Vec<Value> {
+    timeline
+        .iter()
+        .filter(|e| e["type"] == "DeliveredByHand")
+        .map(|e| e["data"]["DeliveredByHand"].clone())
+        .collect()
+}
+
+/// `send`: the service emails the document through its mail server now (the KuDE and the signed
+/// XML, byte for byte), and records the delivery with the server's answer only once the server
+/// took it; the manual delivery it settles leaves the pending list.
+#[tokio::test]
+async fn a_document_emailed_by_the_service_for_the_issuer_is_sent_then_recorded() {
+    let (f, mail) = with_mail("mailhand", None).await;
+    let doc = accepted_manual(&f, "MAILHAND-1").await;
+    let kude = f.wait_recorded(&doc, "kude", 1, Duration::from_secs(60)).await;
+    let (status, body) = deliver(
+        &f,
+        &doc,
+        json!({"channel": "email", "recipient": " cliente@example.com ", "note": "pidió copia", "send": true}),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["channel"], "email");
+    assert_eq!(body["recipient"], "cliente@example.com");
+    assert!(
+        body["sent"]
+            .as_str()
+            .is_some_and(|s| s.contains("queued as sink-")),
+        "the server's answer: {body}"
+    );
+    assert_eq!(body["settled"].as_array().map(Vec::len), Some(1), "{body}");
+
+    let (rcpt, raw) = mail.lock().expect("mail").first().cloned().expect("one message");
+    assert_eq!(rcpt, ["cliente@example.com"]);
+    let summary = crate::webhooks::summary(&raw);
+    assert!(
+        summary["subject"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("Documento electrónico 001-001-")),
+        "{summary}"
+    );
+    let attachments = summary["attachments"].as_array().cloned().unwrap_or_default();
+    let timeline = f.timeline(&doc).await;
+    let xml = timeline
+        .iter()
+        .filter(|e| e["data"]["ArtifactRecorded"]["kind"] == "signed_xml")
+        .filter_map(|e| e["data"]["ArtifactRecorded"]["sha256"].as_str())
+        .next_back()
+        .expect("signed xml");
+    let shas: Vec<&str> = attachments.iter().filter_map(|a| a["sha256"].as_str()).collect();
+    assert_eq!(shas.len(), 2, "{summary}");
+    assert!(shas.contains(&kude.as_str()) && shas.contains(&xml), "{summary}");
+
+    let recorded = hand_deliveries(&timeline);
+    assert_eq!(recorded.len(), 1, "{timeline:?}");
+    assert_eq!(recorded[0]["sent"], body["sent"]);
+    assert_eq!(recorded[0]["note"], "pidió copia");
+    // The customer's copy was the one waiting; the issuer's still waits.
+    assert!(f.ids("?delivery=pending_manual").await.contains(&doc));
+    // Recording without `send` sends nothing and records no answer.
+    let (status, body) = deliver(
+        &f,
+        &doc,
+        json!({"target": "issuer", "channel": "email", "recipient": "contabilidad@example.com.py"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["sent"], Value::Null);
+    assert_eq!(mail.lock().expect("mail").len(), 1, "nothing more was sent");
+    assert!(f.ids("?delivery=pending_manual").await.is_empty());
+    f.app.stop().await;
+}
+
+/// Every way `send` can fail says why, in the contract's shape, and neither sends nor records:
+/// a channel other than email, not one address, an address the server refuses for good, a
+/// server that does not answer, no server configured, a document not accepted, a viewer.
+#[tokio::test]
+async fn a_document_the_service_cannot_email_is_neither_sent_nor_recorded() {
+    let (f, mail) = with_mail("mailfail", Some("nadie@example.com")).await;
+    let doc = accepted_manual(&f, "MAILFAIL-1").await;
+    f.wait_recorded(&doc, "kude", 1, Duration::from_secs(60)).await;
+    let refused = |status: u16, code: &'static str, field: Option<&'static str>| {
+        move |(got, body): (u16, Value)| {
+            error_code(got, &body, status, code);
+            if let Some(field) = field {
+                assert_eq!(body["details"]["errors"][0]["field"], field, "{body}");
+            }
+        }
+    };
+    let email = |to: &str| json!({"channel": "email", "recipient": to, "send": true});
+    refused(400, "validation_error", Some("send"))(
+        deliver(
+            &f,
+            &doc,
+            json!({"channel": "printed", "recipient": "a@example.com", "send": true}),
+        )
+        .await,
+    );
+    for not_one in ["", "cliente", "a@b@example.com", "a@example.com, b@example.com"] {
+        refused(400, "validation_error", Some("recipient"))(deliver(&f, &doc, email(not_one)).await);
+    }
+    refused(400, "validation_error", Some("recipient"))(deliver(&f, &doc, email("nadie@example.com")).await);
+    refused(400, "validation_error", Some("note"))(
+        deliver(
+            &f,
+            &doc,
+            json!({"channel": "email", "recipient": "a@example.com", "note": "x".repeat(501), "send": true}),
+        )
+        .await,
+    );
+    let never = never_accepted(&f, "MAILFAIL-2").await;
+    refused(409, "conflict_error", None)(deliver(&f, &never, email("a@example.com")).await);
+    let (viewer, _) = f.api_key("viewer", None).await;
+    let path = format!("/v1/documents/{doc}/deliveries");
+    let as_viewer = f.app.as_key(Method::POST, &path, &viewer, &f.r.tenant);
+    let (status, _) = send(as_viewer.json(&email("a@example.com"))).await;
+    assert_eq!(status, 403);
+    assert!(mail.lock().expect("mail").is_empty(), "nothing was sent");
+    assert!(hand_deliveries(&f.timeline(&doc).await).is_empty());
+    assert!(f.ids("?delivery=pending_manual").await.contains(&doc));
+    f.app.stop().await;
+
+    // A mail server that does not answer: 502, nothing recorded.
+    let closed = crate::webhooks::free_port().await;
+    let f = Simulated::named("maildown", SimConfig::default(), |c| {
+        c.smtp_url = Some(kuatia_infrastructure::config::Secret::new(format!(
+            "smtp://127.0.0.1:{closed}"
+        )));
+    })
+    .await;
+    let doc = accepted_manual(&f, "MAILDOWN-1").await;
+    f.wait_recorded(&doc, "kude", 1, Duration::from_secs(60)).await;
+    refused(502, "upstream_error", None)(deliver(&f, &doc, email("a@example.com")).await);
+    assert!(hand_deliveries(&f.timeline(&doc).await).is_empty());
+    f.app.stop().await;
+
+    // No mail server: 409, and the delivery can still be recorded without `send`.
+    let f = Simulated::named("nomail", SimConfig::default(), |_| {}).await;
+    let doc = accepted_manual(&f, "NOMAIL-1").await;
+    let (status, body) = deliver(&f, &doc, email("a@example.com")).await;
+    assert_eq!(status, 409, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("KUATIA_SMTP_URL")),
+        "{body}"
+    );
+    assert!(hand_deliveries(&f.timeline(&doc).await).is_empty());
+    f.app.stop().await;
+}

@@ -54,6 +54,7 @@ pub struct DeliveryLine {
 /// A delivery recorded by hand.
 pub struct HandLine {
     pub channel: String,
+    pub sent: bool,
     pub recipient: String,
     pub note: String,
     pub at: String,
@@ -94,6 +95,8 @@ pub struct DocumentPage {
     pub can_inutilize: bool,
     pub can_regenerate: bool,
     pub can_deliver: bool,
+    /// The service can email it (a mail server is configured).
+    pub can_email: bool,
     pub can_audit: bool,
 }
 
@@ -205,6 +208,7 @@ async fn page(
         .iter()
         .map(|h| HandLine {
             channel: tr.t(&format!("hand-{}", &name(&h.channel))),
+            sent: h.sent.is_some(),
             recipient: h.recipient.clone().unwrap_or_default(),
             note: h.note.clone().unwrap_or_default(),
             at: i18n::local(h.at),
@@ -286,6 +290,9 @@ async fn page(
                 || (status == DocumentStatus::Accepted && !sifen_channel)),
         can_regenerate: may(crate::routes::printing::REGENERATE_PDF) && status == DocumentStatus::Accepted,
         can_deliver: may(api_docs::DELIVER_BY_HAND) && status == DocumentStatus::Accepted,
+        can_email: may(api_docs::DELIVER_BY_HAND)
+            && status == DocumentStatus::Accepted
+            && state.mail_configured,
         can_audit: may(api_docs::READ_TIMELINE),
     })
 }
@@ -303,10 +310,28 @@ fn outcome(console: &Console, id: &str, answer: Result<Response, ApiError>, done
             redirect_with(&back_to(id), true, &tr.t("action-pending"))
         }
         Ok(_) => redirect_with(&back_to(id), true, &tr.t(done_key)),
-        // Not there, or not for this role: the refusal itself, with its status.
-        Err(e) if matches!(e.status.as_u16(), 403 | 404) => console.error_page(&e),
-        Err(e) => redirect_with(&back_to(id), false, &e.message),
+        Err(e) => refused(console, id, &e),
     }
+}
+
+/// A refused action: not there, or not for this role, is the refusal itself with its status;
+/// anything else is said on the document's page.
+fn refused(console: &Console, id: &str, e: &ApiError) -> Response {
+    if matches!(e.status.as_u16(), 403 | 404) {
+        console.error_page(e)
+    } else {
+        redirect_with(&back_to(id), false, &e.message)
+    }
+}
+
+/// The document an action is for, once the form's token is the session's: a forged form is
+/// refused, an id that is not one is not found.
+fn target(console: &Console, csrf: Option<&str>, id: &str) -> Result<Uuid, Box<Response>> {
+    if let Some(r) = console.refuse_forged(csrf) {
+        return Err(Box::new(r));
+    }
+    id.parse::<Uuid>()
+        .map_err(|_| Box::new(console.error_page(&ApiError::not_found("no such document"))))
 }
 
 /// A form with only its token.
@@ -322,10 +347,6 @@ pub struct ReasonForm {
     reason: Option<String>,
 }
 
-fn not_found(console: &Console) -> Response {
-    console.error_page(&ApiError::not_found("no such document"))
-}
-
 /// `POST /console/documents/{id}/retry`.
 pub async fn retry(
     State(state): State<AppState>,
@@ -333,22 +354,18 @@ pub async fn retry(
     Path(id): Path<String>,
     Form(form): Form<TokenForm>,
 ) -> Response {
-    if let Some(r) = console.refuse_forged(form.csrf.as_deref()) {
-        return r;
-    }
-    let Ok(uuid) = id.parse::<Uuid>() else {
-        return not_found(&console);
+    let uuid = match target(&console, form.csrf.as_deref(), &id) {
+        Ok(uuid) => uuid,
+        Err(refused) => return *refused,
     };
     let answer = api_docs::actions::retry_document(State(state), console.caller.clone(), Path(uuid)).await;
     outcome(&console, &id, answer, "action-retry-done")
 }
 
 async fn void(state: AppState, console: Console, id: String, form: ReasonForm, cancel: bool) -> Response {
-    if let Some(r) = console.refuse_forged(form.csrf.as_deref()) {
-        return r;
-    }
-    let Ok(uuid) = id.parse::<Uuid>() else {
-        return not_found(&console);
+    let uuid = match target(&console, form.csrf.as_deref(), &id) {
+        Ok(uuid) => uuid,
+        Err(refused) => return *refused,
     };
     let body = Bytes::from(json!({ "reason": form.reason.unwrap_or_default() }).to_string());
     let caller = console.caller.clone();
@@ -396,11 +413,9 @@ pub async fn regenerate(
     Path(id): Path<String>,
     Form(form): Form<TokenForm>,
 ) -> Response {
-    if let Some(r) = console.refuse_forged(form.csrf.as_deref()) {
-        return r;
-    }
-    let Ok(uuid) = id.parse::<Uuid>() else {
-        return not_found(&console);
+    let uuid = match target(&console, form.csrf.as_deref(), &id) {
+        Ok(uuid) => uuid,
+        Err(refused) => return *refused,
     };
     let answer =
         crate::routes::printing::regenerate_pdf(State(state), console.caller.clone(), Path(uuid)).await;
@@ -414,20 +429,21 @@ pub struct DeliveryForm {
     channel: Option<String>,
     recipient: Option<String>,
     note: Option<String>,
+    /// Present when the service is to email it (the "send by email" form).
+    send: Option<String>,
 }
 
-/// `POST /console/documents/{id}/deliveries`: `POST /v1/documents/{id}/deliveries`.
+/// `POST /console/documents/{id}/deliveries`: `POST /v1/documents/{id}/deliveries`, recording a
+/// delivery made elsewhere or, from the "send by email" form, emailing the document now.
 pub async fn deliver(
     State(state): State<AppState>,
     console: Console,
     Path(id): Path<String>,
     Form(form): Form<DeliveryForm>,
 ) -> Response {
-    if let Some(r) = console.refuse_forged(form.csrf.as_deref()) {
-        return r;
-    }
-    let Ok(uuid) = id.parse::<Uuid>() else {
-        return not_found(&console);
+    let uuid = match target(&console, form.csrf.as_deref(), &id) {
+        Ok(uuid) => uuid,
+        Err(refused) => return *refused,
     };
     let text = |v: Option<String>| v.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
     let body = Bytes::from(
@@ -435,13 +451,36 @@ pub async fn deliver(
             "channel": form.channel.unwrap_or_default(),
             "recipient": text(form.recipient),
             "note": text(form.note),
+            "send": form.send.is_some(),
         })
         .to_string(),
     );
     let answer =
         api_docs::actions::deliver_by_hand(State(state), console.caller.clone(), Path(uuid), JsonBytes(body))
             .await;
-    outcome(&console, &id, answer, "action-delivered-done")
+    if form.send.is_none() {
+        return outcome(&console, &id, answer, "action-delivered-done");
+    }
+    let tr = console.chrome.tr;
+    match answer {
+        Ok(_) => redirect_with(&back_to(&id), true, &tr.t("email-sent")),
+        // Why it was not sent, in the clerk's words (the server's own after them).
+        Err(e) => {
+            let field = e
+                .details
+                .as_ref()
+                .and_then(|d| d["errors"][0]["code"].as_str())
+                .unwrap_or_default();
+            let key = match (e.status.as_u16(), field) {
+                (400, "invalid") => "email-error-address",
+                (400, _) => "email-error-refused",
+                (502, _) => "email-error-upstream",
+                (409, _) => "email-error-conflict",
+                _ => return refused(&console, &id, &e),
+            };
+            redirect_with(&back_to(&id), false, &tr.t1(key, "why", &e.message))
+        }
+    }
 }
 
 /// `POST /console/documents/{id}/public-link`: a public KuDE link for the customer, shown once
@@ -453,11 +492,9 @@ pub async fn public_link(
     Path(id): Path<String>,
     Form(form): Form<TokenForm>,
 ) -> Response {
-    if let Some(r) = console.refuse_forged(form.csrf.as_deref()) {
-        return r;
-    }
-    let Ok(uuid) = id.parse::<Uuid>() else {
-        return not_found(&console);
+    let uuid = match target(&console, form.csrf.as_deref(), &id) {
+        Ok(uuid) => uuid,
+        Err(refused) => return *refused,
     };
     let made = crate::routes::public_links::create_public_link(
         State(state),
@@ -474,7 +511,6 @@ pub async fn public_link(
             }
             Err(e) => console.error_page(&e),
         },
-        Err(e) if matches!(e.status.as_u16(), 403 | 404) => console.error_page(&e),
-        Err(e) => redirect_with(&back_to(&id), false, &e.message),
+        Err(e) => refused(&console, &id, &e),
     }
 }

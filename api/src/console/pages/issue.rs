@@ -300,6 +300,35 @@ fn issues_of(errors: &Value, input: &mut IssueInput) -> Vec<String> {
     out
 }
 
+/// The problems of a refused request: its issues by field, else its message.
+fn refusal(e: ApiError, input: &mut IssueInput) -> Vec<String> {
+    let errors = e.details.as_ref().map_or(Value::Null, |d| d["errors"].clone());
+    let problems = issues_of(&errors, input);
+    if problems.is_empty() {
+        vec![e.message]
+    } else {
+        problems
+    }
+}
+
+/// The document this form already issued, if it did: its external id is the form's key. A form
+/// sent again later (back in the browser, a second tab) finds it; the idempotency key alone
+/// would refuse it, since the issue time in the body is the time of each post.
+async fn issued_by_form(state: &AppState, console: &Console, key: &str) -> Option<String> {
+    let found = api_docs::read::list_documents(
+        State(state.clone()),
+        console.caller.clone(),
+        Query(ListQuery {
+            external_id: Some(format!("console-{key}")),
+            limit: Some("1".into()),
+            ..ListQuery::default()
+        }),
+    )
+    .await
+    .ok()?;
+    found.0.documents.first().map(|d| d.id.to_string())
+}
+
 async fn companies(state: &AppState, console: &Console) -> Result<Vec<(String, Value)>, ApiError> {
     let listed = crate::routes::companies::list_companies(State(state.clone()), console.caller.clone())
         .await?
@@ -487,6 +516,9 @@ pub async fn submit(
     match action.as_str() {
         "preview" => preview(&state, &console, &headers, &doc).await,
         "issue" => {
+            if let Some(id) = issued_by_form(&state, &console, &input.key).await {
+                return redirect_with(&format!("/console/documents/{id}"), true, &tr.t("issue-done"));
+            }
             let mut api_headers = HeaderMap::new();
             if let Ok(v) = HeaderValue::from_str(&format!("console-{}", input.key)) {
                 api_headers.insert("idempotency-key", v);
@@ -513,13 +545,11 @@ pub async fn submit(
                     Err(e) => console.error_page(&e),
                 },
                 Err(e) => {
-                    let mut problems = issues_of(
-                        &e.details.as_ref().map_or(Value::Null, |d| d["errors"].clone()),
-                        &mut input,
-                    );
-                    if problems.is_empty() {
-                        problems.push(e.message);
+                    // Two posts of one form racing across a second: the other one issued it.
+                    if let Some(id) = issued_by_form(&state, &console, &input.key).await {
+                        return redirect_with(&format!("/console/documents/{id}"), true, &tr.t("issue-done"));
                     }
+                    let problems = refusal(e, &mut input);
                     draw(&state, &console, input, problems, Vec::new(), true).await
                 }
             }
@@ -538,13 +568,7 @@ pub async fn submit(
                     Err(e) => console.error_page(&e),
                 },
                 Err(e) => {
-                    let mut problems = issues_of(
-                        &e.details.as_ref().map_or(Value::Null, |d| d["errors"].clone()),
-                        &mut input,
-                    );
-                    if problems.is_empty() {
-                        problems.push(e.message);
-                    }
+                    let problems = refusal(e, &mut input);
                     draw(&state, &console, input, problems, Vec::new(), true).await
                 }
             }

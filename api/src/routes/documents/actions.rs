@@ -3,6 +3,7 @@
 
 use super::*;
 use kuatia_application::documents::{HandDeliveryRequest, VoidOutcome, VoidRequest};
+use kuatia_application::process::delivery::EmailByHandError;
 use kuatia_domain::document::aggregate::{DeliveryTarget, DocumentError, FiscalEventKind, HandChannel};
 
 /// Needed by `POST /v1/documents/{id}/retry`.
@@ -243,6 +244,12 @@ pub struct HandDeliveryBody {
     /// A note (at most 500 characters).
     #[serde(default)]
     pub note: Option<String>,
+    /// `true` with channel `email`: the service emails the document (its KuDE or printable PDF
+    /// and its signed XML) to `recipient`, one address, through the configured mail server now,
+    /// and records the delivery only once the server took it (`sent` holds its answer). Default
+    /// `false`: only record a delivery the issuer made elsewhere.
+    #[serde(default)]
+    pub send: bool,
 }
 
 /// A delivery made by hand, as recorded.
@@ -258,6 +265,8 @@ pub struct HandDeliveryView {
     pub recipient: Option<String>,
     /// The note (trimmed; null when not given).
     pub note: Option<String>,
+    /// The mail server's answer when the service emailed the document (`send`); null otherwise.
+    pub sent: Option<String>,
     /// The deliveries it settled: those of `target` that waited for the issuer's hand (`manual`
     /// mode), now `sent`. Empty when none waited.
     pub settled: Vec<Uuid>,
@@ -273,6 +282,10 @@ pub struct HandDeliveryView {
 /// `sent` from now on, and the document leaves `GET /v1/documents?delivery=pending_manual`. Any
 /// accepted document can record one (a copy handed over again is recorded again); a document in
 /// any other status is 409.
+///
+/// With `"send": true` (channel `email`) the service itself emails the document to `recipient`
+/// through its mail server, the same message as an automatic delivery, and records the delivery
+/// (with the server's answer in `sent`) only once the server took it.
 #[utoipa::path(
     post,
     path = "/v1/documents/{id}/deliveries",
@@ -282,10 +295,12 @@ pub struct HandDeliveryView {
     request_body = HandDeliveryBody,
     responses(
         (status = 201, description = "Recorded", body = HandDeliveryView),
-        (status = 400, description = "A malformed body, an unknown channel, or a recipient or note over its limit", body = ErrorBody),
+        (status = 400, description = "A malformed body, an unknown channel, a recipient or note over its limit; with `send`, a channel other than `email`, a recipient that is not one address, or one the mail server refused for good", body = ErrorBody),
         (status = 403, description = "Role not allowed", body = ErrorBody),
         (status = 404, description = "No such document", body = ErrorBody),
-        (status = 409, description = "The document is not `accepted`", body = ErrorBody)
+        (status = 409, description = "The document is not `accepted`; with `send`, no mail server is configured or the printable is not rendered yet", body = ErrorBody),
+        (status = 500, description = "With `send`, the document's files could not be read", body = ErrorBody),
+        (status = 502, description = "With `send`, the mail server did not take the message (nothing recorded; try again)", body = ErrorBody)
     )
 )]
 pub async fn deliver_by_hand(
@@ -302,48 +317,32 @@ pub async fn deliver_by_hand(
              customer|issuer, \"recipient\"?: string, \"note\"?: string}}: {e}"
         ))
     })?;
+    if body.send && body.channel != HandChannel::Email {
+        return Err(ApiError::invalid_field(
+            "send",
+            "invalid",
+            "only a delivery by `email` is sent by the service",
+        ));
+    }
     let request = HandDeliveryRequest {
         document_id: id,
         target: body.target.unwrap_or(DeliveryTarget::Customer),
         channel: body.channel,
         recipient: body.recipient,
         note: body.note,
+        sent: None,
     };
-    let clock = state.intake.clock.as_ref();
-    let recorded = match documents::deliver_by_hand(
-        &state.store,
-        clock,
-        caller.tenant,
-        request,
-        caller.metadata(),
-    )
-    .await
-    {
-        Ok(recorded) => recorded,
-        Err(DocumentsError::Refused(DocumentError::TooLong { field, max, chars })) => {
-            return Err(ApiError::invalid_field(
-                field,
-                "too_long",
-                format!("at most {max} characters; this one has {chars}"),
-            ));
-        }
-        Err(DocumentsError::Refused(_)) => {
-            return Err(ApiError::new(
-                ErrorCode::ConflictError,
-                format!(
-                    "only an accepted document is delivered; this one is `{}`",
-                    row.status
-                ),
-            ));
-        }
-        Err(DocumentsError::Conflict) => {
-            return Err(ApiError::new(
-                ErrorCode::ConflictError,
-                "the document changed meanwhile; read it and try again",
-            ));
-        }
-        Err(DocumentsError::NotFound) => return Err(ApiError::not_found("no such document")),
-        Err(DocumentsError::Store(e)) => return Err(e.into()),
+    let recorded = if body.send {
+        state
+            .deliveries
+            .email_by_hand(caller.tenant, request, caller.metadata())
+            .await
+            .map_err(|e| emailing_refused(e, &row.status))?
+    } else {
+        let clock = state.intake.clock.as_ref();
+        documents::deliver_by_hand(&state.store, clock, caller.tenant, request, caller.metadata())
+            .await
+            .map_err(|e| hand_delivery_refused(e, &row.status))?
     };
     let view = HandDeliveryView {
         document_id: id,
@@ -351,8 +350,63 @@ pub async fn deliver_by_hand(
         channel: recorded.channel,
         recipient: recorded.recipient,
         note: recorded.note,
+        sent: recorded.sent,
         settled: recorded.settled,
         recorded_at: recorded.at,
     };
     Ok((StatusCode::CREATED, axum::Json(view)).into_response())
+}
+
+/// What refusing to record a delivery by hand answers.
+fn hand_delivery_refused(e: DocumentsError, status: &str) -> ApiError {
+    match e {
+        DocumentsError::Refused(DocumentError::TooLong { field, max, chars }) => ApiError::invalid_field(
+            field,
+            "too_long",
+            format!("at most {max} characters; this one has {chars}"),
+        ),
+        DocumentsError::Refused(_) => ApiError::new(
+            ErrorCode::ConflictError,
+            format!("only an accepted document is delivered; this one is `{status}`"),
+        ),
+        DocumentsError::Conflict => ApiError::new(
+            ErrorCode::ConflictError,
+            "the document changed meanwhile; read it and try again",
+        ),
+        DocumentsError::NotFound => ApiError::not_found("no such document"),
+        DocumentsError::Store(e) => e.into(),
+    }
+}
+
+/// What refusing to email a document for the issuer answers (nothing was sent or recorded).
+fn emailing_refused(e: EmailByHandError, status: &str) -> ApiError {
+    match e {
+        EmailByHandError::NotConfigured(why) => ApiError::new(
+            ErrorCode::ConflictError,
+            format!("the service cannot send email: {why}; record a delivery made elsewhere without `send`"),
+        ),
+        EmailByHandError::NotAnAddress => ApiError::invalid_field(
+            "recipient",
+            "invalid",
+            "one email address, such as cliente@example.com.py",
+        ),
+        EmailByHandError::NotRendered(kind) => ApiError::new(
+            ErrorCode::ConflictError,
+            format!("the document's {kind} is not rendered yet; try again in a moment"),
+        ),
+        EmailByHandError::NotSent(not_sent) if not_sent.permanent => ApiError::invalid_field(
+            "recipient",
+            "refused",
+            format!("the mail server refused the message: {}", not_sent.reason),
+        ),
+        EmailByHandError::NotSent(not_sent) => ApiError::new(
+            ErrorCode::UpstreamError,
+            format!("the mail server did not take the message: {}", not_sent.reason),
+        ),
+        EmailByHandError::Files(why) => {
+            tracing::error!(error = %why, "reading a document's files to email them");
+            ApiError::new(ErrorCode::InternalError, "the document's files could not be read")
+        }
+        EmailByHandError::Document(e) => hand_delivery_refused(e, status),
+    }
 }

@@ -272,6 +272,8 @@ pub enum DocumentCommand {
         recipient: Option<String>,
         /// The issuer's note.
         note: Option<String>,
+        /// The mail server's answer when the service emailed the document for the issuer.
+        sent: Option<String>,
         /// When.
         at: DateTime<Utc>,
     },

@@ -554,6 +554,7 @@ impl Document {
                 channel,
                 recipient,
                 note,
+                sent,
                 at,
             } => {
                 if s.status != S::Accepted {
@@ -573,6 +574,7 @@ impl Document {
                     channel,
                     recipient,
                     note,
+                    sent,
                     at,
                 })
             }

@@ -282,6 +282,10 @@ pub enum DocumentEvent {
         recipient: Option<String>,
         /// The issuer's note.
         note: Option<String>,
+        /// The mail server's answer when the service emailed the document itself for the issuer
+        /// (`send`); none when the issuer only recorded a delivery made elsewhere.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sent: Option<String>,
         /// When.
         at: DateTime<Utc>,
     },

@@ -175,6 +175,9 @@ pub struct HandDelivery {
     pub recipient: Option<String>,
     /// The issuer's note.
     pub note: Option<String>,
+    /// The mail server's answer when the service emailed the document itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent: Option<String>,
     /// The deliveries it settled.
     pub settled: Vec<Uuid>,
     /// When.
@@ -644,6 +647,7 @@ impl DocumentState {
                 channel,
                 recipient,
                 note,
+                sent,
                 at,
             } => {
                 for id in &settled {
@@ -658,6 +662,7 @@ impl DocumentState {
                     channel,
                     recipient,
                     note,
+                    sent,
                     settled,
                     at,
                 });

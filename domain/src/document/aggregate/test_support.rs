@@ -582,6 +582,7 @@ pub(super) fn deliver_by_hand(target: DeliveryTarget) -> DocumentCommand {
         channel: HandChannel::Printed,
         recipient: Some("  Juan Pérez (mostrador)  ".into()),
         note: None,
+        sent: None,
         at: t(50),
     }
 }
@@ -691,6 +692,7 @@ pub(crate) fn samples() -> Vec<DocumentEvent> {
             channel: HandChannel::InPerson,
             recipient: Some("Juan Pérez".into()),
             note: Some("firmó el recibo".into()),
+            sent: None,
             at: t(50),
         },
         DocumentEvent::PublicLinkCreated {

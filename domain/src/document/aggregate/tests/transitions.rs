@@ -666,6 +666,7 @@ fn a_delivery_by_hand_settles_the_waiting_deliveries_of_its_target_only() {
         channel: HandChannel::Printed,
         recipient: Some("Juan Pérez (mostrador)".into()),
         note: None,
+        sent: None,
         at: t(50),
     };
     TestFramework::<Document>::with(())
@@ -693,6 +694,7 @@ fn a_delivery_by_hand_settles_the_waiting_deliveries_of_its_target_only() {
             channel: HandChannel::Printed,
             recipient: Some("Juan Pérez (mostrador)".into()),
             note: None,
+            sent: None,
             at: t(50),
         }]);
 }
@@ -705,6 +707,7 @@ fn a_delivery_by_hand_with_a_recipient_or_note_too_long_is_refused() {
         channel: HandChannel::Other,
         recipient,
         note,
+        sent: None,
         at: t(50),
     };
     let events = invoice(Situation::AcceptedSifen);
