@@ -191,6 +191,28 @@ fn readiness_issues(checks: Vec<Check>) -> (Vec<Issue>, bool) {
     (issues, certificate)
 }
 
+/// The next number an autoimpresor range prints: the series' own count once a number was drawn,
+/// else the channel's configured `next_number`. `None` when the channel's branch or issuance
+/// point is gone (readiness says so).
+pub async fn series_next(
+    ports: &IntakePorts,
+    tenant: TenantId,
+    company_id: Uuid,
+    settings: &kuatia_domain::channel::AutoimpresorSettings,
+) -> Result<Option<u64>, StoreError> {
+    let branch = ports.config.branch(tenant, settings.branch_id).await?;
+    let point = ports
+        .config
+        .issuance_point(tenant, settings.issuance_point_id)
+        .await?;
+    let (Some(branch), Some(point)) = (branch, point) else {
+        return Ok(None);
+    };
+    let series = crate::process::autoimpresor::series_key(company_id, settings, &branch.code, &point.code);
+    let counted = ports.series.next_number(tenant, &series).await?;
+    Ok(Some(counted.unwrap_or(settings.next_number)))
+}
+
 /// An autoimpresor range that earlier documents used up: refused at intake, nothing stored.
 /// The channel's configured `next_number` opens the series; from then on the series' own count
 /// says what is left (a document racing another for the last number is refused by the channel's
@@ -201,21 +223,9 @@ async fn used_up_range(
     routing: &Routing,
     settings: &kuatia_domain::channel::AutoimpresorSettings,
 ) -> Result<Option<Issue>, Refusal> {
-    let branch = ports.config.branch(tenant, routing.branch_id).await?;
-    let point = ports
-        .config
-        .issuance_point(tenant, routing.issuance_point_id)
-        .await?;
-    let (Some(branch), Some(point)) = (branch, point) else {
+    let Some(next) = series_next(ports, tenant, routing.company_id, settings).await? else {
         return Ok(None);
     };
-    let series =
-        crate::process::autoimpresor::series_key(routing.company_id, settings, &branch.code, &point.code);
-    let next = ports
-        .series
-        .next_number(tenant, &series)
-        .await?
-        .unwrap_or(settings.next_number);
     Ok((next > settings.range_end).then(|| {
         Issue::new(
             "configuration.autoimpresor",

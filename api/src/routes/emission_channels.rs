@@ -480,6 +480,46 @@ pub struct ChannelReadiness {
     /// company, branch, issuance_point, timbrado, certificate, csc (sifen); company, branch,
     /// issuance_point, timbrado, numbering_range, print_settings (autoimpresor).
     pub checks: Vec<CheckView>,
+    /// An autoimpresor channel's authorised range and how much of it is used (null for SIFEN).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub numbering: Option<NumberingView>,
+}
+
+/// How much of an autoimpresor range is used: from the series' own count once a number was
+/// drawn, else the channel's configured `next_number`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct NumberingView {
+    /// The timbrado of the range.
+    pub timbrado: String,
+    /// First authorised number.
+    pub range_start: u64,
+    /// Last authorised number.
+    pub range_end: u64,
+    /// The next number to print (`range_end + 1` when the range is used up).
+    pub next_number: u64,
+    /// Numbers left.
+    pub left: u64,
+    /// Per cent of the range used, rounded down.
+    pub used_percent: u64,
+    /// At least 90 % used (`NumberingRangeNearlyExhausted` is recorded at that point): time to
+    /// ask SET for a new range.
+    pub nearly_exhausted: bool,
+}
+
+impl NumberingView {
+    fn of(a: &kuatia_domain::channel::AutoimpresorSettings) -> Self {
+        let size = a.range_end.saturating_sub(a.range_start) + 1;
+        let used = a.next_number.saturating_sub(a.range_start).min(size);
+        Self {
+            timbrado: a.timbrado.clone(),
+            range_start: a.range_start,
+            range_end: a.range_end,
+            next_number: a.next_number,
+            left: size - used,
+            used_percent: used * 100 / size,
+            nearly_exhausted: a.next_number > kuatia_application::process::autoimpresor::warning_number(a),
+        }
+    }
 }
 
 /// `GET /v1/emission-channels/readiness` response.
@@ -550,16 +590,29 @@ pub async fn channel_readiness(
                         ok: false,
                         message: format!("no {} channel is configured", kind.as_str()),
                     }],
+                    numbering: None,
                 });
             }
             for row in of_kind {
-                let checks = row.channel.readiness(&ctx);
+                // What an autoimpresor range has left is the series' count, not the number the
+                // channel was configured with.
+                let mut channel = row.channel.clone();
+                let mut numbering = None;
+                if let Some(a) = channel.autoimpresor.as_mut() {
+                    let counted =
+                        kuatia_application::intake::series_next(&state.intake, caller.tenant, company.id, a)
+                            .await?;
+                    a.next_number = counted.unwrap_or(a.next_number);
+                    numbering = Some(NumberingView::of(a));
+                }
+                let checks = channel.readiness(&ctx);
                 out.push(ChannelReadiness {
                     channel: kind.as_str().to_owned(),
                     channel_id: Some(row.channel.channel_id),
                     company_id: company.id,
                     ready: checks.iter().all(|c| c.ok),
                     checks: checks.into_iter().map(CheckView::from).collect(),
+                    numbering,
                 });
             }
         }

@@ -233,6 +233,70 @@ async fn two_hundred_concurrent_documents_get_two_hundred_consecutive_numbers_an
     f.app.stop().await;
 }
 
+/// Readiness counts an autoimpresor range by its series (not by the number the channel was
+/// configured with): how much is used, a warning from 90 %, and a range used up is not ready.
+/// The console's home says when a range is nearly used.
+#[tokio::test]
+async fn readiness_and_the_console_say_how_much_of_a_range_is_used_and_warn_from_ninety_per_cent() {
+    let f = Fx::new("auto-left", (1, 10), 30, 0).await;
+    let numbering = |f: &Fx| {
+        let request = f.req(Method::GET, "/v1/emission-channels/readiness");
+        async move {
+            let (status, body) = send(request).await;
+            assert_eq!(status, 200, "{body}");
+            body["channels"]
+                .as_array()
+                .and_then(|c| c.iter().find(|c| c["channel"] == "autoimpresor"))
+                .cloned()
+                .unwrap_or_else(|| panic!("an autoimpresor channel in {body}"))
+        }
+    };
+    let fresh = numbering(&f).await;
+    assert_eq!(fresh["numbering"]["left"], 10, "{fresh}");
+    assert_eq!(fresh["numbering"]["nearly_exhausted"], false, "{fresh}");
+
+    let nine: Vec<String> = {
+        let mut ids = Vec::new();
+        for n in 0..9 {
+            ids.push(f.post(&f.receipt(&format!("LEFT-{n}"))).await);
+        }
+        ids
+    };
+    f.until(&nine, Duration::from_secs(120), numbered).await;
+    let nearly = numbering(&f).await;
+    assert_eq!(nearly["numbering"]["next_number"], 10, "{nearly}");
+    assert_eq!(nearly["numbering"]["left"], 1, "{nearly}");
+    assert_eq!(nearly["numbering"]["used_percent"], 90, "{nearly}");
+    assert_eq!(nearly["numbering"]["nearly_exhausted"], true, "{nearly}");
+    assert_eq!(nearly["ready"], true, "one number left: {nearly}");
+
+    crate::identity::join(&f.app, &f.r.tenant, &f.r.key, "caja@example.com.py", "owner").await;
+    let mut v = crate::console::Visitor::new(&f.app.base);
+    v.log_in("caja@example.com.py", "a long enough secret").await;
+    let home = v.get("/console").await;
+    assert!(
+        home.body.contains(
+            "Rango de numeración del timbrado 87654321 casi agotado: 90 % usado; números restantes: 1."
+        ),
+        "{}",
+        home.body
+    );
+
+    let last = f.post(&f.receipt("LEFT-9")).await;
+    f.until(&[last], Duration::from_secs(60), numbered).await;
+    let used_up = numbering(&f).await;
+    assert_eq!(used_up["numbering"]["left"], 0, "{used_up}");
+    assert_eq!(used_up["numbering"]["used_percent"], 100, "{used_up}");
+    assert_eq!(used_up["ready"], false, "a range used up cannot issue: {used_up}");
+    let check = used_up["checks"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["name"] == "numbering_range"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(check["ok"], false, "{used_up}");
+    f.app.stop().await;
+}
+
 #[tokio::test]
 async fn a_document_issued_outside_the_validity_dates_is_refused_with_a_configuration_error() {
     let f = Fx::new("auto-validity", (1, 50), 10, 0).await;

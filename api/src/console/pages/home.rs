@@ -46,6 +46,8 @@ pub struct HomePage {
     pub pending_manual: Vec<Row>,
     pub certificates: Vec<CertificateNote>,
     pub channels: Vec<ChannelNote>,
+    /// Autoimpresor ranges 90 % used or more, in words.
+    pub ranges: Vec<String>,
     pub can_issue: bool,
 }
 
@@ -126,6 +128,7 @@ async fn page(state: &AppState, console: &Console) -> Result<HomePage, crate::er
     let pending_manual = pending.documents.iter().map(|d| row(tr, d)).collect();
     let mut certificates = Vec::new();
     let mut channels = Vec::new();
+    let mut ranges = Vec::new();
     if console.may(crate::routes::certificates::LIST_CERTIFICATES) {
         let listed = crate::routes::certificates::list_certificates(State(state.clone()), caller.clone())
             .await?
@@ -147,6 +150,18 @@ async fn page(state: &AppState, console: &Console) -> Result<HomePage, crate::er
         )
         .await?
         .0;
+        for ch in &readiness.channels {
+            if let Some(n) = ch.numbering.as_ref().filter(|n| n.nearly_exhausted) {
+                ranges.push(tr.tn(
+                    "home-range-nearly-used",
+                    &[
+                        ("timbrado", &n.timbrado),
+                        ("left", &kuatia_domain::format::quantity_of(n.left.into())),
+                        ("percent", &n.used_percent),
+                    ],
+                ));
+            }
+        }
         for ch in readiness.channels.into_iter().filter(|c| !c.ready) {
             channels.push(ChannelNote {
                 channel: ch.channel,
@@ -169,6 +184,7 @@ async fn page(state: &AppState, console: &Console) -> Result<HomePage, crate::er
         pending_manual,
         certificates,
         channels,
+        ranges,
         can_issue: console.may(crate::routes::documents::CREATE_DOCUMENT),
     })
 }
