@@ -286,17 +286,11 @@ pub struct Filter {
     pub search: Option<String>,
 }
 
-/// A page of documents, newest first (ids are UUIDv7, so id order is creation order and a cursor
-/// on the id never skips or repeats).
-pub async fn list(
-    store: &SharedStore,
-    tenant: TenantId,
-    filter: &Filter,
-    limit: u32,
-) -> Result<Vec<DocumentRow>, StoreError> {
-    // One statement for every combination: a NULL parameter switches its condition off.
-    let rows = store
-        .query(
+/// The list's statement with one more condition. One statement for every combination of the
+/// filters: a NULL parameter switches its condition off.
+macro_rules! page_sql {
+    ($and:literal) => {
+        concat!(
             "SELECT id, company_id, branch_id, issuance_point_id, channel, doc_type, external_id, status, cdc, \
                number, buyer_ruc, issue_datetime, grand_total, errors, warnings, version, created_at, updated_at \
              FROM documents WHERE tenant_id = $1 \
@@ -306,36 +300,111 @@ pub async fn list(
                AND ($8 IS NULL OR issue_datetime >= $8) AND ($9 IS NULL OR issue_datetime < $9) \
                AND ($10 IS NULL OR id < $10) \
                AND ($12 IS NULL OR EXISTS (SELECT 1 FROM document_manual_deliveries m \
-                 WHERE m.tenant_id = documents.tenant_id AND m.document_id = documents.id AND m.pending)) \
-               AND ($13 IS NULL OR number = $13 OR cdc = $13 OR external_id = $13 OR buyer_ruc = $14 \
-                 OR buyer_search LIKE $15 ESCAPE '!') \
-             ORDER BY id DESC LIMIT $11",
-            &[
-                SqlValue::Uuid(tenant.as_uuid()),
-                filter.company_id.into(),
-                opt_text(&filter.status),
-                opt_text(&filter.channel),
-                opt_text(&filter.external_id),
-                opt_text(&filter.cdc),
-                opt_text(&filter.buyer_ruc),
-                opt_time(filter.date_from),
-                opt_time(filter.date_to),
-                filter.before.into(),
-                SqlValue::Int(i64::from(limit)),
-                if filter.pending_manual {
-                    SqlValue::Bool(true)
-                } else {
-                    SqlValue::TypedNull(kuatia_application::projection::SqlType::Bool)
-                },
-                opt_text(&filter.search),
-                opt_text(&filter.search.as_deref().map(super::ruc_number)),
-                opt_text(&filter.search.as_deref().map(|q| {
-                    let folded = super::search_text(q).replace('!', "!!").replace('%', "!%").replace('_', "!_");
-                    format!("%{folded}%")
-                })),
-            ],
+                 WHERE m.tenant_id = documents.tenant_id AND m.document_id = documents.id AND m.pending)) ",
+            $and,
+            " ORDER BY id DESC LIMIT $11"
+        )
+    };
+}
+
+/// A page of documents, newest first (ids are UUIDv7, so id order is creation order and a cursor
+/// on the id never skips or repeats).
+///
+/// A search looks the references up first (number, CDC, external id, buyer RUC: a union of their
+/// indexes); a reference found is the answer. Otherwise, unless the search is shaped like a
+/// reference (digits, `-` and `.` alone: a number, a CDC, a RUC), the buyer's names are walked
+/// newest first until the page is full: fast for a name many documents have, the whole tenant
+/// for one none has.
+pub async fn list(
+    store: &SharedStore,
+    tenant: TenantId,
+    filter: &Filter,
+    limit: u32,
+) -> Result<Vec<DocumentRow>, StoreError> {
+    let Some(search) = filter.search.as_deref() else {
+        return page(store, tenant, filter, limit, page_sql!(""), Vec::new()).await;
+    };
+    let references = page_sql!(
+        "AND id IN (SELECT id FROM documents WHERE tenant_id = $1 AND number = $13 \
+         UNION ALL SELECT id FROM documents WHERE tenant_id = $1 AND cdc = $13 \
+         UNION ALL SELECT id FROM documents WHERE tenant_id = $1 AND external_id = $13 \
+         UNION ALL SELECT id FROM documents WHERE tenant_id = $1 AND buyer_ruc = $14)"
+    );
+    let keys = || {
+        vec![
+            SqlValue::Text(search.to_owned()),
+            SqlValue::Text(super::ruc_number(search)),
+        ]
+    };
+    let rows = page(store, tenant, filter, limit, references, keys()).await?;
+    if !rows.is_empty() {
+        return Ok(rows);
+    }
+    // A later page of a reference's documents is past its end, not a search of names.
+    if filter.before.is_some() {
+        let first = Filter {
+            before: None,
+            ..filter.clone()
+        };
+        if !page(store, tenant, &first, 1, references, keys())
+            .await?
+            .is_empty()
+        {
+            return Ok(rows);
+        }
+    }
+    let reference_shaped = search
+        .chars()
+        .all(|c| c.is_ascii_digit() || matches!(c, '-' | '.' | ' '));
+    if !reference_shaped {
+        let folded = super::search_text(search)
+            .replace('!', "!!")
+            .replace('%', "!%")
+            .replace('_', "!_");
+        let named = page(
+            store,
+            tenant,
+            filter,
+            limit,
+            page_sql!("AND buyer_search LIKE $13 ESCAPE '!'"),
+            vec![SqlValue::Text(format!("%{folded}%"))],
         )
         .await?;
+        return Ok(named);
+    }
+    Ok(rows)
+}
+
+/// The filtered page with one more condition (in `sql`, whose parameters are `$13`… in
+/// `values`).
+async fn page(
+    store: &SharedStore,
+    tenant: TenantId,
+    filter: &Filter,
+    limit: u32,
+    sql: &'static str,
+    values: Vec<SqlValue>,
+) -> Result<Vec<DocumentRow>, StoreError> {
+    let mut params = vec![
+        SqlValue::Uuid(tenant.as_uuid()),
+        filter.company_id.into(),
+        opt_text(&filter.status),
+        opt_text(&filter.channel),
+        opt_text(&filter.external_id),
+        opt_text(&filter.cdc),
+        opt_text(&filter.buyer_ruc),
+        opt_time(filter.date_from),
+        opt_time(filter.date_to),
+        filter.before.into(),
+        SqlValue::Int(i64::from(limit)),
+        if filter.pending_manual {
+            SqlValue::Bool(true)
+        } else {
+            SqlValue::TypedNull(kuatia_application::projection::SqlType::Bool)
+        },
+    ];
+    params.extend(values);
+    let rows = store.query(sql, &params).await?;
     rows.iter().map(|r| row(r)).collect()
 }
 

@@ -1805,6 +1805,10 @@ async fn the_document_list_searches_buyer_names_rucs_and_ids() {
     assert_eq!(search("n_s").await, std::slice::from_ref(&percent));
     assert!(search("%").await.len() == 1, "a % is a %, not a wildcard");
     assert!(search("nadie").await.is_empty());
+    // A reference found is the answer: an external id that is also a part of a name.
+    let reference = f.create(&f.invoice("ANA", 1), "queued").await;
+    assert_eq!(search("ana").await, std::slice::from_ref(&gomez), "ids are exact");
+    assert_eq!(search("ANA").await, std::slice::from_ref(&reference));
     assert!(f.ids("?q=gomez&status=validation_failed").await.is_empty());
     for bad in ["?q=", "?q=%20%20"] {
         let (status, body) = send(f.req(Method::GET, &format!("/v1/documents{bad}"))).await;

@@ -31,8 +31,8 @@ pub struct ListQuery {
     /// mode, not yet recorded through `POST /v1/documents/{id}/deliveries`).
     pub delivery: Option<String>,
     /// A search (1 to 100 characters): the number (`001-001-0000001`), the CDC or the external id
-    /// exactly, the buyer's RUC with or without its check digit, or a part of the buyer's legal or
-    /// trade name, accents and case aside (`gomez` finds `Gómez`).
+    /// exactly, the buyer's RUC with or without its check digit; when it is none of those, a part
+    /// of the buyer's legal or trade name, accents and case aside (`gomez` finds `Gómez`).
     pub q: Option<String>,
 }
 
