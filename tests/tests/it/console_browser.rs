@@ -123,8 +123,13 @@ async fn an_office_clerk_finds_opens_delivers_cancels_and_issues_in_the_browser(
     shot(&b, "documents").await;
     accessible(&b, "documents").await;
     let number = f.status(&first).await["number"].as_str().unwrap().to_owned();
-    b.find("#q").await.unwrap().send_keys(&number).await.unwrap();
-    b.find("#filter-submit").await.unwrap().click().await.unwrap();
+    // From the keyboard: the number, then Enter.
+    b.find("#q")
+        .await
+        .unwrap()
+        .send_keys(&format!("{number}\u{E007}"))
+        .await
+        .unwrap();
     b.wait_for("#documents", Duration::from_secs(5)).await.unwrap();
     let rows = b.find_all("#documents tbody tr").await.unwrap();
     assert_eq!(rows.len(), 1, "the search finds the one number");
@@ -225,13 +230,13 @@ async fn an_office_clerk_finds_opens_delivers_cancels_and_issues_in_the_browser(
         .select_by_value("whatsapp")
         .await
         .unwrap();
+    // Enter in the last field sends the form, as a keyboard user would.
     b.find("#hand-recipient")
         .await
         .unwrap()
-        .send_keys("0981 123 456")
+        .send_keys("0981 123 456\u{E007}")
         .await
         .unwrap();
-    b.find("#hand-submit").await.unwrap().click().await.unwrap();
     b.wait_for(".hand-delivery", Duration::from_secs(5))
         .await
         .unwrap();
@@ -364,54 +369,38 @@ async fn an_office_clerk_finds_opens_delivers_cancels_and_issues_in_the_browser(
         .unwrap();
     assert_eq!(b.find("main h1").await.unwrap().text().await.unwrap(), "Home");
     shot(&b, "home-en").await;
-    // And at a phone's width: nothing wider than the screen.
+    accessible(&b, "home in English").await;
+    // And at a phone's width: nothing wider than the screen, on every page.
     b.set_window_size(360, 800).await.unwrap();
+    for (name, path) in [
+        ("home", "/console".to_owned()),
+        ("documents", "/console/documents".to_owned()),
+        ("document", format!("/console/documents/{manual}")),
+        ("audit", format!("/console/documents/{manual}/audit")),
+        ("issue", "/console/issue".to_owned()),
+    ] {
+        b.goto(&format!("{base}{path}")).await.unwrap();
+        let width = b
+            .execute("return document.documentElement.scrollWidth;", vec![])
+            .await
+            .unwrap();
+        assert!(
+            width.as_u64().unwrap_or(9999) <= 360,
+            "{name}: scrollWidth {width}"
+        );
+        accessible(&b, &format!("{name} at 360 px")).await;
+    }
     b.goto(&format!("{base}/console/documents")).await.unwrap();
-    let width = b
-        .execute("return document.documentElement.scrollWidth;", vec![])
-        .await
-        .unwrap();
-    assert!(width.as_u64().unwrap_or(9999) <= 360, "scrollWidth {width}");
     shot(&b, "documents-phone").await;
     b.quit().await.ok();
     f.app.stop().await;
 }
 
-/// Makes `doc`'s approval 49 hours old (the service's clock cannot be moved): SIFEN answers 0161
-/// until the document is `retrying`, then the approval is recorded through its own commands.
+/// A document whose approval is 49 hours old (outside the invoice's cancellation window).
 async fn approved_long_ago(f: &Simulated, external_id: &str) -> String {
-    let client = reqwest::Client::new();
-    client
-        .post(format!("{}/sim/faults", f.sim.base_url()))
-        .json(&json!({"fault": "0161", "times": 1000, "service": "siRecepDE"}))
-        .send()
-        .await
-        .expect("inject");
-    let doc = f.post(&f.invoice(external_id)).await;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while f.status(&doc).await["status"] != "retrying" {
-        assert!(Instant::now() < deadline, "not retrying");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    use kuatia_domain::document::aggregate::DocumentCommand;
-    let store = f.app.service().database.store();
-    let tenant = kuatia_domain::tenancy::TenantId::from_uuid(f.r.tenant.parse().expect("tenant"));
-    let id: uuid::Uuid = doc.parse().expect("id");
-    let now = chrono::Utc::now();
-    for command in [
-        DocumentCommand::ResumeSubmission { at: now },
-        DocumentCommand::RecordAccepted {
-            code: "0422".into(),
-            message: "CDC encontrado".into(),
-            protocol: Some("1234567890".into()),
-            approved_at: now - chrono::Duration::hours(49),
-            at: now,
-        },
-    ] {
-        kuatia_application::documents::command(&store, tenant, id, command, Default::default())
-            .await
-            .expect("command");
-    }
+    let doc = f.retrying(&f.invoice(external_id)).await;
+    f.record_approval(&doc, chrono::Utc::now() - chrono::Duration::hours(49))
+        .await;
     doc
 }
 
@@ -532,6 +521,7 @@ async fn an_auditor_a_viewer_and_another_tenant_see_what_their_roles_allow() {
         );
     }
     shot(&b, "not-found").await;
+    accessible(&b, "not found").await;
     b.quit().await.ok();
     f.app.stop().await;
 }
