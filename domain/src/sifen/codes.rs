@@ -16,6 +16,19 @@ pub struct Explanation {
     pub class: Meaning,
 }
 
+impl Explanation {
+    /// The same explanation in Spanish (es-PY), for the console's Spanish pages
+    /// ([`super::answers_es`], held complete by its test).
+    pub fn in_spanish(self) -> Self {
+        let es = |text: &'static str| super::answers_es::spanish(text).unwrap_or(text);
+        Self {
+            meaning: es(self.meaning),
+            action: es(self.action),
+            class: self.class,
+        }
+    }
+}
+
 /// The explanation of a SIFEN result code: its row in the answers table, or, for a four-digit
 /// code the table does not list, that it is taken for an operational failure.
 pub fn explain(code: &str) -> Option<Explanation> {

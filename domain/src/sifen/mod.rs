@@ -10,6 +10,7 @@
 //! the event id and the sequence number come in as arguments.
 
 pub mod answers;
+pub mod answers_es;
 pub mod cdc;
 pub mod codes;
 pub mod de;

@@ -408,6 +408,21 @@ async fn the_pages_speak_spanish_first_and_english_when_asked() {
     let english = v.get(&format!("/console/documents/{doc}")).await;
     assert!(english.body.contains("lang=\"en\"") && english.body.contains("Electronic invoice"));
     assert!(english.body.contains("Approved"));
+    // SIFEN's answer explained in the page's language (the answers table, and its Spanish).
+    assert!(english.body.contains("SIFEN approved the document."));
+    v.language = "es-PY,es;q=0.9";
+    let spanish = v.get(&format!("/console/documents/{doc}")).await;
+    assert!(
+        spanish.body.contains("Autorización del DE satisfactoria"),
+        "SIFEN's own words"
+    );
+    let explained = kuatia_domain::sifen::codes::explain("0260")
+        .expect("0260")
+        .in_spanish();
+    assert!(!explained.meaning.contains("SIFEN approved"), "{explained:?}");
+    assert!(spanish.body.contains(explained.meaning), "{}", spanish.body);
+    assert!(!spanish.body.contains("SIFEN approved the document."));
+    v.language = "en-US,en;q=0.9";
     // The user's choice wins over the browser's.
     let chosen = v.get("/console/lang?to=es&next=/console/documents").await;
     assert_eq!(

@@ -171,7 +171,12 @@ async fn page(
     let s = kuatia_application::documents::state_of(&state.store, caller.tenant, id)
         .await?
         .ok_or_else(|| ApiError::not_found("no such document"))?;
-    let sifen = kuatia_application::documents::last_word_of(&s).map(SifenAnswerView::from);
+    let sifen = kuatia_application::documents::last_word_of(&s).map(|mut word| {
+        if tr.lang == crate::console::i18n::Lang::Es {
+            word.explained = word.explained.map(|e| e.in_spanish());
+        }
+        SifenAnswerView::from(word)
+    });
     let d = &s.document;
     let summary = &summary;
     let status = s.status;
