@@ -609,3 +609,50 @@ async fn the_console_emails_a_document_through_the_mail_server_and_says_why_when
     assert_eq!(by_hand(&f.timeline(&doc).await), 1);
     f.app.stop().await;
 }
+
+/// The hand-issue form's buyer lookup: with the taxpayer registry loaded, a RUC (with or without
+/// its check digit) fills the registered name and the RUC as written with its digit; a RUC the
+/// registry does not hold says so in Spanish and leaves the name to the clerk.
+#[tokio::test]
+async fn the_buyer_lookup_fills_the_name_from_the_loaded_registry() {
+    let (f, _) = service_with_an_accepted_invoice().await;
+    let dir = kuatia_tests::ScratchDir::new();
+    crate::lookup::fixture_files(&dir.0, &[("80013884", "CLIENTE SOCIEDAD ANONIMA", "ACTIVO")]);
+    let database = f.app.db.open().await;
+    let published = chrono::NaiveDate::from_ymd_opt(2026, 11, 1).expect("date");
+    kuatia_infrastructure::lookup::import::import_registry(&database, &dir.0, published, &|_| {})
+        .await
+        .expect("import");
+    let mut v = Visitor::new(&f.app.base);
+    v.log_in("duena@example.com.py", PASSWORD).await;
+    let form = v.get("/console/issue").await;
+    let (csrf, key) = (hidden(&form.body, "csrf"), hidden(&form.body, "key"));
+    let lookup = |ruc: &'static str| {
+        vec![
+            ("csrf", csrf.clone()),
+            ("key", key.clone()),
+            ("type", "invoice".to_owned()),
+            ("buyer_ruc", ruc.to_owned()),
+            ("action", "lookup".to_owned()),
+        ]
+    };
+    let found = post_fields(&mut v, &lookup("80013884")).await;
+    assert_eq!(found.status, 200, "{}", found.body);
+    assert!(
+        found.body.contains("value=\"CLIENTE SOCIEDAD ANONIMA\""),
+        "{}",
+        found.body
+    );
+    assert!(
+        found.body.contains("value=\"80013884-8\""),
+        "the RUC with its digit"
+    );
+    let unknown = post_fields(&mut v, &lookup("80069563-1")).await;
+    assert!(
+        unknown.body.contains("no figura en el padrón"),
+        "{}",
+        unknown.body
+    );
+    assert!(!unknown.body.contains("CLIENTE SOCIEDAD ANONIMA"));
+    f.app.stop().await;
+}

@@ -443,7 +443,7 @@ const FIXTURE: [(&str, &str, &str); 8] = [
     ("1000007", "JUAN GONZALEZ E HIJOS S.R.L.", "ACTIVO"),
 ];
 
-fn fixture_files(dir: &Path, rows: &[(&str, &str, &str)]) {
+pub(crate) fn fixture_files(dir: &Path, rows: &[(&str, &str, &str)]) {
     let mut body = String::new();
     for (ruc, name, state) in rows {
         let dv = Ruc::from_number(ruc).expect("ruc").check_digit();
