@@ -310,11 +310,11 @@ macro_rules! page_sql {
 /// A page of documents, newest first (ids are UUIDv7, so id order is creation order and a cursor
 /// on the id never skips or repeats).
 ///
-/// A search looks the references up first (number, CDC, external id, buyer RUC: a union of their
-/// indexes); a reference found is the answer. Otherwise, unless the search is shaped like a
-/// reference (digits, `-` and `.` alone: a number, a CDC, a RUC), the buyer's names are walked
-/// newest first until the page is full: fast for a name many documents have, the whole tenant
-/// for one none has.
+/// A search looks the references up first (number, CDC, external id: a union of their indexes);
+/// a reference found is the answer. Otherwise a search shaped like a reference (digits, `-` and
+/// `.` alone) is a buyer's RUC, walked newest first on its index; anything else is a part of the
+/// buyer's names, walked newest first until the page is full: fast for a name many documents
+/// have, the whole tenant for one none has.
 pub async fn list(
     store: &SharedStore,
     tenant: TenantId,
@@ -327,15 +327,9 @@ pub async fn list(
     let references = page_sql!(
         "AND id IN (SELECT id FROM documents WHERE tenant_id = $1 AND number = $13 \
          UNION ALL SELECT id FROM documents WHERE tenant_id = $1 AND cdc = $13 \
-         UNION ALL SELECT id FROM documents WHERE tenant_id = $1 AND external_id = $13 \
-         UNION ALL SELECT id FROM documents WHERE tenant_id = $1 AND buyer_ruc = $14)"
+         UNION ALL SELECT id FROM documents WHERE tenant_id = $1 AND external_id = $13)"
     );
-    let keys = || {
-        vec![
-            SqlValue::Text(search.to_owned()),
-            SqlValue::Text(super::ruc_number(search)),
-        ]
-    };
+    let keys = || vec![SqlValue::Text(search.to_owned())];
     let rows = page(store, tenant, filter, limit, references, keys()).await?;
     if !rows.is_empty() {
         return Ok(rows);
@@ -356,23 +350,32 @@ pub async fn list(
     let reference_shaped = search
         .chars()
         .all(|c| c.is_ascii_digit() || matches!(c, '-' | '.' | ' '));
-    if !reference_shaped {
-        let folded = super::search_text(search)
-            .replace('!', "!!")
-            .replace('%', "!%")
-            .replace('_', "!_");
-        let named = page(
+    if reference_shaped {
+        // A buyer's RUC, with or without its check digit.
+        let ruc = super::ruc_number(search).replace('.', "");
+        return page(
             store,
             tenant,
             filter,
             limit,
-            page_sql!("AND buyer_search LIKE $13 ESCAPE '!'"),
-            vec![SqlValue::Text(format!("%{folded}%"))],
+            page_sql!("AND buyer_ruc = $13"),
+            vec![SqlValue::Text(ruc)],
         )
-        .await?;
-        return Ok(named);
+        .await;
     }
-    Ok(rows)
+    let folded = super::search_text(search)
+        .replace('!', "!!")
+        .replace('%', "!%")
+        .replace('_', "!_");
+    page(
+        store,
+        tenant,
+        filter,
+        limit,
+        page_sql!("AND buyer_search LIKE $13 ESCAPE '!'"),
+        vec![SqlValue::Text(format!("%{folded}%"))],
+    )
+    .await
 }
 
 /// The filtered page with one more condition (in `sql`, whose parameters are `$13`… in

@@ -1800,6 +1800,7 @@ async fn the_document_list_searches_buyer_names_rucs_and_ids() {
     assert_eq!(search("ana gómez").await, std::slice::from_ref(&gomez));
     assert_eq!(search("80013884-8").await, std::slice::from_ref(&cliente));
     assert_eq!(search("80013884").await, std::slice::from_ref(&cliente));
+    assert_eq!(search("80.013.884-8").await, std::slice::from_ref(&cliente));
     assert_eq!(search("S-2").await, std::slice::from_ref(&cliente));
     assert_eq!(search("100%").await, std::slice::from_ref(&percent));
     assert_eq!(search("n_s").await, std::slice::from_ref(&percent));
