@@ -119,8 +119,13 @@ impl Visitor {
 
 /// Posts the issue form with these fields.
 async fn post_fields(v: &mut Visitor, fields: &[(&'static str, String)]) -> Answer {
+    post_owned(v, "/console/issue", fields).await
+}
+
+/// Posts a form of owned values to `path`.
+async fn post_owned(v: &mut Visitor, path: &str, fields: &[(&'static str, String)]) -> Answer {
     let refs: Vec<(&str, &str)> = fields.iter().map(|(k, value)| (*k, value.as_str())).collect();
-    v.post("/console/issue", &refs).await
+    v.post(path, &refs).await
 }
 
 /// Percent-encodes a form value.
@@ -576,9 +581,8 @@ async fn the_console_emails_a_document_through_the_mail_server_and_says_why_when
             ("recipient", to.to_owned()),
         ]
     };
-    let form = send_to("nadie@example.com");
-    let refs: Vec<(&str, &str)> = form.iter().map(|(k, x)| (*k, x.as_str())).collect();
-    let refused = v.post(&format!("{path}/deliveries"), &refs).await;
+    let deliveries = format!("{path}/deliveries");
+    let refused = post_owned(&mut v, &deliveries, &send_to("nadie@example.com")).await;
     assert_eq!(refused.status, 303, "{}", refused.body);
     let shown = v.get(&path).await;
     assert!(
@@ -591,9 +595,7 @@ async fn the_console_emails_a_document_through_the_mail_server_and_says_why_when
         |timeline: &[serde_json::Value]| timeline.iter().filter(|e| e["type"] == "DeliveredByHand").count();
     assert_eq!(by_hand(&f.timeline(&doc).await), 0);
 
-    let form = send_to("cliente@example.com");
-    let refs: Vec<(&str, &str)> = form.iter().map(|(k, x)| (*k, x.as_str())).collect();
-    let sent = v.post(&format!("{path}/deliveries"), &refs).await;
+    let sent = post_owned(&mut v, &deliveries, &send_to("cliente@example.com")).await;
     assert_eq!(sent.status, 303, "{}", sent.body);
     let shown = v.get(&path).await;
     assert!(

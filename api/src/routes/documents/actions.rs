@@ -314,7 +314,7 @@ pub async fn deliver_by_hand(
     let body: HandDeliveryBody = serde_json::from_slice(&body).map_err(|e| {
         ApiError::validation(format!(
             "the body is {{\"channel\": printed|email|whatsapp|in_person|other, \"target\"?: \
-             customer|issuer, \"recipient\"?: string, \"note\"?: string}}: {e}"
+             customer|issuer, \"recipient\"?: string, \"note\"?: string, \"send\"?: bool}}: {e}"
         ))
     })?;
     if body.send && body.channel != HandChannel::Email {
