@@ -33,6 +33,8 @@ pub enum SqlValue {
     Uuid(uuid::Uuid),
     /// Timestamp (`timestamptz` on PostgreSQL, RFC 3339 text on SQLite).
     Timestamp(DateTime<Utc>),
+    /// A calendar day (`date` on PostgreSQL, `YYYY-MM-DD` text on SQLite).
+    Date(chrono::NaiveDate),
 }
 
 impl SqlValue {

@@ -12,11 +12,13 @@
 //! time from the request to the end of its body is reported (p50, p99, max), with the statements
 //! the page sent to the database (`X-Kuatia-Statements`):
 //!
-//! - home (`/console`: counts per status today, this month, in all; deliveries waiting;
+//! - home (`/console`: counts per status today, this month, in all, summed from
+//!   `document_counts`; deliveries waiting;
 //!   certificates; readiness),
 //! - the list (`/console/documents`, the newest 50), and its next page by cursor,
 //! - the list filtered by status, and searched by a reference (`external_id`), by a RUC and by a
-//!   part of a name (every document matches these two: the newest 50 are shown),
+//!   part of a name (every document matches these two: the newest 50 are shown), and by a word no
+//!   name holds (every buyer name is read to say so),
 //! - a document (`/console/documents/{id}`), the newest one,
 //! - its audit timeline (`/console/documents/{id}/audit`, the chain checked).
 //!
@@ -134,6 +136,7 @@ async fn run(backend: Backend, documents: usize, requests: usize) -> Result<()> 
         ("search, reference", format!("/console/documents?q={first}")),
         ("search, RUC", "/console/documents?q=80013884-8".to_owned()),
         ("search, name", "/console/documents?q=cliente".to_owned()),
+        ("search, no name", "/console/documents?q=ferreteria".to_owned()),
         ("document", format!("/console/documents/{newest}")),
         ("audit", format!("/console/documents/{newest}/audit")),
     ];

@@ -33,6 +33,7 @@ pub(crate) fn bind_pg<'q>(
             SqlValue::Json(v) => query.bind(sqlx::types::Json(v.clone())),
             SqlValue::Uuid(v) => query.bind(*v),
             SqlValue::Timestamp(v) => query.bind(*v),
+            SqlValue::Date(v) => query.bind(*v),
         };
     }
     query
@@ -51,6 +52,7 @@ pub(crate) fn bind_sqlite<'q>(
             SqlValue::Json(v) => query.bind(v.to_string()),
             SqlValue::Uuid(v) => query.bind(v.to_string()),
             SqlValue::Timestamp(v) => query.bind(format_timestamp(*v)),
+            SqlValue::Date(v) => query.bind(v.format("%Y-%m-%d").to_string()),
         };
     }
     query
@@ -82,6 +84,7 @@ pub(crate) fn decode_pg_row(row: &PgRow) -> Result<Vec<SqlValue>, StoreError> {
             "TIMESTAMPTZ" => {
                 SqlValue::Timestamp(row.try_get::<chrono::DateTime<chrono::Utc>, _>(i).map_err(err)?)
             }
+            "DATE" => SqlValue::Date(row.try_get::<chrono::NaiveDate, _>(i).map_err(err)?),
             other => return Err(decode_error(column.name(), format!("unsupported type {other}"))),
         };
         values.push(value);

@@ -1,7 +1,9 @@
 //! `documents` (inline): the status and list read model (`documents`) and each document's
 //! artifacts (`document_artifacts`), from the document streams, and the queries the document
 //! endpoints run. A document's timeline is its stream itself ([`timeline`] reads the events), not
-//! a copy of it.
+//! a copy of it. `document_counts` (documents per tenant, Paraguay day, company and status, what
+//! [`status_counts`] sums) is kept by triggers on `documents` (migration 0028), so that every way
+//! a row is written counts alike.
 //!
 //! Inline, so that a read right after `POST /v1/documents` sees the document. Updates carry the
 //! stream version and only apply forward, so a replayed event changes nothing.
@@ -69,6 +71,8 @@ impl Projection for Documents {
             "document_artifacts",
             "document_manual_deliveries",
             "document_public_links",
+            // Kept by triggers on `documents` (migration 0028); emptied with it by a rebuild.
+            "document_counts",
         ]
     }
 

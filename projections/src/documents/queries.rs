@@ -1,7 +1,7 @@
 //! The rows and queries the document endpoints read: a document, the list and its filter, the
 //! counts by status, credit notes, the row intake left, the timeline and the artifacts.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, NaiveDate, Utc};
 use kuatia_application::event_store::{SharedStore, StoreError};
 use kuatia_application::projection::SqlValue;
 use kuatia_domain::document::aggregate::{DocumentEvent, DocumentStatus};
@@ -194,10 +194,14 @@ pub async fn credit_notes_of(
 }
 
 /// Documents per status over every tenant, for the `kuatia_documents` gauge (read when
-/// `/metrics` is scraped, so every instance reports the whole pipeline).
+/// `/metrics` is scraped, so every instance reports the whole pipeline): sums of the counts
+/// migration 0028's triggers keep, not a count of the documents.
 pub async fn count_by_status(store: &SharedStore) -> Result<Vec<(String, i64)>, StoreError> {
     let rows = store
-        .query("SELECT status, count(*) FROM documents GROUP BY status", &[])
+        .query(
+            "SELECT status, CAST(sum(n) AS BIGINT) FROM document_counts GROUP BY status",
+            &[],
+        )
         .await?;
     Ok(rows
         .iter()
@@ -205,53 +209,47 @@ pub async fn count_by_status(store: &SharedStore) -> Result<Vec<(String, i64)>, 
         .collect())
 }
 
-/// A tenant's documents per status, issued at or after `since` when given (the console's home:
-/// today, this month, all time).
+/// A tenant's documents per status, issued on or after Paraguay's day `since` when given (the
+/// console's home: today, this month, all time): sums of `document_counts` (one row per day,
+/// company and status), so the work grows with the days a tenant has issued on, not with its
+/// documents.
 pub async fn status_counts(
     store: &SharedStore,
     tenant: TenantId,
     company: Option<Uuid>,
-    since: Option<DateTime<Utc>>,
+    since: Option<NaiveDate>,
 ) -> Result<Vec<(String, i64)>, StoreError> {
-    // One statement per combination, without `$n IS NULL OR …`, so that each reads an index alone:
-    // (tenant_id, status, id) for all, (tenant_id, issue_datetime, status) since a day.
-    let t = SqlValue::Uuid(tenant.as_uuid());
-    let rows =
-        match (company, since) {
-            (None, None) => {
-                store
-                    .query(
-                        "SELECT status, count(*) FROM documents WHERE tenant_id = $1 GROUP BY status",
-                        &[t],
-                    )
-                    .await?
-            }
-            (None, Some(since)) => store
-                .query(
-                    "SELECT status, count(*) FROM documents WHERE tenant_id = $1 AND issue_datetime >= $2 \
-                     GROUP BY status",
-                    &[t, SqlValue::Timestamp(since)],
-                )
-                .await?,
-            (Some(company), None) => {
-                store
-                    .query(
-                        "SELECT status, count(*) FROM documents WHERE tenant_id = $1 AND company_id = $2 \
-                     GROUP BY status",
-                        &[t, SqlValue::Uuid(company)],
-                    )
-                    .await?
-            }
-            (Some(company), Some(since)) => {
-                store
-                    .query(
-                        "SELECT status, count(*) FROM documents WHERE tenant_id = $1 AND company_id = $2 \
-                       AND issue_datetime >= $3 GROUP BY status",
-                        &[t, SqlValue::Uuid(company), SqlValue::Timestamp(since)],
-                    )
-                    .await?
-            }
+    macro_rules! counts {
+        ($filter:literal) => {
+            concat!(
+                "SELECT status, CAST(sum(n) AS BIGINT) FROM document_counts WHERE tenant_id = $1",
+                $filter,
+                " GROUP BY status"
+            )
         };
+    }
+    let t = SqlValue::Uuid(tenant.as_uuid());
+    let rows = match (company, since) {
+        (None, None) => store.query(counts!(""), &[t]).await?,
+        (None, Some(since)) => {
+            store
+                .query(counts!(" AND day >= $2"), &[t, SqlValue::Date(since)])
+                .await?
+        }
+        (Some(company), None) => {
+            store
+                .query(counts!(" AND company_id = $2"), &[t, SqlValue::Uuid(company)])
+                .await?
+        }
+        (Some(company), Some(since)) => {
+            store
+                .query(
+                    counts!(" AND day >= $2 AND company_id = $3"),
+                    &[t, SqlValue::Date(since), SqlValue::Uuid(company)],
+                )
+                .await?
+        }
+    };
     Ok(rows
         .iter()
         .filter_map(|r| Some((r[0].as_text()?, r[1].as_i64().unwrap_or(0))))

@@ -478,15 +478,29 @@ async fn the_list_and_the_document_page_read_the_database_a_handful_of_times() {
 #[tokio::test]
 async fn the_document_stats_count_by_status_today_this_month_and_in_all() {
     let (f, _doc) = service_with_an_accepted_invoice().await;
+    // Issued 25 hours ago: Paraguay's yesterday, whatever the hour.
+    let yesterday = chrono::Utc::now() - chrono::Duration::hours(25);
     let mut bad = f.invoice("CONSOLE-BAD");
     bad["totals"]["grand_total"] = json!(1);
+    bad["issue_datetime"] = json!(kuatia_tests::in_paraguay(yesterday));
     assert_eq!(f.r.post(&bad).await["status"], "validation_failed");
     let (status, stats) = kuatia_tests::send(f.req(reqwest::Method::GET, "/v1/documents/stats")).await;
     assert_eq!(status, 200, "{stats}");
     assert_eq!(stats["all"]["accepted"], 1, "{stats}");
     assert_eq!(stats["all"]["validation_failed"], 1, "{stats}");
-    // Issued an hour ago: today (unless the day just turned) and this month alike.
+    // Issued an hour ago: this month (today too, unless Paraguay's day just turned).
     assert_eq!(stats["month"]["accepted"], 1, "{stats}");
+    assert!(
+        stats["today"].get("validation_failed").is_none(),
+        "yesterday's: {stats}"
+    );
+    let same_month = chrono::Datelike::month(&kuatia_domain::local_time::paraguay_today(yesterday))
+        == chrono::Datelike::month(&kuatia_domain::local_time::paraguay_today(chrono::Utc::now()));
+    assert_eq!(
+        stats["month"].get("validation_failed").is_some(),
+        same_month,
+        "yesterday's counts this month only if yesterday was in it: {stats}"
+    );
     assert!(
         stats["all"].get("rejected").is_none(),
         "statuses with none are left out"

@@ -1514,20 +1514,27 @@ async fn an_idempotency_key_is_remembered_for_24_hours_then_free_and_purged() {
     database.close().await;
 }
 
+/// The `documents` projection's tables as text, for comparing builds.
+#[derive(Debug, PartialEq)]
+pub(crate) struct ReadModel {
+    pub documents: Vec<Vec<Option<String>>>,
+    pub artifacts: Vec<Vec<Option<String>>>,
+    /// `document_counts`: tenant, day, company, status, n.
+    pub counts: Vec<Vec<Option<String>>>,
+}
+
 /// The documents read model after rebuilding it event by event.
-pub(crate) async fn rebuilt_read_model(
-    db: &kuatia_infrastructure::store::Database,
-) -> (Vec<Vec<Option<String>>>, Vec<Vec<Option<String>>>) {
+pub(crate) async fn rebuilt_read_model(db: &kuatia_infrastructure::store::Database) -> ReadModel {
     kuatia_projections::runtime::rebuild(&db.store(), &kuatia_projections::documents::Documents, &|_, _| {})
         .await
         .expect("rebuild");
     read_model(db).await
 }
 
-/// The `documents` read model (documents and their artifacts) as text, for comparing builds.
-pub(crate) async fn read_model(
-    db: &kuatia_infrastructure::store::Database,
-) -> (Vec<Vec<Option<String>>>, Vec<Vec<Option<String>>>) {
+/// The `documents` read model (documents, their artifacts, the counts), having checked that the
+/// counts the database's triggers keep are the documents counted here: per tenant, Paraguay day
+/// of `issue_datetime` (the domain's calendar, not the migration's SQL), company and status.
+pub(crate) async fn read_model(db: &kuatia_infrastructure::store::Database) -> ReadModel {
     let documents = kuatia_tests::snapshot(
         db,
         "SELECT CAST(id AS TEXT), CAST(tenant_id AS TEXT), CAST(company_id AS TEXT), CAST(branch_id AS TEXT), \
@@ -1544,7 +1551,37 @@ pub(crate) async fn read_model(
            FROM document_artifacts ORDER BY id",
     )
     .await;
-    (documents, artifacts)
+    let counts = kuatia_tests::snapshot(
+        db,
+        "SELECT CAST(tenant_id AS TEXT), CAST(day AS TEXT), CAST(company_id AS TEXT), status, CAST(n AS TEXT) \
+           FROM document_counts ORDER BY 1, 2, 3, 4",
+    )
+    .await;
+    let mut expected: std::collections::BTreeMap<[String; 4], u64> = Default::default();
+    for row in &documents {
+        let text = |i: usize| row[i].clone().expect("not null");
+        let issued = text(13);
+        // PostgreSQL writes `2026-11-27 02:30:00+00`, SQLite `2026-11-27T02:30:00.000000Z`.
+        let issued = DateTime::parse_from_rfc3339(&issued)
+            .or_else(|_| DateTime::parse_from_str(&issued, "%Y-%m-%d %H:%M:%S%.f%#z"))
+            .unwrap_or_else(|e| panic!("issue_datetime {issued}: {e}"))
+            .with_timezone(&Utc);
+        let day = kuatia_domain::local_time::paraguay_today(issued).to_string();
+        *expected.entry([text(1), day, text(2), text(9)]).or_default() += 1;
+    }
+    let kept: std::collections::BTreeMap<[String; 4], u64> = counts
+        .iter()
+        .map(|r| {
+            let text = |i: usize| r[i].clone().expect("not null");
+            ([text(0), text(1), text(2), text(3)], text(4).parse().expect("n"))
+        })
+        .collect();
+    assert_eq!(kept, expected, "document_counts == the documents counted");
+    ReadModel {
+        documents,
+        artifacts,
+        counts,
+    }
 }
 
 #[tokio::test]
@@ -1554,7 +1591,8 @@ async fn the_read_model_written_at_intake_equals_a_rebuild_event_by_event() {
     let f = Fx::new().await;
     let mut posts = tokio::task::JoinSet::new();
     for n in 0..24 {
-        let mut doc = f.invoice(&format!("ERP-RB-{n}"), 1 + n % 3);
+        // Issued 1, 13 and 25 hours ago: over two of Paraguay's days, whatever the hour.
+        let mut doc = f.invoice(&format!("ERP-RB-{n}"), 1 + 12 * (n % 3));
         if n % 4 == 0 {
             doc["items"][1]["tax_amount"] = json!(2621); // validation_failed, with its error
         }
@@ -1579,8 +1617,13 @@ async fn the_read_model_written_at_intake_equals_a_rebuild_event_by_event() {
 
     let database = f.app.db.open().await;
     let at_intake = read_model(&database).await;
-    assert_eq!(at_intake.0.len(), 24, "one row per document");
-    assert!(at_intake.1.is_empty(), "no artifact at intake");
+    assert_eq!(at_intake.documents.len(), 24, "one row per document");
+    assert!(at_intake.artifacts.is_empty(), "no artifact at intake");
+    assert!(
+        at_intake.counts.len() >= 4,
+        "two days, two statuses: {:?}",
+        at_intake.counts
+    );
     assert_eq!(
         rebuilt_read_model(&database).await,
         at_intake,

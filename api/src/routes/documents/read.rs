@@ -402,21 +402,14 @@ pub async fn document_stats(
     State(state): State<AppState>,
     caller: Caller,
 ) -> Result<axum::Json<DocumentStats>, ApiError> {
-    use chrono::{Datelike, TimeZone};
+    use chrono::Datelike;
     caller.require(READ_DOCUMENTS)?;
-    let now = state.intake.clock.now();
-    let today = kuatia_domain::local_time::paraguay_today(now);
-    let start_of = |date: chrono::NaiveDate| {
-        kuatia_domain::local_time::offset()
-            .from_local_datetime(&date.and_hms_opt(0, 0, 0).unwrap_or_default())
-            .single()
-            .map(|t| t.with_timezone(&Utc))
-    };
+    let today = kuatia_domain::local_time::paraguay_today(state.intake.clock.now());
     let month_start = today.with_day(1).unwrap_or(today);
     let count = |since| read_docs::status_counts(&state.store, caller.tenant, caller.company_id, since);
     Ok(axum::Json(DocumentStats {
-        today: count(start_of(today)).await?.into_iter().collect(),
-        month: count(start_of(month_start)).await?.into_iter().collect(),
+        today: count(Some(today)).await?.into_iter().collect(),
+        month: count(Some(month_start)).await?.into_iter().collect(),
         all: count(None).await?.into_iter().collect(),
     }))
 }
