@@ -3,7 +3,8 @@
 //   and checks them through the validate use case);
 // - a form marked data-once submits once (a double click issues one document even before the
 //   idempotency key is checked on the server);
-// - the credit-note fields show only for a credit note.
+// - the credit-note fields show only for a credit note;
+// - a value shown once (a new API key, an invitation link) gets a copy button.
 (function () {
   "use strict";
   function parse(text) {
@@ -58,6 +59,18 @@
         }
       });
     }
+    document.querySelectorAll("button.copy[data-copy]").forEach(function (button) {
+      var source = document.getElementById(button.dataset.copy);
+      if (!source || !navigator.clipboard) { return; }
+      button.hidden = false;
+      button.addEventListener("click", function () {
+        navigator.clipboard.writeText(source.value).then(function () {
+          button.textContent = button.dataset.done || button.textContent;
+        });
+      });
+    });
+    var once = document.getElementById("once-value");
+    if (once) { once.addEventListener("focus", function () { once.select(); }); }
     var link = document.getElementById("public-link");
     if (link) { link.addEventListener("focus", function () { link.select(); }); }
   });

@@ -58,6 +58,12 @@ fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(routes::identity::create_user))
         .routes(routes!(routes::identity::login))
         .routes(routes!(routes::identity::logout))
+        .routes(routes!(routes::account::me, routes::account::update_me))
+        .routes(routes!(routes::account::change_password))
+        .routes(routes!(
+            routes::account::list_sessions,
+            routes::account::end_other_sessions
+        ))
         .routes(routes!(routes::identity::list_invitations))
         .routes(routes!(routes::identity::revoke_invitation))
         .routes(routes!(routes::identity::accept_invitation))

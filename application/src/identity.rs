@@ -396,6 +396,135 @@ pub async fn logout(store: &SharedStore, session_id: Uuid) -> Result<(), StoreEr
     Ok(())
 }
 
+/// A user's live session, as the user's session list shows it (never its cookie).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionInfo {
+    /// Id.
+    pub id: Uuid,
+    /// When it was opened (the login).
+    pub created_at: DateTime<Utc>,
+    /// When it ends unless used again (it slides with use, so this says when it was last used).
+    pub expires_at: DateTime<Utc>,
+}
+
+/// A user's live sessions (not ended, not expired), newest first.
+pub async fn sessions_of(store: &SharedStore, user_id: Uuid) -> Result<Vec<SessionInfo>, StoreError> {
+    let rows = store
+        .query(
+            "SELECT id, created_at, expires_at FROM sessions \
+             WHERE user_id = $1 AND revoked_at IS NULL AND expires_at > $2 ORDER BY created_at DESC, id DESC",
+            &[SqlValue::Uuid(user_id), SqlValue::Timestamp(Utc::now())],
+        )
+        .await?;
+    rows.iter()
+        .map(|r| {
+            Ok(SessionInfo {
+                id: r[0].as_uuid().ok_or_else(|| corrupt("session id"))?,
+                created_at: r[1].as_timestamp().ok_or_else(|| corrupt("created_at"))?,
+                expires_at: r[2].as_timestamp().ok_or_else(|| corrupt("expires_at"))?,
+            })
+        })
+        .collect()
+}
+
+/// Ends every live session of a user but `keep` ("sign out everywhere else"); how many ended.
+pub async fn end_sessions(store: &SharedStore, user_id: Uuid, keep: Option<Uuid>) -> Result<u64, StoreError> {
+    let keep = keep.map_or(
+        SqlValue::TypedNull(crate::projection::SqlType::Uuid),
+        SqlValue::Uuid,
+    );
+    store
+        .execute(
+            "UPDATE sessions SET revoked_at = $2 \
+             WHERE user_id = $1 AND revoked_at IS NULL AND ($3 IS NULL OR id <> $3)",
+            &[SqlValue::Uuid(user_id), SqlValue::Timestamp(Utc::now()), keep],
+        )
+        .await
+}
+
+/// Why a password could not be changed.
+#[derive(Debug, thiserror::Error)]
+pub enum PasswordChangeError {
+    /// The current password given is not the user's.
+    #[error("the current password is not right")]
+    WrongCurrent,
+    /// The new one is too weak.
+    #[error("the new password {0}: choose a passphrase of at least 12 characters that is not a common one")]
+    Weak(&'static str),
+    /// The store or the hashing failed.
+    #[error(transparent)]
+    Identity(#[from] IdentityError),
+}
+
+impl From<StoreError> for PasswordChangeError {
+    fn from(e: StoreError) -> Self {
+        Self::Identity(IdentityError::Store(e))
+    }
+}
+
+/// Changes a user's password once the current one is shown to be known, and ends every other
+/// session of the user (a session opened with the old password by someone else ends with it);
+/// `keep` is the session asking. Argon2 runs off the async threads.
+pub async fn change_password(
+    store: &SharedStore,
+    user_id: Uuid,
+    current: &str,
+    new: &str,
+    keep: Option<Uuid>,
+) -> Result<u64, PasswordChangeError> {
+    let rows = store
+        .query(
+            "SELECT password_hash FROM users WHERE id = $1",
+            &[SqlValue::Uuid(user_id)],
+        )
+        .await?;
+    let phc = rows
+        .first()
+        .and_then(|r| r[0].as_text())
+        .unwrap_or_else(|| decoy_hash().to_owned());
+    let current = current.to_owned();
+    let known = tokio::task::spawn_blocking(move || verify_password(&current, &phc))
+        .await
+        .map_err(|_| IdentityError::Hashing)?;
+    if !known || rows.is_empty() {
+        return Err(PasswordChangeError::WrongCurrent);
+    }
+    if let Some(why) = password_weakness(new) {
+        return Err(PasswordChangeError::Weak(why));
+    }
+    let new = new.to_owned();
+    let hash = tokio::task::spawn_blocking(move || hash_password(&new))
+        .await
+        .map_err(|_| IdentityError::Hashing)?
+        .map_err(PasswordChangeError::Identity)?;
+    store
+        .execute(
+            "UPDATE users SET password_hash = $2 WHERE id = $1",
+            &[SqlValue::Uuid(user_id), SqlValue::Text(hash)],
+        )
+        .await?;
+    Ok(end_sessions(store, user_id, keep).await?)
+}
+
+/// Sets (or, empty, clears) the name a user goes by; answers the user as it is now.
+pub async fn rename(store: &SharedStore, user_id: Uuid, name: &str) -> Result<Option<User>, StoreError> {
+    let name = name.trim();
+    store
+        .execute(
+            "UPDATE users SET name = $2 WHERE id = $1",
+            &[
+                SqlValue::Uuid(user_id),
+                if name.is_empty() {
+                    SqlValue::TypedNull(crate::projection::SqlType::Text)
+                } else {
+                    SqlValue::Text(name.to_owned())
+                },
+            ],
+        )
+        .await?;
+    user_by_id(store, user_id).await
+}
+
 /// How long an invitation can be accepted.
 pub const INVITATION_LIFETIME: Duration = Duration::days(7);
 

@@ -360,17 +360,35 @@ fn membership_row(r: &[SqlValue]) -> Result<MembershipRow, StoreError> {
     })
 }
 
-/// The members of a tenant, oldest first.
-pub async fn members(store: &SharedStore, tenant: TenantId) -> Result<Vec<MembershipRow>, StoreError> {
+/// A member and who the person is.
+#[derive(Debug, Clone)]
+pub struct Member {
+    /// The membership.
+    pub membership: MembershipRow,
+    /// The user's email (lower case).
+    pub email: String,
+    /// The user's name, if given.
+    pub name: Option<String>,
+}
+
+/// The members of a tenant, oldest first, with each person's email and name (one statement).
+pub async fn members(store: &SharedStore, tenant: TenantId) -> Result<Vec<Member>, StoreError> {
     store
         .query(
-            "SELECT id, tenant_id, user_id, role, created_at FROM memberships WHERE tenant_id = $1 \
-             ORDER BY created_at, id",
+            "SELECT m.id, m.tenant_id, m.user_id, m.role, m.created_at, u.email, u.name \
+             FROM memberships m JOIN users u ON u.id = m.user_id WHERE m.tenant_id = $1 \
+             ORDER BY m.created_at, m.id",
             &[SqlValue::Uuid(tenant.as_uuid())],
         )
         .await?
         .iter()
-        .map(|r| membership_row(r))
+        .map(|r| {
+            Ok(Member {
+                membership: membership_row(r)?,
+                email: r[5].as_text().ok_or_else(|| corrupt("member email"))?,
+                name: r[6].as_text(),
+            })
+        })
         .collect()
 }
 

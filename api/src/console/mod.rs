@@ -77,6 +77,32 @@ pub fn router() -> Router<AppState> {
             "/console/issue",
             get(pages::issue::form).post(pages::issue::submit),
         )
+        .route("/console/account", get(pages::account::show))
+        .route("/console/account/name", post(pages::account::rename))
+        .route("/console/account/password", post(pages::account::change_password))
+        .route(
+            "/console/account/sessions/end",
+            post(pages::account::end_other_sessions),
+        )
+        .route("/console/access", get(pages::access::show))
+        .route("/console/access/keys", post(pages::access::create_key))
+        .route(
+            "/console/access/keys/{id}/revoke",
+            post(pages::access::revoke_key),
+        )
+        .route("/console/access/members", post(pages::access::invite))
+        .route(
+            "/console/access/members/{id}/role",
+            post(pages::access::change_role),
+        )
+        .route(
+            "/console/access/members/{id}/remove",
+            post(pages::access::remove_member),
+        )
+        .route(
+            "/console/access/invitations/{id}/revoke",
+            post(pages::access::revoke_invitation),
+        )
         .layer(axum::middleware::map_response(security_headers))
         .layer(axum::middleware::from_fn(count_statements))
 }
@@ -203,6 +229,8 @@ pub struct Chrome {
     pub here: String,
     /// Whether the role issues documents (the "Emitir" entry of the menu).
     pub can_issue: bool,
+    /// Whether the role sees the tenant's keys (the "Acceso" entry of the menu).
+    pub can_see_access: bool,
 }
 
 impl Chrome {
@@ -243,6 +271,16 @@ impl Console {
             Some(t) if same_token(t, &self.chrome.csrf) => None,
             _ => Some(self.error_page(&ApiError::forbidden(self.chrome.tr.t("error-csrf")))),
         }
+    }
+
+    /// The thing a form acts on, once the form's token is this session's: a forged form is
+    /// refused (403), an id that is not one is not found (404, saying `what`).
+    pub fn target(&self, csrf: Option<&str>, id: &str, what: &str) -> Result<Uuid, Box<Response>> {
+        if let Some(r) = self.refuse_forged(csrf) {
+            return Err(Box::new(r));
+        }
+        id.parse::<Uuid>()
+            .map_err(|_| Box::new(self.error_page(&ApiError::not_found(format!("no such {what}")))))
     }
 
     /// A page for a refusal, in the contract's status (404 stays 404).
@@ -426,6 +464,7 @@ impl FromRequestParts<AppState> for Console {
                 .path_and_query()
                 .map_or("/console".to_owned(), |p| p.as_str().to_owned()),
             can_issue: caller.role.allows(crate::routes::documents::CREATE_DOCUMENT),
+            can_see_access: caller.role.allows(crate::routes::api_keys::LIST_API_KEYS),
         };
         Ok(Self { caller, user, chrome })
     }

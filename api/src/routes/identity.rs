@@ -237,6 +237,12 @@ pub struct MembershipView {
     pub role: Role,
     /// Since.
     pub created_at: DateTime<Utc>,
+    /// The member's email (in the list only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    /// The member's name, when the person gave one (in the list only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
 }
 
 /// An invitation (`POST /v1/memberships`, `GET /v1/invitations`).
@@ -571,6 +577,8 @@ fn membership_view(row: &kuatia_projections::access::MembershipRow) -> Membershi
         tenant_id: row.tenant_id.as_uuid(),
         role: row.role,
         created_at: row.created_at,
+        email: None,
+        name: None,
     }
 }
 
@@ -583,7 +591,7 @@ pub struct UpdateMembership {
     pub role: Role,
 }
 
-/// The tenant's members, oldest first.
+/// The tenant's members, oldest first, each with the person's email and name.
 #[utoipa::path(
     get,
     path = "/v1/memberships",
@@ -602,7 +610,15 @@ pub async fn list_memberships(
     caller.require(MANAGE_MEMBERSHIPS)?;
     tenant_wide(&caller)?;
     let rows = kuatia_projections::access::members(&state.store, caller.tenant).await?;
-    Ok(axum::Json(rows.iter().map(membership_view).collect()))
+    Ok(axum::Json(
+        rows.into_iter()
+            .map(|m| MembershipView {
+                email: Some(m.email),
+                name: m.name,
+                ..membership_view(&m.membership)
+            })
+            .collect(),
+    ))
 }
 
 async fn member_and_stream(

@@ -1,5 +1,6 @@
 //! Handlers, one module per area of the contract.
 
+pub mod account;
 pub mod api_keys;
 pub mod artifacts;
 pub mod branches;

@@ -38,6 +38,11 @@ impl Visitor {
         }
     }
 
+    /// The value of a cookie the service set.
+    pub(crate) fn cookie(&self, name: &str) -> String {
+        self.cookies.get(name).cloned().unwrap_or_default()
+    }
+
     fn cookie_header(&self) -> String {
         self.cookies
             .iter()

@@ -546,3 +546,112 @@ async fn the_login_page_renders_in_spanish_and_in_english() {
     }
     f.app.stop().await;
 }
+
+/// Issue 29's access: a key made in the browser works over REST and stops once revoked there;
+/// a person invited; axe on the page in both languages and at 360 px.
+#[tokio::test]
+async fn an_owner_makes_a_key_uses_it_over_rest_and_revokes_it_in_the_browser() {
+    let (f, _) = service_with_an_accepted_invoice().await;
+    let Some(b) = browser("es-PY").await else { return };
+    let base = f.app.base.clone();
+    log_in(&b, &base, "duena@example.com.py").await;
+    b.find("a[href='/console/access']")
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    b.wait_for("#key-form", Duration::from_secs(5)).await.unwrap();
+    accessible(&b, "access").await;
+    b.find("#key-name")
+        .await
+        .unwrap()
+        .send_keys("ERP de la oficina")
+        .await
+        .unwrap();
+    b.find("#key-role")
+        .await
+        .unwrap()
+        .select_by_value("issuer")
+        .await
+        .unwrap();
+    b.find("#key-submit").await.unwrap().click().await.unwrap();
+    let shown = b.wait_for("#once-value", Duration::from_secs(10)).await.unwrap();
+    let key = shown.property("value").await.unwrap();
+    let key = key.as_str().expect("the key").to_owned();
+    shot(&b, "access-key-made").await;
+    accessible(&b, "access, key shown").await;
+    let rest = |key: String| {
+        let request = f
+            .app
+            .as_key(reqwest::Method::GET, "/v1/documents?limit=1", &key, &f.tenant);
+        async move { request.send().await.expect("send").status().as_u16() }
+    };
+    assert_eq!(rest(key.clone()).await, 200, "the key works over REST");
+
+    // Revoked from its row: the key is refused from then on.
+    b.find(".revoke-key[aria-label='Revocar ERP de la oficina']")
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let flash = b.wait_for("#flash.ok", Duration::from_secs(10)).await.unwrap();
+    assert!(flash.text().await.unwrap().contains("revocada"));
+    assert_eq!(rest(key).await, 401, "revoked in the console, refused over REST");
+
+    // A person invited; without a mail server the link to pass on is shown.
+    b.find("#invite-email")
+        .await
+        .unwrap()
+        .send_keys("contador@example.com.py")
+        .await
+        .unwrap();
+    b.find("#invite-role")
+        .await
+        .unwrap()
+        .select_by_value("auditor")
+        .await
+        .unwrap();
+    b.find("#invite-submit").await.unwrap().click().await.unwrap();
+    let link = b.wait_for("#once-value", Duration::from_secs(10)).await.unwrap();
+    assert!(
+        link.property("value")
+            .await
+            .unwrap()
+            .as_str()
+            .unwrap_or_default()
+            .contains("/invitations/")
+    );
+    b.set_window_size(360, 800).await.unwrap();
+    b.goto(&format!("{base}/console/access")).await.unwrap();
+    let wide: i64 = b
+        .execute("return document.documentElement.scrollWidth;", vec![])
+        .await
+        .unwrap()
+        .as_i64()
+        .unwrap_or(i64::MAX);
+    if wide > 360 {
+        let wider = b
+            .execute(
+                "return [...document.querySelectorAll('body *')]\
+                   .filter(e => e.getBoundingClientRect().right > 361 && !e.closest('.scroll'))\
+                   .map(e => e.tagName + '#' + e.id + '.' + e.className).slice(0, 12);",
+                vec![],
+            )
+            .await
+            .unwrap();
+        panic!("the access page is {wide} px wide at 360: {wider}");
+    }
+    shot(&b, "access-phone").await;
+    accessible(&b, "access at 360 px").await;
+    b.quit().await.ok();
+
+    let Some(b) = browser("en-US").await else { return };
+    log_in(&b, &base, "duena@example.com.py").await;
+    b.goto(&format!("{base}/console/access")).await.unwrap();
+    assert_eq!(b.find("main h1").await.unwrap().text().await.unwrap(), "Access");
+    accessible(&b, "access in English").await;
+    b.quit().await.ok();
+    f.app.stop().await;
+}

@@ -12,6 +12,7 @@ mod browser_client;
 mod certificates;
 mod companies;
 mod console;
+mod console_access;
 mod console_browser;
 mod delivery_scenarios;
 mod documents;

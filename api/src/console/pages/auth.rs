@@ -155,17 +155,11 @@ pub async fn login(
     response
 }
 
-/// A form with only its token.
-#[derive(Debug, Deserialize)]
-pub struct TokenForm {
-    csrf: Option<String>,
-}
-
 /// `POST /console/logout`: ends the session (the API's use case) and clears the cookie.
 pub async fn logout(
     State(state): State<AppState>,
     console: Console,
-    Form(form): Form<TokenForm>,
+    Form(form): Form<super::TokenForm>,
 ) -> Response {
     if let Some(refused) = console.refuse_forged(form.csrf.as_deref()) {
         return refused;

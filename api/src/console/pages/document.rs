@@ -16,6 +16,7 @@ use serde::Deserialize;
 use serde_json::json;
 use uuid::Uuid;
 
+use super::TokenForm;
 use crate::console::i18n::{self, Tr};
 use crate::console::{Chrome, Console, redirect_with, url_encode};
 use crate::error::ApiError;
@@ -329,22 +330,6 @@ fn refused(console: &Console, id: &str, e: &ApiError) -> Response {
     }
 }
 
-/// The document an action is for, once the form's token is the session's: a forged form is
-/// refused, an id that is not one is not found.
-fn target(console: &Console, csrf: Option<&str>, id: &str) -> Result<Uuid, Box<Response>> {
-    if let Some(r) = console.refuse_forged(csrf) {
-        return Err(Box::new(r));
-    }
-    id.parse::<Uuid>()
-        .map_err(|_| Box::new(console.error_page(&ApiError::not_found("no such document"))))
-}
-
-/// A form with only its token.
-#[derive(Debug, Deserialize)]
-pub struct TokenForm {
-    csrf: Option<String>,
-}
-
 /// A form with a reason.
 #[derive(Debug, Deserialize)]
 pub struct ReasonForm {
@@ -359,7 +344,7 @@ pub async fn retry(
     Path(id): Path<String>,
     Form(form): Form<TokenForm>,
 ) -> Response {
-    let uuid = match target(&console, form.csrf.as_deref(), &id) {
+    let uuid = match console.target(form.csrf.as_deref(), &id, "document") {
         Ok(uuid) => uuid,
         Err(refused) => return *refused,
     };
@@ -368,7 +353,7 @@ pub async fn retry(
 }
 
 async fn void(state: AppState, console: Console, id: String, form: ReasonForm, cancel: bool) -> Response {
-    let uuid = match target(&console, form.csrf.as_deref(), &id) {
+    let uuid = match console.target(form.csrf.as_deref(), &id, "document") {
         Ok(uuid) => uuid,
         Err(refused) => return *refused,
     };
@@ -418,7 +403,7 @@ pub async fn regenerate(
     Path(id): Path<String>,
     Form(form): Form<TokenForm>,
 ) -> Response {
-    let uuid = match target(&console, form.csrf.as_deref(), &id) {
+    let uuid = match console.target(form.csrf.as_deref(), &id, "document") {
         Ok(uuid) => uuid,
         Err(refused) => return *refused,
     };
@@ -446,7 +431,7 @@ pub async fn deliver(
     Path(id): Path<String>,
     Form(form): Form<DeliveryForm>,
 ) -> Response {
-    let uuid = match target(&console, form.csrf.as_deref(), &id) {
+    let uuid = match console.target(form.csrf.as_deref(), &id, "document") {
         Ok(uuid) => uuid,
         Err(refused) => return *refused,
     };
@@ -497,7 +482,7 @@ pub async fn public_link(
     Path(id): Path<String>,
     Form(form): Form<TokenForm>,
 ) -> Response {
-    let uuid = match target(&console, form.csrf.as_deref(), &id) {
+    let uuid = match console.target(form.csrf.as_deref(), &id, "document") {
         Ok(uuid) => uuid,
         Err(refused) => return *refused,
     };

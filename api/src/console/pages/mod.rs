@@ -1,6 +1,8 @@
 //! The console's pages, one module per area; each calls the REST API's handlers or the
 //! application's use cases with the console's [`Caller`](crate::auth::Caller).
 
+pub mod access;
+pub mod account;
 pub mod audit;
 pub mod auth;
 pub mod document;
@@ -15,6 +17,13 @@ use serde_json::Value;
 use super::Chrome;
 use super::i18n::Tr;
 use crate::error::ApiError;
+
+/// A form with only its token.
+#[derive(Debug, serde::Deserialize)]
+pub struct TokenForm {
+    /// The session's form token.
+    pub csrf: Option<String>,
+}
 
 /// A refusal inside the frame.
 #[derive(Template)]
