@@ -320,6 +320,16 @@ pub async fn list(
     limit: u32,
 ) -> Result<Vec<DocumentRow>, StoreError> {
     let Some(search) = filter.search.as_deref() else {
+        if filter.pending_manual {
+            // The deliveries waiting are few: read them by their partial index and look their
+            // documents up, instead of walking every document asking each (the whole tenant
+            // when none waits, as on the console's home).
+            let waiting = page_sql!(
+                "AND id IN (SELECT document_id FROM document_manual_deliveries \
+                   WHERE tenant_id = $1 AND pending)"
+            );
+            return page(store, tenant, filter, limit, waiting, Vec::new()).await;
+        }
         return page(store, tenant, filter, limit, page_sql!(""), Vec::new()).await;
     };
     let references = page_sql!(
