@@ -155,6 +155,32 @@ mod tests {
         );
     }
 
+    /// A wrong password decrypts the certificate safe to noise whose padding looks right about
+    /// once in 256 tries; the work check then took the noise for a malformed file ("not a
+    /// PKCS#12") instead of leaving the reader to say "wrong password" (a CI run met one).
+    #[test]
+    fn every_wrong_password_is_a_wrong_password_not_a_malformed_file() {
+        let pfx = SelfSigned::for_ruc("DEMO S.A.", "80069563-1", 30)
+            .pfx("the right one")
+            .unwrap();
+        // 2 000 tries meet a lucky padding with probability 1 − (255/256)^2000 > 99.9 %.
+        for n in 0..2000 {
+            let password = format!("wrong {n}");
+            assert!(
+                crate::pfx_work::check(&pfx, &password, crate::pfx_work::Limits::default()).is_ok(),
+                "{password}"
+            );
+        }
+        for n in 0..3 {
+            assert_eq!(
+                crate::vault::P12Reader
+                    .open(&pfx, &format!("wrong {n}"))
+                    .unwrap_err(),
+                PfxError::WrongPassword
+            );
+        }
+    }
+
     #[test]
     fn a_certificate_without_client_auth_or_ruc_says_so() {
         let mut spec = SelfSigned::for_ruc("X", "80069563-1", 30);
