@@ -3,7 +3,8 @@
 //! endpoints run. A document's timeline is its stream itself ([`timeline`] reads the events), not
 //! a copy of it. `document_counts` (documents per tenant, Paraguay day, company and status, what
 //! [`status_counts`] sums) is kept by triggers on `documents` (migration 0028), so that every way
-//! a row is written counts alike.
+//! a row is written counts alike; so is `document_names` (migration 0029), the buyers' names
+//! indexed by trigrams for the list's search.
 //!
 //! Inline, so that a read right after `POST /v1/documents` sees the document. Updates carry the
 //! stream version and only apply forward, so a replayed event changes nothing.
@@ -71,8 +72,10 @@ impl Projection for Documents {
             "document_artifacts",
             "document_manual_deliveries",
             "document_public_links",
-            // Kept by triggers on `documents` (migration 0028); emptied with it by a rebuild.
+            // Kept by triggers on `documents` (migrations 0028, 0029); emptied with it by a
+            // rebuild.
             "document_counts",
+            "document_names",
         ]
     }
 

@@ -311,8 +311,8 @@ macro_rules! page_sql {
 /// A search looks the references up first (number, CDC, external id: a union of their indexes);
 /// a reference found is the answer. Otherwise a search shaped like a reference (digits, `-` and
 /// `.` alone) is a buyer's RUC, walked newest first on its index; anything else is a part of the
-/// buyer's names, walked newest first until the page is full: fast for a name many documents
-/// have, the whole tenant for one none has.
+/// buyer's names: the names' trigram index finds the documents with it when they are few, and
+/// when they are many the walk newest first fills the page soon.
 pub async fn list(
     store: &SharedStore,
     tenant: TenantId,
@@ -371,19 +371,65 @@ pub async fn list(
         )
         .await;
     }
-    let folded = super::search_text(search)
-        .replace('!', "!!")
-        .replace('%', "!%")
-        .replace('_', "!_");
+    let folded = super::search_text(search);
+    let like = SqlValue::Text(format!(
+        "%{}%",
+        folded.replace('!', "!!").replace('%', "!%").replace('_', "!_")
+    ));
+    if let Some(part) = indexed_part(&folded) {
+        // The names index (migration 0029: trigrams) says how many documents have the part, up
+        // to one more than it lets through; few, and their ids are the page's candidates.
+        let found = store
+            .query(
+                "SELECT count(*) FROM (SELECT 1 FROM document_names \
+                   WHERE tenant_id = $1 AND buyer_search LIKE $2 LIMIT $3) AS named",
+                &[
+                    SqlValue::Uuid(tenant.as_uuid()),
+                    part.clone(),
+                    SqlValue::Int(NAMED_FEW + 1),
+                ],
+            )
+            .await?;
+        let named = found.first().and_then(|r| r.first()).and_then(SqlValue::as_i64);
+        if named.is_some_and(|n| n <= NAMED_FEW) {
+            return page(
+                store,
+                tenant,
+                filter,
+                limit,
+                page_sql!(
+                    "AND id IN (SELECT document_id FROM document_names \
+                       WHERE tenant_id = $1 AND buyer_search LIKE $14) \
+                     AND buyer_search LIKE $13 ESCAPE '!'"
+                ),
+                vec![like, part],
+            )
+            .await;
+        }
+    }
+    // Many documents have it (or it is too short to index): walking the newest first fills the
+    // page soon.
     page(
         store,
         tenant,
         filter,
         limit,
         page_sql!("AND buyer_search LIKE $13 ESCAPE '!'"),
-        vec![SqlValue::Text(format!("%{folded}%"))],
+        vec![like],
     )
     .await
+}
+
+/// Up to this many documents with a part of a name are looked up by the names index; more, and
+/// the walk newest first fills a page sooner than looking them all up.
+const NAMED_FEW: i64 = 1_000;
+
+/// The pattern the names index answers for a search: three characters or more (trigrams), none
+/// of them a wildcard or an escape of either backend's LIKE (the index's LIKE takes no `ESCAPE`;
+/// such a search is walked).
+fn indexed_part(folded: &str) -> Option<SqlValue> {
+    (folded.chars().count() >= 3 && !folded.contains(['%', '_', '\\']))
+        .then(|| SqlValue::Text(format!("%{folded}%")))
 }
 
 /// The filtered page with one more condition (in `sql`, whose parameters are `$13`… in

@@ -1577,6 +1577,18 @@ pub(crate) async fn read_model(db: &kuatia_infrastructure::store::Database) -> R
         })
         .collect();
     assert_eq!(kept, expected, "document_counts == the documents counted");
+    // The names index holds each named document's tenant and names, and nothing else.
+    let names = kuatia_tests::snapshot(
+        db,
+        "SELECT CAST(document_id AS TEXT), CAST(tenant_id AS TEXT), buyer_search FROM document_names ORDER BY 1",
+    )
+    .await;
+    let named: Vec<_> = documents
+        .iter()
+        .filter(|row| row[22].is_some())
+        .map(|row| vec![row[0].clone(), row[1].clone(), row[22].clone()])
+        .collect();
+    assert_eq!(names, named, "document_names == the documents' names");
     ReadModel {
         documents,
         artifacts,
