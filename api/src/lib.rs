@@ -144,6 +144,7 @@ fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(routes::webhooks::rotate_webhook_secret))
         .routes(routes!(routes::webhooks::test_webhook))
         .routes(routes!(routes::webhooks::list_deliveries))
+        .routes(routes!(routes::webhooks::get_delivery))
         .routes(routes!(routes::webhooks::replay_delivery))
         .split_for_parts()
 }

@@ -541,6 +541,51 @@ pub async fn record_attempt(
     Ok(())
 }
 
+/// One attempt of a delivery as recorded (migration 0030's trigger writes it with the outcome).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttemptRecord {
+    /// The round: 0 for the first, then one more for each replay.
+    pub replay: u32,
+    /// The attempt's number within its round, from 1.
+    pub attempt: u32,
+    /// When it ended.
+    pub at: DateTime<Utc>,
+    /// What it left the delivery as: `delivered`, `retrying` or `failed`.
+    pub status: DeliveryStatus,
+    /// The receiver's HTTP status, when it answered.
+    pub status_code: Option<u16>,
+    /// What went wrong.
+    pub error: Option<String>,
+}
+
+/// Every attempt of a delivery of the tenant, oldest first (empty for another tenant's).
+pub async fn attempts(
+    store: &SharedStore,
+    tenant: TenantId,
+    delivery_id: Uuid,
+) -> Result<Vec<AttemptRecord>, StoreError> {
+    let rows = store
+        .query(
+            "SELECT replay, attempt, at, status, status_code, error FROM webhook_delivery_attempts \
+             WHERE tenant_id = $1 AND delivery_id = $2 ORDER BY replay, attempt",
+            &[SqlValue::Uuid(tenant.as_uuid()), SqlValue::Uuid(delivery_id)],
+        )
+        .await?;
+    rows.iter()
+        .map(|r| {
+            Ok(AttemptRecord {
+                replay: r[0].as_i64().unwrap_or_default() as u32,
+                attempt: r[1].as_i64().unwrap_or_default() as u32,
+                at: r[2].as_timestamp().ok_or_else(|| corrupt("attempt time"))?,
+                status: DeliveryStatus::parse(&r[3].as_text().unwrap_or_default())
+                    .ok_or_else(|| corrupt("attempt status"))?,
+                status_code: r[4].non_null().and_then(SqlValue::as_i64).map(|c| c as u16),
+                error: r[5].non_null().and_then(SqlValue::as_text),
+            })
+        })
+        .collect()
+}
+
 /// Puts a stored delivery back to `pending` with a fresh attempt count (same body, same event
 /// id); returns its new replay number, for the job's key.
 pub async fn requeue(

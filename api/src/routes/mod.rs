@@ -120,5 +120,10 @@ pub const PERMISSIONS: &[(&str, &str, Permission)] = &[
     ),
     ("post", "/v1/webhooks/{id}/test", webhooks::MANAGE_WEBHOOKS),
     ("get", "/v1/webhooks/{id}/deliveries", webhooks::READ_WEBHOOKS),
+    (
+        "get",
+        "/v1/webhooks/{id}/deliveries/{delivery_id}",
+        webhooks::READ_WEBHOOKS,
+    ),
     ("post", "/v1/webhooks/{id}/replay", webhooks::MANAGE_WEBHOOKS),
 ];

@@ -1,6 +1,6 @@
 //! `/v1/webhooks` — endpoints (create with the secret shown
 //! once, list, patch, logical delete, deactivate, `rotate-secret`), `test`, the deliveries
-//! listing and `replay`.
+//! listing, one delivery with its payload and every attempt, and `replay`.
 //!
 //! A URL is checked when saved: an absolute `http(s)` URL; in a production tenant `https` only
 //! and a host that resolves to public addresses only (the sender checks again before every
@@ -555,6 +555,92 @@ pub async fn list_deliveries(
     find(&state, &caller, id).await?;
     let rows = app::deliveries(&state.store, caller.tenant, id, status, limit).await?;
     Ok(axum::Json(rows.into_iter().map(DeliveryView::from).collect()))
+}
+
+/// One attempt of a delivery, with the receiver's answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AttemptView {
+    /// The round: 0 for the first, one more for each replay.
+    pub replay: u32,
+    /// The attempt's number within its round, from 1.
+    pub attempt: u32,
+    /// When it ended.
+    pub at: DateTime<Utc>,
+    /// What it left the delivery as: `delivered`, `retrying` or `failed`.
+    pub status: String,
+    /// The receiver's HTTP status, when it answered.
+    pub status_code: Option<u16>,
+    /// What went wrong (no answer, a refused destination, a status other than 2xx).
+    pub error: Option<String>,
+}
+
+/// A delivery with the payload every attempt sends and every attempt's answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DeliveryDetail {
+    /// The delivery, as the list shows it.
+    #[serde(flatten)]
+    pub delivery: DeliveryView,
+    /// The endpoint.
+    pub endpoint_id: Uuid,
+    /// How many times it was replayed.
+    pub replays: u32,
+    /// The JSON body every attempt POSTs (signed as sent, byte for byte).
+    #[schema(value_type = Object)]
+    pub payload: serde_json::Value,
+    /// Every attempt, oldest first.
+    pub history: Vec<AttemptView>,
+}
+
+/// A delivery of the endpoint, with its payload and every attempt.
+#[utoipa::path(
+    get,
+    path = "/v1/webhooks/{id}/deliveries/{delivery_id}",
+    tag = "webhooks",
+    security(("api_key" = []), ("session" = [])),
+    params(
+        ("id" = Uuid, Path, description = "Endpoint"),
+        ("delivery_id" = Uuid, Path, description = "Delivery"),
+        ("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")
+    ),
+    responses(
+        (status = 200, description = "The delivery, its payload and attempts", body = DeliveryDetail),
+        (status = 400, description = "A malformed id", body = ErrorBody),
+        (status = 401, description = "No valid credentials", body = ErrorBody),
+        (status = 403, description = "Not this tenant", body = ErrorBody),
+        (status = 404, description = "No such endpoint or delivery", body = ErrorBody)
+    )
+)]
+pub async fn get_delivery(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((id, delivery_id)): Path<(Uuid, Uuid)>,
+) -> Result<axum::Json<DeliveryDetail>, ApiError> {
+    caller.require(READ_WEBHOOKS)?;
+    find(&state, &caller, id).await?;
+    let row = app::delivery(&state.store, caller.tenant, delivery_id)
+        .await?
+        .filter(|d| d.endpoint_id == id)
+        .ok_or_else(|| ApiError::not_found("no such delivery of this endpoint"))?;
+    let history = app::attempts(&state.store, caller.tenant, row.id)
+        .await?
+        .into_iter()
+        .map(|a| AttemptView {
+            replay: a.replay,
+            attempt: a.attempt,
+            at: a.at,
+            status: a.status.as_str().to_owned(),
+            status_code: a.status_code,
+            error: a.error,
+        })
+        .collect();
+    let payload = serde_json::from_str(&row.body).unwrap_or(serde_json::Value::String(row.body.clone()));
+    Ok(axum::Json(DeliveryDetail {
+        endpoint_id: row.endpoint_id,
+        replays: row.replays,
+        payload,
+        history,
+        delivery: row.into(),
+    }))
 }
 
 /// Queues a stored delivery again: the same event id and body, a fresh attempt count.

@@ -397,7 +397,8 @@ async fn every_tenant_route_refuses_a_second_tenants_credentials_and_leaks_nothi
             .replace("/v1/tenants/{id}", &format!("/v1/tenants/{tenant_a}"))
             .replace("/v1/companies/{id}", &format!("/v1/companies/{a_company_id}"))
             .replace("{id}", &a_key_id)
-            .replace("{linkId}", &a_key_id);
+            .replace("{linkId}", &a_key_id)
+            .replace("{delivery_id}", &a_key_id);
         assert!(!path.contains('{'), "unhandled path parameter in {template}");
         let json_body = json!({"name": "probe", "role": "viewer"});
 

@@ -83,7 +83,7 @@ pub(crate) async fn free_port() -> u16 {
 }
 
 /// Checks a delivery's signature with the independent verifier, against each secret given.
-fn verify(received: &Received, secrets: &[&str]) -> bool {
+pub(crate) fn verify(received: &Received, secrets: &[&str]) -> bool {
     let dir = ScratchDir::new();
     let body = dir.0.join("body.json");
     std::fs::write(&body, &received.body).expect("write body");
@@ -185,7 +185,7 @@ async fn webhooks_survive_a_receiver_outage_in_order_signed_and_replayable() {
 
     // Attempts fail and are rescheduled while the receiver is down.
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    loop {
+    let outage_delivery = loop {
         let (_, body) = deliveries(&f, &endpoint, "?status=retrying").await;
         let retrying = body.as_array().cloned().unwrap_or_default();
         if retrying.len() >= 3 {
@@ -193,14 +193,14 @@ async fn webhooks_survive_a_receiver_outage_in_order_signed_and_replayable() {
             assert!(d["attempts"].as_u64() >= Some(1), "{d}");
             assert!(d["last_error"].is_string(), "{d}");
             assert!(d["next_attempt_at"].is_string(), "{d}");
-            break;
+            break d["id"].as_str().expect("id").to_owned();
         }
         assert!(
             std::time::Instant::now() < deadline,
             "no retrying deliveries: {body}"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    };
     tokio::time::sleep(Duration::from_millis(1500)).await;
 
     // The receiver comes up: everything arrives, none lost.
@@ -296,6 +296,75 @@ async fn webhooks_survive_a_receiver_outage_in_order_signed_and_replayable() {
     assert_eq!(original.body, replayed.body);
     assert!(verify(replayed, &[&secret]));
     all_delivered(&f, &endpoint, 4, Duration::from_secs(10)).await;
+
+    // A delivery's page: the body it sends and every attempt, the outage's included.
+    let detail = |delivery: String| {
+        let f = &f;
+        let endpoint = &endpoint;
+        async move {
+            let (status, detail) = send(f.req(
+                Method::GET,
+                &format!("/v1/webhooks/{endpoint}/deliveries/{delivery}"),
+            ))
+            .await;
+            assert_eq!(status, 200, "{detail}");
+            detail
+        }
+    };
+    let round = |detail: &Value, replay: u64| -> Vec<Value> {
+        let history = detail["history"].as_array().cloned().unwrap_or_default();
+        let round: Vec<Value> = history.into_iter().filter(|a| a["replay"] == replay).collect();
+        for (n, a) in round.iter().enumerate() {
+            assert_eq!(a["attempt"], n as u64 + 1, "numbered from 1: {detail}");
+        }
+        round
+    };
+    let outage = detail(outage_delivery).await;
+    let first = round(&outage, 0);
+    assert!(
+        first.len() >= 2,
+        "the outage's attempts and the delivery: {outage}"
+    );
+    let (last, failed) = first.split_last().expect("attempts");
+    assert_eq!(
+        (&last["status"], &last["status_code"]),
+        (&json!("delivered"), &json!(200)),
+        "{outage}"
+    );
+    for a in failed {
+        assert_eq!(a["status"], "retrying", "{outage}");
+        assert!(
+            a["status_code"].is_null() && a["error"].is_string(),
+            "no receiver: {a}"
+        );
+    }
+    let replayed_detail = detail(target["id"].as_str().expect("id").to_owned()).await;
+    assert_eq!(replayed_detail["event_id"], target["event_id"]);
+    assert_eq!(replayed_detail["replays"], 1, "{replayed_detail}");
+    assert_eq!(
+        replayed_detail["payload"],
+        serde_json::from_str::<Value>(&original.body).expect("json"),
+        "the payload is what was sent"
+    );
+    assert_eq!(
+        round(&replayed_detail, 0).last().map(|a| a["status"].clone()),
+        Some(json!("delivered"))
+    );
+    let again = round(&replayed_detail, 1);
+    assert_eq!(again.len(), 1, "{replayed_detail}");
+    assert_eq!(again[0]["status"], "delivered", "{replayed_detail}");
+    // Another endpoint's id, or an id of nothing, is 404.
+    for path in [
+        format!("/v1/webhooks/{endpoint}/deliveries/{}", uuid::Uuid::now_v7()),
+        format!(
+            "/v1/webhooks/{}/deliveries/{}",
+            uuid::Uuid::now_v7(),
+            target["id"].as_str().expect("id")
+        ),
+    ] {
+        let (status, body) = send(f.req(Method::GET, &path)).await;
+        assert_eq!(status, 404, "{path}: {body}");
+    }
 
     // The listing's filters and limits.
     let (status, body) = deliveries(&f, &endpoint, "?status=delivered&limit=2").await;
