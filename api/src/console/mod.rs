@@ -84,6 +84,24 @@ pub fn router() -> Router<AppState> {
             "/console/account/sessions/end",
             post(pages::account::end_other_sessions),
         )
+        .route(
+            "/console/sandbox",
+            get(pages::sandbox::show).post(pages::sandbox::submit),
+        )
+        .route(
+            "/console/webhooks",
+            get(pages::webhooks::show).post(pages::webhooks::create),
+        )
+        .route("/console/webhooks/{id}", get(pages::webhooks::endpoint))
+        .route("/console/webhooks/{id}/test", post(pages::webhooks::test))
+        .route("/console/webhooks/{id}/rotate", post(pages::webhooks::rotate))
+        .route("/console/webhooks/{id}/active", post(pages::webhooks::set_active))
+        .route("/console/webhooks/{id}/delete", post(pages::webhooks::delete))
+        .route("/console/webhooks/{id}/replay", post(pages::webhooks::replay))
+        .route(
+            "/console/webhooks/{id}/deliveries/{delivery_id}",
+            get(pages::webhooks::delivery),
+        )
         .route("/console/access", get(pages::access::show))
         .route("/console/access/keys", post(pages::access::create_key))
         .route(
@@ -231,6 +249,8 @@ pub struct Chrome {
     pub can_issue: bool,
     /// Whether the role sees the tenant's keys (the "Acceso" entry of the menu).
     pub can_see_access: bool,
+    /// Whether the role may use the sandbox (the "Pruebas" entry of the menu).
+    pub can_try: bool,
 }
 
 impl Chrome {
@@ -465,6 +485,7 @@ impl FromRequestParts<AppState> for Console {
                 .map_or("/console".to_owned(), |p| p.as_str().to_owned()),
             can_issue: caller.role.allows(crate::routes::documents::CREATE_DOCUMENT),
             can_see_access: caller.role.allows(crate::routes::api_keys::LIST_API_KEYS),
+            can_try: caller.role.allows(crate::routes::sandbox::USE_SANDBOX),
         };
         Ok(Self { caller, user, chrome })
     }

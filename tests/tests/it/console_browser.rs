@@ -655,3 +655,139 @@ async fn an_owner_makes_a_key_uses_it_over_rest_and_revokes_it_in_the_browser() 
     b.quit().await.ok();
     f.app.stop().await;
 }
+
+#[tokio::test]
+async fn an_owner_makes_a_webhook_tests_it_and_replays_a_delivery_that_arrives_signed_again() {
+    use crate::webhooks::{Inbox, start_receiver, verify};
+    let (f, _) = service_with_an_accepted_invoice().await;
+    let Some(b) = browser("es-PY").await else { return };
+    let inbox = Inbox::default();
+    let (port, _server) = start_receiver(inbox.clone(), 0).await;
+    let url = format!("http://127.0.0.1:{port}/hook");
+    let base = f.app.base.clone();
+    log_in(&b, &base, "duena@example.com.py").await;
+    b.find("a[href='/console/webhooks']")
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    b.wait_for("#endpoint-form", Duration::from_secs(5))
+        .await
+        .unwrap();
+    accessible(&b, "webhooks").await;
+    b.find("#endpoint-url")
+        .await
+        .unwrap()
+        .send_keys(&url)
+        .await
+        .unwrap();
+    b.find("#endpoint-description")
+        .await
+        .unwrap()
+        .send_keys("ERP de la oficina")
+        .await
+        .unwrap();
+    b.find("#endpoint-submit").await.unwrap().click().await.unwrap();
+    let shown = b.wait_for("#once-value", Duration::from_secs(10)).await.unwrap();
+    let secret = shown.property("value").await.unwrap();
+    let secret = secret.as_str().expect("the secret").to_owned();
+    assert!(secret.starts_with("whsec_"), "{secret}");
+    shot(&b, "webhooks-made").await;
+    accessible(&b, "webhooks, secret shown").await;
+
+    // Tested from its row: the receiver gets it, signed with the secret shown.
+    b.find(&format!(".test-endpoint[aria-label='Probar {url}']"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let flash = b.wait_for("#flash.ok", Duration::from_secs(10)).await.unwrap();
+    assert!(flash.text().await.unwrap().contains("HTTP 200"));
+    assert_eq!(inbox.all().len(), 1);
+
+    // Its deliveries; the test's page with the payload and the attempt; replayed from there.
+    b.find("a[href^='/console/webhooks/']")
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    b.wait_for("#deliveries", Duration::from_secs(5)).await.unwrap();
+    accessible(&b, "an endpoint's deliveries").await;
+    b.find(".delivery-row a").await.unwrap().click().await.unwrap();
+    b.wait_for("#payload", Duration::from_secs(5)).await.unwrap();
+    assert_eq!(b.find_all(".attempt-row").await.unwrap().len(), 1);
+    shot(&b, "webhooks-delivery").await;
+    accessible(&b, "a delivery").await;
+    b.find("#replay-one").await.unwrap().click().await.unwrap();
+    let flash = b.wait_for("#flash.ok", Duration::from_secs(10)).await.unwrap();
+    assert!(flash.text().await.unwrap().contains("reenviados: 1"));
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while inbox.all().len() < 2 {
+        assert!(Instant::now() < deadline, "the replay never arrived");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let got = inbox.all();
+    assert_eq!(got[1].id, got[0].id, "the same event id");
+    assert_eq!(got[1].body, got[0].body, "the same body");
+    assert!(
+        verify(&got[1], &[&secret]),
+        "signed again with the endpoint's secret"
+    );
+    b.quit().await.ok();
+
+    let Some(b) = browser("en-US").await else { return };
+    log_in(&b, &base, "duena@example.com.py").await;
+    b.goto(&format!("{base}/console/webhooks")).await.unwrap();
+    assert_eq!(b.find("main h1").await.unwrap().text().await.unwrap(), "Webhooks");
+    assert!(
+        b.find("#endpoint-form legend")
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+            .contains("New address")
+    );
+    accessible(&b, "webhooks in English").await;
+    b.quit().await.ok();
+    f.app.stop().await;
+}
+
+#[tokio::test]
+async fn the_playground_runs_an_example_and_shows_sifen_s_answer_in_the_browser() {
+    let (f, _) = service_with_an_accepted_invoice().await;
+    let Some(b) = browser("es-PY").await else { return };
+    let base = f.app.base.clone();
+    log_in(&b, &base, "duena@example.com.py").await;
+    b.find("a[href='/console/sandbox']")
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    b.wait_for("#sandbox-form", Duration::from_secs(5)).await.unwrap();
+    accessible(&b, "sandbox").await;
+    b.find("#sandbox-run").await.unwrap().click().await.unwrap();
+    let answer = b
+        .wait_for("#sandbox-answer", Duration::from_secs(20))
+        .await
+        .unwrap();
+    assert!(
+        answer.text().await.unwrap().contains("0260"),
+        "SIFEN approved the preview"
+    );
+    assert!(!b.find_all("#signed-xml .x-tag").await.unwrap().is_empty());
+    b.execute(
+        "document.getElementById('sandbox-outcome').scrollIntoView();",
+        vec![],
+    )
+    .await
+    .unwrap();
+    shot(&b, "sandbox").await;
+    accessible(&b, "sandbox, outcome").await;
+    b.quit().await.ok();
+    f.app.stop().await;
+}

@@ -14,6 +14,8 @@ mod companies;
 mod console;
 mod console_access;
 mod console_browser;
+mod console_sandbox;
+mod console_webhooks;
 mod delivery_scenarios;
 mod documents;
 mod examples;

@@ -9,11 +9,10 @@
 use crate::extract::Query;
 use askama::Template;
 use axum::Form;
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, Request, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
-use base64::Engine;
 use kuatia_domain::document::validation::{included_tax, line_total};
 use kuatia_domain::ruc::Ruc;
 use rust_decimal::Decimal;
@@ -579,41 +578,12 @@ pub async fn submit(
 /// The KuDE (or printable) of the form through the sandbox handler, with the caller's own
 /// configuration, as a PDF to look at.
 async fn preview(state: &AppState, console: &Console, headers: &HeaderMap, doc: &Value) -> Response {
-    let mut request = Request::builder()
-        .method("POST")
-        .uri("/v1/sandbox/preview")
-        .header(header::CONTENT_TYPE, "application/json")
-        .header(crate::auth::TENANT_HEADER, console.caller.tenant.to_string());
-    if let Some(cookie) = headers.get(header::COOKIE) {
-        request = request.header(header::COOKIE, cookie.clone());
-    }
-    let Ok(request) = request.body(Body::from(doc.to_string())) else {
-        return (StatusCode::INTERNAL_SERVER_ERROR, "internal error").into_response();
-    };
-    let answer = crate::routes::sandbox::preview(State(state.clone()), request).await;
-    let view = match answer {
-        Ok(json) => serde_json::to_value(&json.0).unwrap_or(Value::Null),
+    let view = match super::sandbox::run(state, console, headers, doc.to_string()).await {
+        Ok(view) => view,
         Err(e) => return console.error_page(&e),
     };
-    let pdf = view["artifacts"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|a| a["content_type"] == "application/pdf")
-        .and_then(|a| a["body_base64"].as_str())
-        .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok());
-    match pdf {
-        Some(bytes) => (
-            [
-                (header::CONTENT_TYPE, HeaderValue::from_static("application/pdf")),
-                (
-                    header::CONTENT_DISPOSITION,
-                    HeaderValue::from_static("inline; filename=\"vista-previa.pdf\""),
-                ),
-            ],
-            bytes,
-        )
-            .into_response(),
+    match super::sandbox::pdf_of(&view) {
+        Some(bytes) => super::sandbox::pdf_response(bytes),
         None => {
             let errors = view["errors"].clone();
             let message = errors

@@ -9,6 +9,8 @@ pub mod document;
 pub mod documents;
 pub mod home;
 pub mod issue;
+pub mod sandbox;
+pub mod webhooks;
 
 use askama::Template;
 use axum::response::Response;
