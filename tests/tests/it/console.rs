@@ -147,6 +147,37 @@ fn encode(text: &str) -> String {
 }
 
 /// The value of the first hidden input `name` of a page.
+/// The value of the input `id` of a page.
+pub(crate) fn input_value(html: &str, id: &str) -> String {
+    let at = html
+        .find(&format!("id=\"{id}\""))
+        .unwrap_or_else(|| panic!("no #{id} in {html}"));
+    let rest = &html[at..];
+    let start = rest.find("value=\"").expect("a value") + "value=\"".len();
+    rest[start..].split('"').next().unwrap_or_default().to_owned()
+}
+
+/// The `data-{attr}-id` of the first table row of a page that holds `text`.
+pub(crate) fn row_id(html: &str, attr: &str, text: &str) -> String {
+    let marker = format!("data-{attr}-id=\"");
+    html.split(&marker)
+        .skip(1)
+        .find(|row| row.split("</tr>").next().unwrap_or_default().contains(text))
+        .and_then(|row| row.split('"').next())
+        .unwrap_or_else(|| panic!("no row with {text} in {html}"))
+        .to_owned()
+}
+
+/// The message a page shows from the form before it.
+pub(crate) fn flash(page: &Answer) -> String {
+    page.body
+        .split("id=\"flash\">")
+        .nth(1)
+        .and_then(|rest| rest.split('<').next())
+        .unwrap_or_default()
+        .to_owned()
+}
+
 pub(crate) fn hidden(html: &str, name: &str) -> String {
     let marker = format!("name=\"{name}\" value=\"");
     let start = html

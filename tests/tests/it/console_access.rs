@@ -2,32 +2,11 @@
 //! revoked; people invited, their roles changed, removed; the tenant's last owner kept; the
 //! role table of the API obeyed. The browser drives the same page in `console_browser`.
 
-use crate::console::{Answer, Visitor, hidden, service_with_an_accepted_invoice};
+use crate::console::{Visitor, flash, hidden, input_value, row_id, service_with_an_accepted_invoice};
 use reqwest::Method;
 use serde_json::Value;
 
 const PASSWORD: &str = "a long enough secret";
-
-/// The value of the input `id` of a page.
-fn input_value(html: &str, id: &str) -> String {
-    let at = html
-        .find(&format!("id=\"{id}\""))
-        .unwrap_or_else(|| panic!("no #{id} in {html}"));
-    let rest = &html[at..];
-    let start = rest.find("value=\"").expect("a value") + "value=\"".len();
-    rest[start..].split('"').next().unwrap_or_default().to_owned()
-}
-
-/// The `data-{attr}-id` of the table row of a page that holds `text`.
-fn row_id(html: &str, attr: &str, text: &str) -> String {
-    let marker = format!("data-{attr}-id=\"");
-    html.split(&marker)
-        .skip(1)
-        .find(|row| row.split("</tr>").next().unwrap_or_default().contains(text))
-        .and_then(|row| row.split('"').next())
-        .unwrap_or_else(|| panic!("no row with {text} in {html}"))
-        .to_owned()
-}
 
 async fn rest_status(f: &kuatia_tests::Simulated, key: &str) -> u16 {
     f.app
@@ -37,15 +16,6 @@ async fn rest_status(f: &kuatia_tests::Simulated, key: &str) -> u16 {
         .expect("send")
         .status()
         .as_u16()
-}
-
-fn flash(page: &Answer) -> String {
-    page.body
-        .split("id=\"flash\">")
-        .nth(1)
-        .and_then(|rest| rest.split('<').next())
-        .unwrap_or_default()
-        .to_owned()
 }
 
 #[tokio::test]

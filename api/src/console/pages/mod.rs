@@ -52,3 +52,27 @@ pub(crate) async fn json_of(response: Response) -> Result<Value, ApiError> {
         .map_err(|e| ApiError::internal(&e))?;
     serde_json::from_slice(&bytes).map_err(|e| ApiError::internal(&e))
 }
+
+/// A refusal's issues (`details.errors`), each as `field: message`; the refusal's message alone
+/// when it names none.
+pub(crate) fn issues_said(e: &ApiError) -> Vec<String> {
+    let listed: Vec<String> = e
+        .details
+        .as_ref()
+        .and_then(|d| d["errors"].as_array())
+        .into_iter()
+        .flatten()
+        .map(|i| {
+            format!(
+                "{}: {}",
+                i["field"].as_str().unwrap_or("$"),
+                i["message"].as_str().unwrap_or_default()
+            )
+        })
+        .collect();
+    if listed.is_empty() {
+        vec![e.message.clone()]
+    } else {
+        listed
+    }
+}

@@ -328,29 +328,6 @@ pub struct RunForm {
     action: Option<String>,
 }
 
-/// The issues of a refusal, `field: message`.
-fn problems_of(e: &ApiError) -> Vec<String> {
-    let listed: Vec<String> = e
-        .details
-        .as_ref()
-        .and_then(|d| d["errors"].as_array().cloned())
-        .unwrap_or_default()
-        .iter()
-        .map(|i| {
-            format!(
-                "{}: {}",
-                i["field"].as_str().unwrap_or("$"),
-                i["message"].as_str().unwrap_or_default()
-            )
-        })
-        .collect();
-    if listed.is_empty() {
-        vec![e.message.clone()]
-    } else {
-        listed
-    }
-}
-
 /// `POST /console/sandbox`: the document run through the sandbox; the page again with what it
 /// answered (or the PDF, for "Ver el KuDE").
 pub async fn submit(
@@ -379,7 +356,7 @@ pub async fn submit(
         Ok(answer) => answer,
         Err(e) if matches!(e.status.as_u16(), 401 | 403) => return console.error_page(&e),
         Err(e) => {
-            let mut refused = console.page(&page(&console, document, mode, problems_of(&e), None));
+            let mut refused = console.page(&page(&console, document, mode, super::issues_said(&e), None));
             *refused.status_mut() = StatusCode::UNPROCESSABLE_ENTITY;
             return refused;
         }

@@ -193,31 +193,10 @@ async fn render(
     }
 }
 
-/// A refusal of a form: a role not allowed, or a thing not there, is the refusal page; any
-/// other refusal (a URL the rules refuse) is said on the page, by field.
+/// A refusal of a form: a role not allowed, or a thing not there, is the refusal page (`None`);
+/// any other refusal (a URL the rules refuse) is said on the page, by field.
 fn refusal_words(e: &ApiError) -> Option<String> {
-    if matches!(e.status.as_u16(), 403 | 404) {
-        return None;
-    }
-    let fields: Vec<String> = e
-        .details
-        .as_ref()
-        .and_then(|d| d["errors"].as_array().cloned())
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|i| {
-            Some(format!(
-                "{}: {}",
-                i["field"].as_str()?,
-                i["message"].as_str().unwrap_or_default()
-            ))
-        })
-        .collect();
-    Some(if fields.is_empty() {
-        e.message.clone()
-    } else {
-        fields.join(" · ")
-    })
+    (!matches!(e.status.as_u16(), 403 | 404)).then(|| super::issues_said(e).join(" · "))
 }
 
 /// `POST /console/webhooks`: the endpoint's secret is shown on the answer itself, once.
