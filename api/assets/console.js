@@ -4,7 +4,10 @@
 // - a form marked data-once submits once (a double click issues one document even before the
 //   idempotency key is checked on the server);
 // - the credit-note fields show only for a credit note;
-// - a value shown once (a new API key, an invitation link) gets a copy button.
+// - a value shown once (a new API key, an invitation link) gets a copy button;
+// - the setup wizard: the RUC's check digit checked as typed (the server checks it again), and a
+//   department or district chosen redraws the form with its districts and cities;
+// - the operators' room reloads itself every two seconds while a rebuild or verification runs.
 (function () {
   "use strict";
   function parse(text) {
@@ -12,6 +15,17 @@
     if (t === "") { return null; }
     var n = Number(t);
     return isFinite(n) ? n : null;
+  }
+  // SET's check digit (modulo 11 with weights 2 to 11 from the right), as domain::check_digit.
+  function modulo11(digits) {
+    var total = 0, weight = 2;
+    for (var i = digits.length - 1; i >= 0; i--) {
+      if (weight > 11) { weight = 2; }
+      total += Number(digits[i]) * weight;
+      weight++;
+    }
+    var r = total % 11;
+    return r > 1 ? 11 - r : 0;
   }
   function halfUp(x) { return x < 0 ? -Math.round(-x) : Math.round(x); }
   function money(n) {
@@ -69,6 +83,25 @@
         });
       });
     });
+    var ruc = document.querySelector("input[data-ruc]");
+    var said = document.getElementById("ruc-check");
+    if (ruc && said) {
+      ruc.addEventListener("input", function () {
+        var m = /^\s*(\d{1,8})-(\d)\s*$/.exec(ruc.value);
+        if (!m) { said.textContent = ruc.value.trim() === "" ? "" : said.dataset.format; return; }
+        var dv = modulo11(m[1]);
+        said.textContent = dv === Number(m[2]) ? said.dataset.ok : said.dataset.bad.replace("§", String(dv));
+      });
+    }
+    document.querySelectorAll("select[data-refresh]").forEach(function (select) {
+      select.addEventListener("change", function () {
+        var button = select.form && select.form.querySelector("button[value=places]");
+        if (button) { select.form.requestSubmit(button); }
+      });
+    });
+    if (document.querySelector("#task-state[data-state=running]")) {
+      setTimeout(function () { window.location.reload(); }, 2000);
+    }
     var once = document.getElementById("once-value");
     if (once) { once.addEventListener("focus", function () { once.select(); }); }
     var link = document.getElementById("public-link");

@@ -51,6 +51,33 @@ pub enum Command {
     /// The job queue: list jobs, retry or discard one (each change recorded as an event).
     #[command(subcommand)]
     Jobs(JobsCommand),
+    /// The operators of the whole service (support staff): the console's operators' room opens
+    /// to them (each change recorded as an event).
+    #[command(subcommand)]
+    Operators(OperatorsCommand),
+}
+
+/// `kuatia operators …`
+#[derive(Debug, Subcommand)]
+pub enum OperatorsCommand {
+    /// Make a registered person an operator. Recorded as `OperatorAdded`.
+    Add {
+        /// Their email (a user of the service).
+        email: String,
+        /// Who: recorded as the event's actor (default: the OS user).
+        #[arg(long)]
+        actor: Option<String>,
+    },
+    /// End a person's operator rights. Recorded as `OperatorRemoved`.
+    Remove {
+        /// Their email.
+        email: String,
+        /// Who: recorded as the event's actor (default: the OS user).
+        #[arg(long)]
+        actor: Option<String>,
+    },
+    /// The operators' emails.
+    List,
 }
 
 /// `kuatia jobs …`
@@ -281,6 +308,7 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Lookup(cmd) => crate::lookup::cli::run(&config, cmd).await,
         Command::Secrets(SecretsCommand::Rotate) => rotate_secrets(&config).await,
         Command::Jobs(cmd) => jobs(&config, cmd).await,
+        Command::Operators(cmd) => operators(&config, cmd).await,
     };
     match result {
         Ok(code) => code,
@@ -603,28 +631,14 @@ fn verify_file(path: &std::path::Path) -> anyhow::Result<ExitCode> {
 }
 
 async fn verify(store: &SharedStore) -> anyhow::Result<ExitCode> {
-    let mut verifier = ChainVerifier::default();
-    let mut filter = ReadFilter {
-        after: 0,
-        limit: 2000,
-        ..ReadFilter::default()
-    };
-    loop {
-        let page = store.read_all_raw(&filter).await?;
-        let Some(last) = page.last() else { break };
-        filter.after = last.global_position;
-        for event in &page {
-            if let Err(broken) = verifier.check(event) {
-                print_break(&broken);
-                return Ok(ExitCode::FAILURE);
-            }
-        }
+    let found = kuatia_application::support::verify_store(store, &|_, _| {}).await?;
+    if let Some(broken) = &found.broken {
+        print_break(broken);
+        return Ok(ExitCode::FAILURE);
     }
     println!(
         "ok: {} events in {} streams verified, head position {}",
-        verifier.checked(),
-        verifier.streams(),
-        filter.after
+        found.checked, found.streams, found.head
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -638,14 +652,7 @@ fn operator(actor: Option<String>) -> String {
         .unwrap_or_else(|| "unknown".to_owned())
 }
 
-/// How `jobs list` names a job's status (`failed`: waiting after a failed attempt).
-fn job_status(job: &kuatia_application::jobs::Job) -> &'static str {
-    use kuatia_application::jobs::JobState;
-    match job.state {
-        JobState::Pending if job.last_error.is_some() => "failed",
-        state => state.as_str(),
-    }
-}
+use kuatia_application::support::job_status;
 
 async fn jobs(config: &Config, cmd: JobsCommand) -> anyhow::Result<ExitCode> {
     let database = crate::compose::open_database(config).await?;
@@ -659,18 +666,21 @@ async fn jobs(config: &Config, cmd: JobsCommand) -> anyhow::Result<ExitCode> {
             limit,
         } => list_jobs(queue.as_ref(), status, kind, document, limit).await,
         JobsCommand::Retry { id, reason, actor } => {
-            let job = queue.retry(id).await?;
-            support_change(&store, queue.as_ref(), id, job, true, operator(actor), reason).await
+            let job =
+                kuatia_application::support::retry_job(&store, queue.as_ref(), id, &operator(actor), reason)
+                    .await;
+            said_change(job, "retried")
         }
         JobsCommand::Discard { id, reason, actor } => {
-            if reason.trim().is_empty() {
-                bail!("--reason says why the job is discarded; it may not be empty");
-            }
-            let operator = operator(actor);
-            let job = queue
-                .discard(id, &format!("discarded by {operator}: {reason}"))
-                .await?;
-            support_change(&store, queue.as_ref(), id, job, false, operator, Some(reason)).await
+            let job = kuatia_application::support::discard_job(
+                &store,
+                queue.as_ref(),
+                id,
+                &operator(actor),
+                &reason,
+            )
+            .await;
+            said_change(job, "discarded")
         }
     };
     database.close().await;
@@ -716,77 +726,16 @@ async fn list_jobs(
     Ok(ExitCode::SUCCESS)
 }
 
-/// Records a retry or discard that changed `job` as an event of the tenant's `support` stream
-/// (actor `operator:<name>`; `kuatia_domain::support`), or says why nothing changed. The queue
-/// change and the event are two commits: a failed append is reported (exit 1) after the change.
-async fn support_change(
-    store: &SharedStore,
-    queue: &dyn kuatia_application::jobs::JobQueue,
-    id: uuid::Uuid,
-    changed: Option<kuatia_application::jobs::Job>,
-    retried: bool,
-    operator: String,
-    reason: Option<String>,
+/// Says what a retry or discard made of the job (recorded as an event of the tenant's `support`
+/// stream by `kuatia_application::support`), or why nothing changed. The queue change and the
+/// event are two commits: a failed append is reported (exit 1) after the change.
+fn said_change(
+    changed: Result<kuatia_application::jobs::Job, kuatia_application::support::SupportError>,
+    done: &str,
 ) -> anyhow::Result<ExitCode> {
-    use kuatia_application::event_store::{
-        AppendRequest, EventMetadata, ExpectedVersion, NewEvent, StreamRef,
-    };
-    let Some(job) = changed else {
-        match queue.get(id).await? {
-            None => bail!("no job {id}"),
-            Some(job) => bail!(
-                "job {id} is {}: {} only a {} job",
-                job_status(&job),
-                if retried {
-                    "retry changes"
-                } else {
-                    "discard changes"
-                },
-                if retried { "dead or pending" } else { "pending" },
-            ),
-        }
-    };
-    use kuatia_domain::support::{self, SupportEvent};
-    let at = chrono::Utc::now();
-    let event = if retried {
-        SupportEvent::JobRetried {
-            job_id: job.id,
-            kind: job.kind.clone(),
-            idempotency_key: job.idempotency_key.clone(),
-            operator: operator.clone(),
-            reason,
-            at,
-        }
-    } else {
-        SupportEvent::JobDiscarded {
-            job_id: job.id,
-            kind: job.kind.clone(),
-            idempotency_key: job.idempotency_key.clone(),
-            operator: operator.clone(),
-            reason: reason.unwrap_or_default(),
-            at,
-        }
-    };
-    store
-        .append(AppendRequest {
-            stream: StreamRef {
-                tenant_id: job.tenant_id,
-                stream_type: support::STREAM_TYPE.into(),
-                stream_id: support::stream_id(job.tenant_id),
-            },
-            expected: ExpectedVersion::Any,
-            events: vec![NewEvent::from_domain(&event)?],
-            metadata: EventMetadata {
-                actor: Some(format!("operator:{operator}")),
-                ..EventMetadata::default()
-            },
-            jobs: Vec::new(),
-        })
-        .await
-        .context("recording the change in the event log")?;
+    let job = changed?;
     println!(
-        "{} job {} ({}): now {}, attempts {}/{}",
-        if retried { "retried" } else { "discarded" },
+        "{done} job {} ({}): now {}, attempts {}/{}",
         job.id,
         job.kind,
         job_status(&job),
@@ -794,4 +743,44 @@ async fn support_change(
         job.max_attempts
     );
     Ok(ExitCode::SUCCESS)
+}
+
+async fn operators(config: &Config, cmd: OperatorsCommand) -> anyhow::Result<ExitCode> {
+    use kuatia_application::support;
+    let database = crate::compose::open_database(config).await?;
+    let store = database.store();
+    let result = match cmd {
+        OperatorsCommand::Add { email, actor } => {
+            let known = kuatia_application::identity::user_by_email(&store, &email).await?;
+            if known.is_none() {
+                database.close().await;
+                bail!(
+                    "no user {email:?}: the person registers first (POST /v1/auth/register or an invitation)"
+                );
+            }
+            if support::add_operator(&store, &email, &operator(actor)).await? {
+                println!("{email} is now an operator");
+            } else {
+                println!("{email} was already an operator");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        OperatorsCommand::Remove { email, actor } => {
+            if support::remove_operator(&store, &email, &operator(actor)).await? {
+                println!("{email} is no longer an operator");
+                Ok(ExitCode::SUCCESS)
+            } else {
+                println!("{email} is not an operator");
+                Ok(ExitCode::FAILURE)
+            }
+        }
+        OperatorsCommand::List => {
+            for email in support::operators(&store).await? {
+                println!("{email}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    };
+    database.close().await;
+    result
 }

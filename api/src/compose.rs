@@ -348,6 +348,8 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         mail_configured: config.smtp_url.as_ref().is_some_and(|u| !u.expose().is_empty()),
         deliveries: deliveries.clone(),
         sandbox,
+        operator_task: Default::default(),
+        projections: Arc::new(RegisteredProjections(store.clone())),
     };
     // Demo mode runs the SIFEN simulator in-process; the demo channel points at it.
     let sifen_sim = if config.demo_mode() {
@@ -556,4 +558,23 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         task,
         sifen_sim,
     })
+}
+
+/// The projections' registry and runtime, for the operators' room: the code
+/// `kuatia projections rebuild` runs.
+struct RegisteredProjections(kuatia_application::event_store::SharedStore);
+
+#[async_trait::async_trait]
+impl kuatia_application::support::ProjectionAdmin for RegisteredProjections {
+    fn rebuildable(&self, name: &str) -> Option<bool> {
+        registry::by_name(name)
+            .map(|p| p.kind() != kuatia_application::event_store::ProjectionKind::SideEffect)
+    }
+
+    async fn rebuild(&self, name: &str, progress: &(dyn Fn(i64, i64) + Send + Sync)) -> Result<u64, String> {
+        let projection = registry::by_name(name).ok_or_else(|| format!("no projection named {name:?}"))?;
+        runtime::rebuild(&self.0, projection.as_ref(), progress)
+            .await
+            .map_err(|e| e.to_string())
+    }
 }

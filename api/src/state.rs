@@ -62,4 +62,8 @@ pub struct AppState {
     /// What the sandbox preview reads and talks to (intake's reads, the vault, the signer, the
     /// printer, throw-away certificates, SIFEN's checks in process or at a test endpoint).
     pub sandbox: kuatia_application::sandbox::SandboxPorts,
+    /// The operators' room's long task (a rebuild or a verification), one at a time.
+    pub operator_task: crate::console::OperatorTasks,
+    /// The projections, for the operators' room (rebuilt by the projections' own runtime).
+    pub projections: Arc<dyn kuatia_application::support::ProjectionAdmin>,
 }

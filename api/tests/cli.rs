@@ -625,6 +625,78 @@ fn jobs_are_listed_retried_and_discarded_and_each_change_is_an_event() {
 }
 
 #[test]
+fn operators_are_added_and_removed_by_email_and_each_change_is_an_event() {
+    let scratch = Scratch::new();
+    assert!(scratch.run(&["migrate"]).status.success());
+    // Only a registered person becomes an operator.
+    let unknown = scratch.run(&["operators", "add", "soporte@kuatia.com.py", "--actor", "ana"]);
+    assert!(!unknown.status.success());
+    assert!(
+        String::from_utf8_lossy(&unknown.stderr).contains("no user"),
+        "{unknown:?}"
+    );
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let options = kuatia_infrastructure::store::DatabaseOptions::new(scratch.url());
+        let db = kuatia_infrastructure::store::Database::connect(
+            &options,
+            Vec::new(),
+            std::sync::Arc::new(kuatia_application::upcast::UpcasterChain::new()),
+        )
+        .await
+        .expect("open");
+        kuatia_application::identity::register(
+            &db.store(),
+            "Soporte@Kuatia.com.py",
+            "a long enough secret",
+            None,
+        )
+        .await
+        .expect("register");
+        db.close().await;
+    });
+    let added = scratch.run(&["operators", "add", "Soporte@Kuatia.com.py", "--actor", "ana"]);
+    assert!(added.status.success(), "{added:?}");
+    assert!(
+        stdout(&added).contains("soporte@kuatia.com.py is now an operator")
+            || stdout(&added).contains("is now an operator")
+    );
+    let again = scratch.run(&["operators", "add", "soporte@kuatia.com.py", "--actor", "ana"]);
+    assert!(stdout(&again).contains("already"), "{again:?}");
+    assert_eq!(
+        stdout(&scratch.run(&["operators", "list"])).trim(),
+        "soporte@kuatia.com.py"
+    );
+    let removed = scratch.run(&["operators", "remove", "soporte@kuatia.com.py", "--actor", "luis"]);
+    assert!(removed.status.success(), "{removed:?}");
+    assert!(
+        !scratch
+            .run(&["operators", "remove", "soporte@kuatia.com.py"])
+            .status
+            .success()
+    );
+    assert_eq!(stdout(&scratch.run(&["operators", "list"])).trim(), "");
+
+    // One event per change, on the system's support stream, with who did it.
+    let export = scratch.run(&["events", "export", "--tenant", &uuid::Uuid::nil().to_string()]);
+    assert!(export.status.success(), "{export:?}");
+    let events: Vec<serde_json::Value> = stdout(&export)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .filter(|e: &serde_json::Value| e["stream_type"] == "support")
+        .collect();
+    let types: Vec<&str> = events.iter().filter_map(|e| e["event_type"].as_str()).collect();
+    assert_eq!(types, ["OperatorAdded", "OperatorRemoved"]);
+    assert_eq!(events[0]["metadata"]["actor"], "operator:ana");
+    assert_eq!(events[1]["metadata"]["actor"], "operator:luis");
+    assert_eq!(
+        events[0]["payload"]["OperatorAdded"]["email"],
+        "soporte@kuatia.com.py"
+    );
+    assert_eq!(events[0]["stream_id"], format!("support:{}", uuid::Uuid::nil()));
+}
+
+#[test]
 fn help_says_what_kuatia_is_not_how_the_crate_is_built() {
     let scratch = Scratch::new();
     let output = scratch.run(&["--help"]);

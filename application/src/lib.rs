@@ -30,6 +30,7 @@ pub mod rate_limit;
 pub mod records;
 pub mod sandbox;
 pub mod statements;
+pub mod support;
 pub mod trace_context;
 pub mod upcast;
 pub mod vault;

@@ -161,8 +161,11 @@ fn groups() -> Vec<Group> {
         Group {
             stream_type: "support",
             stream_id: "`support:<tenant>`",
-            about: "What an operator did to the running service (`kuatia jobs retry` and `discard`); the \
-                    actor is `operator:<name>`.",
+            about: "What an operator did to the running service: a job retried or discarded (`kuatia jobs \
+                    retry`, `discard`, or the console's operators' room) on the job's tenant's stream; who is \
+                    an operator (`kuatia operators add`, `remove`), a projection rebuilt and the store verified \
+                    from the operators' room on the system's stream (`support:<nil uuid>`). The actor is \
+                    `operator:<name>` (the OS user or `--actor` on the command line, the email in the console).",
             source: include_str!("support.rs"),
             enum_name: "SupportEvent",
             samples: samples(crate::support::tests::samples()),

@@ -149,6 +149,29 @@ pub fn city(code: u32) -> Option<&'static City> {
     TABLES.cities.get(&code)
 }
 
+/// Every department, by code (the console's choice of a place).
+pub fn departments() -> impl Iterator<Item = &'static Department> {
+    TABLES.departments.values()
+}
+
+/// The districts of department `code`, by name.
+pub fn districts_of(code: u16) -> Vec<&'static District> {
+    let mut found: Vec<_> = TABLES
+        .districts
+        .values()
+        .filter(|d| d.department == code)
+        .collect();
+    found.sort_by(|a, b| a.name.cmp(&b.name));
+    found
+}
+
+/// The cities of district `code`, by name.
+pub fn cities_of(code: u16) -> Vec<&'static City> {
+    let mut found: Vec<_> = TABLES.cities.values().filter(|c| c.district == code).collect();
+    found.sort_by(|a, b| a.name.cmp(&b.name));
+    found
+}
+
 /// A place whose department, district and city agree: what the DE writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Place {
@@ -304,6 +327,19 @@ mod tests {
             (12, "CENTRAL")
         );
         assert_eq!(resolve(12, Some(159), 5946), Ok(place));
+    }
+
+    #[test]
+    fn the_listings_hold_each_district_and_city_under_its_parent_once() {
+        assert_eq!(departments().count(), TABLES.departments.len());
+        let districts: usize = departments().map(|d| districts_of(d.code).len()).sum();
+        assert_eq!(districts, TABLES.districts.len());
+        let central = districts_of(12);
+        assert!(central.iter().any(|d| d.code == 159 && d.name == "LUQUE"));
+        assert!(central.windows(2).all(|w| w[0].name <= w[1].name), "by name");
+        let cities: usize = TABLES.districts.keys().map(|d| cities_of(*d).len()).sum();
+        assert_eq!(cities, TABLES.cities.len());
+        assert!(cities_of(159).iter().any(|c| c.code == 5946));
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! as events so that the log says who changed the queue, when and why.
 //!
 //! They go to the tenant's `support` stream (`support:<tenant>`, the tenant of the job), with the
-//! operator as the actor (`operator:<name>`: `--actor`, else the OS user). The stream has one
+//! operator as the actor (`operator:<name>`: `--actor`, else the OS user). What concerns the
+//! service rather than a tenant (who is an operator, a projection rebuilt, the store verified) goes
+//! to the system's stream, `support:<TenantId::SYSTEM>`. The stream has one
 //! writer at a time in practice and no invariants to guard, so it is appended to without a
 //! version check and has no aggregate; the catalogue (docs/events.md) lists its events like any
 //! other's.
@@ -55,6 +57,47 @@ pub enum SupportEvent {
         /// When.
         at: DateTime<Utc>,
     },
+    /// A person became an operator of the whole service (`kuatia operators add`): the
+    /// operators' room of the console opens to them. On the system's support stream.
+    OperatorAdded {
+        /// The person's email (a registered user's, lower case).
+        email: String,
+        /// Who (`--actor`, else the OS user).
+        operator: String,
+        /// When.
+        at: DateTime<Utc>,
+    },
+    /// A person stopped being an operator (`kuatia operators remove`).
+    OperatorRemoved {
+        /// The person's email.
+        email: String,
+        /// Who.
+        operator: String,
+        /// When.
+        at: DateTime<Utc>,
+    },
+    /// An operator rebuilt a projection from the operators' room (on the system's stream).
+    ProjectionRebuilt {
+        /// The projection.
+        name: String,
+        /// How many events were replayed.
+        events: u64,
+        /// Who (`operator:<email>`'s email).
+        operator: String,
+        /// When it finished.
+        at: DateTime<Utc>,
+    },
+    /// An operator verified the event store's hash chains from the operators' room.
+    EventsVerified {
+        /// How many events were checked.
+        events: u64,
+        /// How many streams broke their chain (0: all intact).
+        broken: u64,
+        /// Who.
+        operator: String,
+        /// When it finished.
+        at: DateTime<Utc>,
+    },
 }
 
 impl DomainEvent for SupportEvent {
@@ -62,6 +105,10 @@ impl DomainEvent for SupportEvent {
         match self {
             Self::JobRetried { .. } => "JobRetried",
             Self::JobDiscarded { .. } => "JobDiscarded",
+            Self::OperatorAdded { .. } => "OperatorAdded",
+            Self::OperatorRemoved { .. } => "OperatorRemoved",
+            Self::ProjectionRebuilt { .. } => "ProjectionRebuilt",
+            Self::EventsVerified { .. } => "EventsVerified",
         }
         .to_owned()
     }
@@ -93,6 +140,28 @@ pub(crate) mod tests {
                 idempotency_key: format!("webhook.deliver:{}", Uuid::from_u128(72)),
                 operator: "ana".into(),
                 reason: "the receiver was shut down".into(),
+                at,
+            },
+            SupportEvent::OperatorAdded {
+                email: "soporte@kuatia.com.py".into(),
+                operator: "ana".into(),
+                at,
+            },
+            SupportEvent::OperatorRemoved {
+                email: "soporte@kuatia.com.py".into(),
+                operator: "ana".into(),
+                at,
+            },
+            SupportEvent::ProjectionRebuilt {
+                name: "documents".into(),
+                events: 1200,
+                operator: "soporte@kuatia.com.py".into(),
+                at,
+            },
+            SupportEvent::EventsVerified {
+                events: 1200,
+                broken: 0,
+                operator: "soporte@kuatia.com.py".into(),
                 at,
             },
         ]

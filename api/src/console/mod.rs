@@ -31,6 +31,9 @@ use crate::error::ApiError;
 use crate::state::AppState;
 use i18n::{Lang, Tr};
 
+/// The operators' room's task slot (in [`AppState`]).
+pub type OperatorTasks = pages::operators::Tasks;
+
 /// The cookie holding the tenant the user works in.
 pub const TENANT_COOKIE: &str = "kuatia_tenant";
 /// The cookie carrying one message to the next page (after a form's redirect).
@@ -102,6 +105,41 @@ pub fn router() -> Router<AppState> {
             "/console/webhooks/{id}/deliveries/{delivery_id}",
             get(pages::webhooks::delivery),
         )
+        .route("/console/setup", get(pages::setup::start))
+        .route(
+            "/console/setup/company",
+            get(pages::setup::step_company).post(pages::setup::save_company),
+        )
+        .route(
+            "/console/setup/branch",
+            get(pages::setup::step_branch).post(pages::setup::save_branch),
+        )
+        .route(
+            "/console/setup/certificate",
+            get(pages::setup::certificate).post(pages::setup::upload_certificate),
+        )
+        .route("/console/setup/channel", get(pages::setup::step_channel))
+        .route("/console/setup/channel/{kind}", post(pages::setup::save_channel))
+        .route(
+            "/console/setup/print",
+            get(pages::setup::step_print).post(pages::setup::save_print),
+        )
+        .route("/console/setup/print/preview", get(pages::setup::print_preview))
+        .route("/console/setup/ready", get(pages::setup::step_ready))
+        .route("/console/operators", get(pages::operators::show))
+        .route(
+            "/console/operators/projections/{name}/rebuild",
+            post(pages::operators::rebuild),
+        )
+        .route("/console/operators/verify", post(pages::operators::verify))
+        .route(
+            "/console/operators/jobs/{id}/retry",
+            post(pages::operators::retry_job),
+        )
+        .route(
+            "/console/operators/jobs/{id}/discard",
+            post(pages::operators::discard_job),
+        )
         .route("/console/access", get(pages::access::show))
         .route("/console/access/keys", post(pages::access::create_key))
         .route(
@@ -135,18 +173,29 @@ async fn count_statements(request: axum::extract::Request, next: axum::middlewar
     response
 }
 
+/// Marks an answer the console's own pages may frame (the KuDE preview of the setup wizard); the
+/// header itself is removed before the answer leaves.
+pub(crate) const FRAMEABLE: &str = "x-kuatia-frameable";
+
 /// The headers of every console answer: no script or style but the console's own files, no
-/// framing, no caching of pages (assets set their own `Cache-Control`).
+/// framing (but of an answer marked [`FRAMEABLE`], by the console itself), no caching of pages
+/// (assets set their own `Cache-Control`).
 async fn security_headers(mut response: Response) -> Response {
     let headers = response.headers_mut();
+    let frameable = headers.remove(FRAMEABLE).is_some();
     headers.insert(
         header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(
+        HeaderValue::from_static(if frameable {
+            "frame-ancestors 'self'"
+        } else {
             "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
-             connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-        ),
+             connect-src 'self'; frame-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+        }),
     );
-    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::X_FRAME_OPTIONS,
+        HeaderValue::from_static(if frameable { "SAMEORIGIN" } else { "DENY" }),
+    );
     headers.insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
@@ -251,6 +300,8 @@ pub struct Chrome {
     pub can_see_access: bool,
     /// Whether the role may use the sandbox (the "Pruebas" entry of the menu).
     pub can_try: bool,
+    /// Whether the role sets the taxpayer up (the "Configuración" entry of the menu).
+    pub can_set_up: bool,
 }
 
 impl Chrome {
@@ -486,6 +537,7 @@ impl FromRequestParts<AppState> for Console {
             can_issue: caller.role.allows(crate::routes::documents::CREATE_DOCUMENT),
             can_see_access: caller.role.allows(crate::routes::api_keys::LIST_API_KEYS),
             can_try: caller.role.allows(crate::routes::sandbox::USE_SANDBOX),
+            can_set_up: caller.role.allows(crate::routes::companies::CREATE_COMPANY),
         };
         Ok(Self { caller, user, chrome })
     }

@@ -791,3 +791,283 @@ async fn the_playground_runs_an_example_and_shows_sifen_s_answer_in_the_browser(
     b.quit().await.ok();
     f.app.stop().await;
 }
+
+/// Types `text` into the field `#id`, replacing what it held.
+async fn type_into(b: &Browser, id: &str, text: &str) {
+    let field = b.find(id).await.unwrap_or_else(|e| panic!("{id}: {e}"));
+    field.clear().await.unwrap();
+    field.send_keys(text).await.unwrap();
+}
+
+/// The error said beside field `name` (waits for the page that says it).
+async fn error_beside(b: &Browser, name: &str) -> String {
+    b.wait_for(&format!("#e-{name}"), Duration::from_secs(15))
+        .await
+        .unwrap_or_else(|e| panic!("no error beside {name}: {e}"))
+        .text()
+        .await
+        .unwrap()
+}
+
+async fn value_of(b: &Browser, id: &str) -> String {
+    b.find(id)
+        .await
+        .unwrap()
+        .property("value")
+        .await
+        .unwrap()
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn a_new_tenant_sets_up_in_the_wizard_and_issues_an_accepted_invoice_in_the_browser() {
+    let (app, sim, _tenant, _key) = crate::console_setup::new_tenant().await;
+    let Some(b) = browser("es-PY").await else { return };
+    let base = app.base.clone();
+    log_in(&b, &base, "duena@example.com.py").await;
+    b.find("#setup-needed a").await.unwrap().click().await.unwrap();
+    b.wait_for("#setup-company", Duration::from_secs(10))
+        .await
+        .unwrap();
+    accessible(&b, "setup: company").await;
+
+    // The company: the check digit is judged as typed; the place is chosen from SET's tables,
+    // the districts and cities following the department (redrawn, nothing typed lost).
+    type_into(&b, "#f-ruc", "80069563-2").await;
+    let said = b.find("#ruc-check").await.unwrap().text().await.unwrap();
+    assert!(said.contains("no corresponde") && said.contains('1'), "{said}");
+    type_into(&b, "#f-legal_name", "DE GENERACION ELECTRONICA S.A.").await;
+    type_into(&b, "#f-address", "Avda. Mcal. López").await;
+    type_into(&b, "#f-house_number", "1234").await;
+    b.find("#f-department_code")
+        .await
+        .unwrap()
+        .select_by_value("12")
+        .await
+        .unwrap();
+    b.wait_for("#f-district_code option[value='159']", Duration::from_secs(10))
+        .await
+        .unwrap();
+    b.find("#f-district_code")
+        .await
+        .unwrap()
+        .select_by_value("159")
+        .await
+        .unwrap();
+    b.wait_for("#f-city_code option[value='5946']", Duration::from_secs(10))
+        .await
+        .unwrap();
+    b.find("#f-city_code")
+        .await
+        .unwrap()
+        .select_by_value("5946")
+        .await
+        .unwrap();
+    assert_eq!(
+        value_of(&b, "#f-address").await,
+        "Avda. Mcal. López",
+        "kept through the redraws"
+    );
+    type_into(&b, "#f-phone", "021 000 000").await;
+    type_into(&b, "#f-email", "facturas@example.com.py").await;
+    type_into(&b, "#f-activity_code", "62010").await;
+    type_into(&b, "#f-activity_description", "Programación informática").await;
+    b.find("#setup-company-save")
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    assert!(error_beside(&b, "ruc").await.contains('1'));
+    assert_eq!(value_of(&b, "#f-email").await, "facturas@example.com.py");
+    shot(&b, "setup-company").await;
+    accessible(&b, "setup: company refused").await;
+    type_into(&b, "#f-ruc", "80069563-1").await;
+    assert!(
+        b.find("#ruc-check")
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+            .contains("es correcto")
+    );
+    b.find("#setup-company-save")
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+
+    // Branch and point: a point code of letters is said beside it.
+    b.wait_for("#setup-branch", Duration::from_secs(10))
+        .await
+        .unwrap();
+    accessible(&b, "setup: branch").await;
+    type_into(&b, "#f-point_code", "A1").await;
+    b.find("#setup-branch-save").await.unwrap().click().await.unwrap();
+    error_beside(&b, "point_code").await;
+    assert_eq!(value_of(&b, "#f-branch_name").await, "Casa matriz");
+    type_into(&b, "#f-point_code", "001").await;
+    b.find("#setup-branch-save").await.unwrap().click().await.unwrap();
+
+    // The certificate, uploaded from a file: a wrong password, then its checks all green.
+    b.wait_for("#setup-certificate", Duration::from_secs(10))
+        .await
+        .unwrap();
+    accessible(&b, "setup: certificate").await;
+    let dir = std::env::temp_dir().join(format!("kuatia-setup-{}", uuid::Uuid::now_v7()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pfx = dir.join("firma.pfx");
+    std::fs::write(
+        &pfx,
+        kuatia_infrastructure::selfsigned::SelfSigned::for_ruc(
+            "DE GENERACION ELECTRONICA S.A.",
+            "80069563-1",
+            365,
+        )
+        .pfx("firma 2026 pass")
+        .unwrap(),
+    )
+    .unwrap();
+    let upload = |password: &'static str| {
+        let path = pfx.to_str().unwrap().to_owned();
+        let b = &b;
+        async move {
+            b.find("#f-pfx").await.unwrap().send_keys(&path).await.unwrap();
+            type_into(b, "#f-password", password).await;
+            b.find("#setup-certificate-save")
+                .await
+                .unwrap()
+                .click()
+                .await
+                .unwrap();
+        }
+    };
+    type_into(&b, "#f-label", "firma 2026").await;
+    upload("otra clave").await;
+    error_beside(&b, "pfx").await;
+    assert_eq!(value_of(&b, "#f-label").await, "firma 2026");
+    upload("firma 2026 pass").await;
+    b.wait_for("#flash", Duration::from_secs(15)).await.unwrap();
+    assert!(b.find_all(".check-bad").await.unwrap().is_empty());
+    assert!(b.find_all(".check-ok").await.unwrap().len() >= 4);
+    shot(&b, "setup-certificate").await;
+    accessible(&b, "setup: certificate checked").await;
+    std::fs::remove_dir_all(&dir).ok();
+    b.find("#setup-next").await.unwrap().click().await.unwrap();
+
+    // The SIFEN channel, sending to the simulator: without the CSC first.
+    b.wait_for("#setup-sifen", Duration::from_secs(10)).await.unwrap();
+    accessible(&b, "setup: channel").await;
+    type_into(&b, "#f-endpoint", &sim.base_url()).await;
+    type_into(&b, "#f-timbrado", "12345678").await;
+    // A date input's typing follows the browser's locale: the value is set as the form sends it.
+    b.execute(
+        "document.getElementById('f-timbrado_valid_from').value = '2024-01-01';",
+        vec![],
+    )
+    .await
+    .unwrap();
+    b.find("#setup-sifen-save").await.unwrap().click().await.unwrap();
+    error_beside(&b, "csc").await;
+    assert_eq!(value_of(&b, "#f-timbrado").await, "12345678");
+    type_into(&b, "#f-csc", "ABCD0000000000000000000000000000").await;
+    b.find("#setup-sifen-save").await.unwrap().click().await.unwrap();
+    b.wait_for("#flash", Duration::from_secs(15)).await.unwrap();
+    b.find("#setup-next").await.unwrap().click().await.unwrap();
+
+    // Printing: the footer, then the preview beside the form.
+    b.wait_for("#setup-print", Duration::from_secs(10)).await.unwrap();
+    type_into(&b, "#f-footer_note", "Gracias por su compra").await;
+    b.find("#setup-print-save").await.unwrap().click().await.unwrap();
+    b.wait_for("#kude-preview", Duration::from_secs(20))
+        .await
+        .unwrap();
+    shot(&b, "setup-print").await;
+    accessible(&b, "setup: print").await;
+    b.find("#setup-next").await.unwrap().click().await.unwrap();
+
+    // Ready: all green, and the first invoice.
+    b.wait_for("#step-h", Duration::from_secs(10)).await.unwrap();
+    assert!(b.find_all(".check-bad").await.unwrap().is_empty());
+    shot(&b, "setup-ready").await;
+    accessible(&b, "setup: ready").await;
+    b.find("#setup-next").await.unwrap().click().await.unwrap();
+    b.wait_for("#issue-form", Duration::from_secs(10)).await.unwrap();
+    type_into(&b, "#buyer_ruc", "80013884-8").await;
+    type_into(&b, "#buyer_name", "CLIENTE S.A.").await;
+    let line = |field: &str| format!("#lines tbody tr:first-child [name={field}]");
+    type_into(&b, &line("description"), "Licencia anual").await;
+    type_into(&b, &line("quantity"), "1").await;
+    type_into(&b, &line("unit_price"), "110.000").await;
+    b.find("#issue-submit").await.unwrap().click().await.unwrap();
+    b.wait_for("#doc-status", Duration::from_secs(15)).await.unwrap();
+    let issued = b.current_url().await.unwrap();
+    page_status(&b, &issued, "accepted").await;
+    b.quit().await.ok();
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn an_operator_rebuilds_a_projection_and_retries_a_job_while_an_owner_finds_no_room() {
+    let f = crate::console_operators::with_an_operator().await;
+    let dead = crate::console_operators::dead_job(&f, "noop:browser").await;
+    let Some(b) = browser("es-PY").await else { return };
+    let base = f.app.base.clone();
+
+    // The tenant's owner: not found.
+    log_in(&b, &base, "duena@example.com.py").await;
+    assert!(!b.exists("a[href='/console/operators']").await.unwrap());
+    b.goto(&format!("{base}/console/operators")).await.unwrap();
+    assert!(
+        b.page_source().await.unwrap().contains("No encontrado")
+            || b.title().await.unwrap().contains("encontr")
+    );
+    assert!(!b.exists("#projections").await.unwrap());
+
+    log_in(&b, &base, crate::console_operators::OPERATOR).await;
+    b.goto(&format!("{base}/console/operators")).await.unwrap();
+    b.wait_for("#projections", Duration::from_secs(10)).await.unwrap();
+    accessible(&b, "operators").await;
+    b.find("[data-projection='documents'] button.rebuild")
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    // The page refreshes itself while the rebuild runs, until it says it ended.
+    b.wait_for("#task-state[data-state='done']", Duration::from_secs(30))
+        .await
+        .unwrap();
+    shot(&b, "operators").await;
+    accessible(&b, "operators, rebuilt").await;
+    b.find(&format!("[data-job-id='{dead}'] button.retry-job"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let said = b
+        .wait_for("#flash", Duration::from_secs(10))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(said.contains("reintentado"), "{said}");
+    assert_eq!(
+        b.find(&format!("[data-job-id='{dead}']"))
+            .await
+            .unwrap()
+            .attribute("data-status")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("failed")
+    );
+    b.quit().await.ok();
+    f.app.stop().await;
+}

@@ -49,6 +49,8 @@ pub struct HomePage {
     /// Autoimpresor ranges 90 % used or more, in words.
     pub ranges: Vec<String>,
     pub can_issue: bool,
+    /// No channel can issue yet and the role may set one up: the wizard is offered first.
+    pub setup_needed: bool,
 }
 
 /// The statuses that ask for someone's attention, in the order shown.
@@ -129,6 +131,7 @@ async fn page(state: &AppState, console: &Console) -> Result<HomePage, crate::er
     let mut certificates = Vec::new();
     let mut channels = Vec::new();
     let mut ranges = Vec::new();
+    let mut setup_needed = false;
     if console.may(crate::routes::certificates::LIST_CERTIFICATES) {
         let listed = crate::routes::certificates::list_certificates(State(state.clone()), caller.clone())
             .await?
@@ -162,6 +165,8 @@ async fn page(state: &AppState, console: &Console) -> Result<HomePage, crate::er
                 ));
             }
         }
+        setup_needed = console.may(crate::routes::companies::CREATE_COMPANY)
+            && !readiness.channels.iter().any(|c| c.ready);
         for ch in readiness.channels.into_iter().filter(|c| !c.ready) {
             channels.push(ChannelNote {
                 channel: ch.channel,
@@ -186,5 +191,6 @@ async fn page(state: &AppState, console: &Console) -> Result<HomePage, crate::er
         channels,
         ranges,
         can_issue: console.may(crate::routes::documents::CREATE_DOCUMENT),
+        setup_needed,
     })
 }

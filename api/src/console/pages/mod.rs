@@ -9,7 +9,9 @@ pub mod document;
 pub mod documents;
 pub mod home;
 pub mod issue;
+pub mod operators;
 pub mod sandbox;
+pub mod setup;
 pub mod webhooks;
 
 use askama::Template;
