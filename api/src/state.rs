@@ -63,7 +63,7 @@ pub struct AppState {
     /// printer, throw-away certificates, SIFEN's checks in process or at a test endpoint).
     pub sandbox: kuatia_application::sandbox::SandboxPorts,
     /// The operators' room's long task (a rebuild or a verification), one at a time.
-    pub operator_task: crate::console::OperatorTasks,
+    pub operator_task: kuatia_application::support::Tasks,
     /// The projections, for the operators' room (rebuilt by the projections' own runtime).
     pub projections: Arc<dyn kuatia_application::support::ProjectionAdmin>,
 }

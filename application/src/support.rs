@@ -5,6 +5,7 @@
 //! verification).
 
 use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
 
 use chrono::Utc;
 use kuatia_domain::support::{self, SupportEvent};
@@ -253,6 +254,53 @@ pub async fn verify_recorded(
     Ok(found)
 }
 
+/// A long task of the operators' room (a rebuild or a verification), one at a time per instance.
+#[derive(Debug, Clone)]
+pub struct OperatorTask {
+    /// `rebuild` or `verify`.
+    pub kind: &'static str,
+    /// The projection rebuilt (empty for a verification).
+    pub name: String,
+    /// Who started it.
+    pub operator: String,
+    /// When.
+    pub started: chrono::DateTime<Utc>,
+    /// The position reached.
+    pub position: i64,
+    /// The head it runs to.
+    pub head: i64,
+    /// When it ended (`None`: running).
+    pub finished: Option<chrono::DateTime<Utc>>,
+    /// It ended well.
+    pub ok: bool,
+    /// What it found or why it failed.
+    pub outcome: String,
+}
+
+/// The instance's slot for the room's task.
+pub type Tasks = Arc<Mutex<Option<OperatorTask>>>;
+
+/// Puts `task` in the slot unless one runs there; `false` when one does.
+pub fn claim(tasks: &Tasks, task: OperatorTask) -> bool {
+    let Ok(mut slot) = tasks.lock() else {
+        return false;
+    };
+    if slot.as_ref().is_some_and(|t| t.finished.is_none()) {
+        return false;
+    }
+    *slot = Some(task);
+    true
+}
+
+/// Changes the task in the slot, if there is one.
+pub fn update(tasks: &Tasks, f: impl FnOnce(&mut OperatorTask)) {
+    if let Ok(mut slot) = tasks.lock()
+        && let Some(task) = slot.as_mut()
+    {
+        f(task);
+    }
+}
+
 /// What a verification of the whole store found.
 #[derive(Debug, Clone)]
 pub struct Verification {
@@ -301,4 +349,36 @@ pub async fn verify_store(
         head: filter.after,
         broken: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(kind: &'static str) -> OperatorTask {
+        OperatorTask {
+            kind,
+            name: "documents".into(),
+            operator: "soporte@kuatia.com.py".into(),
+            started: Utc::now(),
+            position: 0,
+            head: 10,
+            finished: None,
+            ok: false,
+            outcome: String::new(),
+        }
+    }
+
+    #[test]
+    fn one_task_runs_at_a_time_and_an_ended_one_gives_way() {
+        let tasks = Tasks::default();
+        assert!(claim(&tasks, task("rebuild")));
+        assert!(!claim(&tasks, task("verify")), "refused while the rebuild runs");
+        update(&tasks, |t| t.finished = Some(Utc::now()));
+        assert!(claim(&tasks, task("verify")));
+        assert_eq!(
+            tasks.lock().map(|t| t.as_ref().map(|t| t.kind)).ok().flatten(),
+            Some("verify")
+        );
+    }
 }

@@ -31,9 +31,6 @@ use crate::error::ApiError;
 use crate::state::AppState;
 use i18n::{Lang, Tr};
 
-/// The operators' room's task slot (in [`AppState`]).
-pub type OperatorTasks = pages::operators::Tasks;
-
 /// The cookie holding the tenant the user works in.
 pub const TENANT_COOKIE: &str = "kuatia_tenant";
 /// The cookie carrying one message to the next page (after a form's redirect).

@@ -10,19 +10,17 @@
 //! latency) and the event store (head position, events in the last minute, "Verificar" with
 //! progress). Every action is an event of a support stream with the operator as actor.
 
-use std::sync::{Arc, Mutex};
-
 use askama::Template;
 use axum::Form;
 use axum::extract::{FromRequestParts, State};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 use axum::response::Response;
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use kuatia_application::event_store::ReadFilter;
 use kuatia_application::jobs::{JobFilter, JobListStatus};
 use kuatia_application::projection::SqlValue;
-use kuatia_application::support;
+use kuatia_application::support::{self, OperatorTask, Tasks, claim, update};
 use serde::Deserialize;
 
 use crate::auth::SESSION_COOKIE;
@@ -31,32 +29,6 @@ use crate::console::{Chrome, cookie, csrf_of, flash_of, plain_error, redirect_wi
 use crate::error::ApiError;
 use crate::extract::{Path, Query};
 use crate::state::AppState;
-
-/// The long task the room runs (a rebuild or a verification), one at a time per instance.
-#[derive(Debug, Clone)]
-pub struct OperatorTask {
-    /// `rebuild` or `verify`.
-    pub kind: &'static str,
-    /// The projection rebuilt (empty for a verification).
-    pub name: String,
-    /// Who started it.
-    pub operator: String,
-    /// When.
-    pub started: DateTime<Utc>,
-    /// The position reached.
-    pub position: i64,
-    /// The head it runs to.
-    pub head: i64,
-    /// When it ended (`None`: running).
-    pub finished: Option<DateTime<Utc>>,
-    /// It ended well.
-    pub ok: bool,
-    /// What it found or why it failed.
-    pub outcome: String,
-}
-
-/// The room's task, shared by the instance's requests.
-pub type Tasks = Arc<Mutex<Option<OperatorTask>>>;
 
 /// A request of an operator: a logged-in user whose email the system's support stream lists.
 pub struct Operator {
@@ -440,24 +412,41 @@ pub struct ActionForm {
     pub reason: Option<String>,
 }
 
-/// Starts `task` unless one runs; `false` when one does.
-fn claim(tasks: &Tasks, task: OperatorTask) -> bool {
-    let Ok(mut slot) = tasks.lock() else {
-        return false;
+/// Claims the room's slot for a task of `kind` (on projection `name`) by `op`: the slot to report
+/// to, or `None` while another task runs.
+fn begin(state: &AppState, op: &Operator, kind: &'static str, name: &str) -> Option<Tasks> {
+    let task = OperatorTask {
+        kind,
+        name: name.to_owned(),
+        operator: op.email.clone(),
+        started: Utc::now(),
+        position: 0,
+        head: 0,
+        finished: None,
+        ok: false,
+        outcome: String::new(),
     };
-    if slot.as_ref().is_some_and(|t| t.finished.is_none()) {
-        return false;
-    }
-    *slot = Some(task);
-    true
+    claim(&state.operator_task, task).then(|| state.operator_task.clone())
 }
 
-fn update(tasks: &Tasks, f: impl FnOnce(&mut OperatorTask)) {
-    if let Ok(mut slot) = tasks.lock()
-        && let Some(task) = slot.as_mut()
-    {
-        f(task);
-    }
+/// Notes how far the task got.
+fn advance(tasks: &Tasks, position: i64, head: i64) {
+    update(tasks, |t| {
+        t.position = position;
+        t.head = head;
+    });
+}
+
+/// Notes the task's end and what it found.
+fn end(tasks: &Tasks, ok: bool, outcome: String) {
+    update(tasks, |t| {
+        t.finished = Some(Utc::now());
+        t.ok = ok;
+        t.outcome = outcome;
+        if ok {
+            t.position = t.head.max(t.position);
+        }
+    });
 }
 
 /// `POST /console/operators/projections/{name}/rebuild`: empties the projection and replays it
@@ -477,44 +466,17 @@ pub async fn rebuild(
         Some(false) => return redirect_with("/console/operators", false, &tr.t("operators-side-effect")),
         Some(true) => {}
     }
-    let task = OperatorTask {
-        kind: "rebuild",
-        name: name.clone(),
-        operator: op.email.clone(),
-        started: Utc::now(),
-        position: 0,
-        head: 0,
-        finished: None,
-        ok: false,
-        outcome: String::new(),
-    };
-    if !claim(&state.operator_task, task) {
+    let Some(tasks) = begin(&state, &op, "rebuild", &name) else {
         return redirect_with("/console/operators", false, &tr.t("operators-busy"));
-    }
-    let tasks = state.operator_task.clone();
-    let store = state.store.clone();
-    let projections = state.projections.clone();
-    let operator = op.email.clone();
+    };
+    let (store, projections, operator) = (state.store.clone(), state.projections.clone(), op.email);
     let started = tr.t1("operators-rebuild-started", "name", &name);
     tokio::spawn(async move {
-        let progress = |position: i64, head: i64| {
-            update(&tasks, |t| {
-                t.position = position;
-                t.head = head;
-            })
-        };
-        let result =
-            support::rebuild_projection(&store, projections.as_ref(), &name, &operator, &progress).await;
-        let (ok, outcome) = match result {
-            Ok(events) => (true, tr.t1("operators-rebuilt-events", "n", events)),
-            Err(e) => (false, e),
-        };
-        update(&tasks, |t| {
-            t.finished = Some(Utc::now());
-            t.ok = ok;
-            t.outcome = outcome;
-            t.position = t.head.max(t.position);
-        });
+        let progress = |position, head| advance(&tasks, position, head);
+        match support::rebuild_projection(&store, projections.as_ref(), &name, &operator, &progress).await {
+            Ok(events) => end(&tasks, true, tr.t1("operators-rebuilt-events", "n", events)),
+            Err(e) => end(&tasks, false, e),
+        }
     });
     redirect_with("/console/operators", true, &started)
 }
@@ -526,40 +488,24 @@ pub async fn verify(State(state): State<AppState>, op: Operator, Form(form): For
         return r;
     }
     let tr = op.chrome.tr;
-    let task = OperatorTask {
-        kind: "verify",
-        name: String::new(),
-        operator: op.email.clone(),
-        started: Utc::now(),
-        position: 0,
-        head: 0,
-        finished: None,
-        ok: false,
-        outcome: String::new(),
-    };
-    if !claim(&state.operator_task, task) {
+    let Some(tasks) = begin(&state, &op, "verify", "") else {
         return redirect_with("/console/operators", false, &tr.t("operators-busy"));
-    }
-    let tasks = state.operator_task.clone();
-    let store = state.store.clone();
-    let operator = op.email.clone();
+    };
+    let (store, operator) = (state.store.clone(), op.email);
     tokio::spawn(async move {
-        let progress = |position: i64, head: i64| {
-            update(&tasks, |t| {
-                t.position = position;
-                t.head = head;
-            })
-        };
-        let (ok, outcome) = match support::verify_recorded(&store, &operator, &progress).await {
+        let progress = |position, head| advance(&tasks, position, head);
+        match support::verify_recorded(&store, &operator, &progress).await {
             Ok(found) => match &found.broken {
-                Some(b) => (
+                Some(b) => end(
+                    &tasks,
                     false,
                     format!(
                         "event {} (position {}, stream {}): {}",
                         b.event_id, b.global_position, b.stream_id, b.reason
                     ),
                 ),
-                None => (
+                None => end(
+                    &tasks,
                     true,
                     tr.tn(
                         "operators-verified",
@@ -567,13 +513,8 @@ pub async fn verify(State(state): State<AppState>, op: Operator, Form(form): For
                     ),
                 ),
             },
-            Err(e) => (false, e.to_string()),
-        };
-        update(&tasks, |t| {
-            t.finished = Some(Utc::now());
-            t.ok = ok;
-            t.outcome = outcome;
-        });
+            Err(e) => end(&tasks, false, e.to_string()),
+        }
     });
     redirect_with("/console/operators", true, &tr.t("operators-verify-started"))
 }
@@ -644,30 +585,6 @@ fn said(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn task(kind: &'static str) -> OperatorTask {
-        OperatorTask {
-            kind,
-            name: "documents".into(),
-            operator: "soporte@kuatia.com.py".into(),
-            started: Utc::now(),
-            position: 0,
-            head: 10,
-            finished: None,
-            ok: false,
-            outcome: String::new(),
-        }
-    }
-
-    #[test]
-    fn one_task_runs_at_a_time_and_an_ended_one_gives_way() {
-        let tasks = Tasks::default();
-        assert!(claim(&tasks, task("rebuild")));
-        assert!(!claim(&tasks, task("verify")), "refused while the rebuild runs");
-        update(&tasks, |t| t.finished = Some(Utc::now()));
-        assert!(claim(&tasks, task("verify")));
-        assert_eq!(tasks.lock().unwrap().as_ref().map(|t| t.kind), Some("verify"));
-    }
 
     #[test]
     fn sifen_answers_are_read_from_the_exposition_by_operation_and_code() {

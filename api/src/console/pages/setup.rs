@@ -374,6 +374,24 @@ impl Field {
     }
 }
 
+/// Sets each field's error from `errors` and says what the top of the page lists: the errors no
+/// field took, else "see the marked fields", else the refusal's message.
+fn said(
+    tr: crate::console::i18n::Tr,
+    forms: &mut [FormSpec],
+    errors: BTreeMap<String, String>,
+    e: &ApiError,
+) -> Vec<String> {
+    let left = place_errors(forms, errors);
+    if !left.is_empty() {
+        left
+    } else if e.details.is_some() {
+        vec![tr.t("setup-see-fields")]
+    } else {
+        vec![e.message.clone()]
+    }
+}
+
 /// Sets each field's error from `errors`; returns the errors no field took.
 fn place_errors(forms: &mut [FormSpec], mut errors: BTreeMap<String, String>) -> Vec<String> {
     for form in forms.iter_mut() {
@@ -786,14 +804,7 @@ fn company_page(
     });
     if let Some(e) = err {
         let errors = by_field(e, &[("economic_activities", "activity_code")]);
-        let left = place_errors(&mut page.forms, errors);
-        page.problems = if left.is_empty() && e.details.is_some() {
-            vec![tr.t("setup-see-fields")]
-        } else if left.is_empty() {
-            vec![e.message.clone()]
-        } else {
-            left
-        };
+        page.problems = said(tr, &mut page.forms, errors, e);
     }
 }
 
@@ -1114,14 +1125,7 @@ fn branch_page(
                 ("department_code", "branch_department_code"),
             ],
         );
-        let left = place_errors(&mut page.forms, errors);
-        page.problems = if left.is_empty() && e.details.is_some() {
-            vec![tr.t("setup-see-fields")]
-        } else if left.is_empty() {
-            vec![e.message.clone()]
-        } else {
-            left
-        };
+        page.problems = said(tr, &mut page.forms, errors, e);
     }
 }
 
@@ -1791,14 +1795,7 @@ fn channel_page(
         } else {
             0
         };
-        let left = place_errors(&mut page.forms[which..=which], errors);
-        page.problems = if left.is_empty() && e.details.is_some() {
-            vec![tr.t("setup-see-fields")]
-        } else if left.is_empty() {
-            vec![e.message.clone()]
-        } else {
-            left
-        };
+        page.problems = said(tr, &mut page.forms[which..=which], errors, e);
     }
 }
 
@@ -2055,14 +2052,7 @@ fn print_page(
     }
     if let Some(e) = err {
         let errors = by_field(e, &[("logo_image_data_url", "logo"), ("page_width", "paper")]);
-        let left = place_errors(&mut page.forms, errors);
-        page.problems = if left.is_empty() && e.details.is_some() {
-            vec![tr.t("setup-see-fields")]
-        } else if left.is_empty() {
-            vec![e.message.clone()]
-        } else {
-            left
-        };
+        page.problems = said(tr, &mut page.forms, errors, e);
     }
 }
 
