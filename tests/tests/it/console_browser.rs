@@ -995,6 +995,23 @@ async fn a_new_tenant_sets_up_in_the_wizard_and_issues_an_accepted_invoice_in_th
     assert!(b.find_all(".check-bad").await.unwrap().is_empty());
     shot(&b, "setup-ready").await;
     accessible(&b, "setup: ready").await;
+    // Every step again in English, axe on each (the stored records fill the forms).
+    b.goto(&format!("{base}/console/lang?to=en&next=/console/setup/company"))
+        .await
+        .unwrap();
+    for step in ["company", "branch", "certificate", "channel", "print", "ready"] {
+        b.goto(&format!("{base}/console/setup/{step}")).await.unwrap();
+        b.wait_for("#step-h", Duration::from_secs(10)).await.unwrap();
+        assert!(
+            b.page_source().await.unwrap().contains("Set up the company"),
+            "{step} in English"
+        );
+        accessible(&b, &format!("setup, English: {step}")).await;
+    }
+    b.goto(&format!("{base}/console/lang?to=es&next=/console/setup/ready"))
+        .await
+        .unwrap();
+    b.wait_for("#setup-next", Duration::from_secs(10)).await.unwrap();
     b.find("#setup-next").await.unwrap().click().await.unwrap();
     b.wait_for("#issue-form", Duration::from_secs(10)).await.unwrap();
     type_into(&b, "#buyer_ruc", "80013884-8").await;
@@ -1058,6 +1075,15 @@ async fn an_operator_rebuilds_a_projection_and_retries_a_job_while_an_owner_find
         .await
         .unwrap();
     assert!(said.contains("reintentado"), "{said}");
+    b.goto(&format!("{base}/console/lang?to=en&next=/console/operators"))
+        .await
+        .unwrap();
+    b.wait_for("#projections", Duration::from_secs(10)).await.unwrap();
+    assert!(
+        b.page_source().await.unwrap().contains("The job queue")
+            || b.page_source().await.unwrap().contains("Job queue")
+    );
+    accessible(&b, "operators, English").await;
     assert_eq!(
         b.find(&format!("[data-job-id='{dead}']"))
             .await

@@ -502,3 +502,107 @@ fn input_selected(html: &str, id: &str) -> String {
 fn rest_end(rest: &str) -> usize {
     rest.find("</select>").unwrap_or(rest.len())
 }
+
+#[tokio::test]
+async fn an_autoimpresor_taxpayer_skips_the_certificate_and_sets_its_authorization_up() {
+    let (app, _sim, _tenant, _key) = new_tenant().await;
+    let mut v = Visitor::new(&app.base);
+    v.log_in("duena@example.com.py", PASSWORD).await;
+    let csrf = hidden(&v.get("/console/setup/company").await.body, "csrf");
+    let saved = post(
+        &mut v,
+        "/console/setup/company",
+        &company_form(&csrf, "80069563-1"),
+    )
+    .await;
+    assert_eq!(saved.status, 303, "{}", saved.body);
+    let saved = post(
+        &mut v,
+        "/console/setup/branch",
+        &[
+            ("csrf", csrf.clone()),
+            ("action", "save".into()),
+            ("branch_code", "001".into()),
+            ("branch_name", "Casa matriz".into()),
+            ("point_code", "001".into()),
+        ],
+    )
+    .await;
+    assert_eq!(location(&saved), "/console/setup/certificate");
+    // No certificate: the step offers to skip it.
+    let certificate = v.get("/console/setup/certificate").await;
+    assert!(
+        certificate
+            .body
+            .contains("href=\"/console/setup/channel\" id=\"setup-skip\"")
+    );
+    let channel = v.get("/console/setup/channel").await;
+    let point = input_selected(&channel.body, "f-point_id");
+    let autoimpresor = |valid_to: &str, end: &str| {
+        vec![
+            ("csrf", csrf.clone()),
+            ("action", "save".into()),
+            ("authorization", "AUT-2026-0001".into()),
+            ("a_timbrado", "12345678".into()),
+            ("valid_from", "2026-01-01".into()),
+            ("valid_to", valid_to.into()),
+            ("point_id", point.clone()),
+            ("range_start", "1".into()),
+            ("range_end", end.into()),
+            ("next_number", String::new()),
+            ("report_endpoint", "http://127.0.0.1:9/recibidos".into()),
+        ]
+    };
+    // A validity that ends before it starts and a range that ends before it starts: both said.
+    let refused = post(
+        &mut v,
+        "/console/setup/channel/autoimpresor",
+        &autoimpresor("2025-12-31", "0"),
+    )
+    .await;
+    assert_eq!(refused.status, 200, "{}", refused.body);
+    assert!(
+        field_error(&refused.body, "valid_to").is_some(),
+        "{}",
+        refused.body
+    );
+    assert!(
+        field_error(&refused.body, "range_end").is_some(),
+        "{}",
+        refused.body
+    );
+    assert_eq!(input_value(&refused.body, "f-authorization"), "AUT-2026-0001");
+    // Letters where a number goes: said before the API is asked.
+    let letters = post(
+        &mut v,
+        "/console/setup/channel/autoimpresor",
+        &autoimpresor("2027-12-31", "mil"),
+    )
+    .await;
+    assert_eq!(
+        field_error(&letters.body, "range_end").as_deref(),
+        Some("Escribí solo números.")
+    );
+    let saved = post(
+        &mut v,
+        "/console/setup/channel/autoimpresor",
+        &autoimpresor("2027-12-31", "5000"),
+    )
+    .await;
+    assert_eq!(
+        (saved.status, location(&saved)),
+        (303, "/console/setup/channel"),
+        "{}",
+        saved.body
+    );
+    let page = v.get("/console/setup/channel").await;
+    assert!(page.body.contains("Canal autoimpresor"), "{}", page.body);
+    assert_eq!(
+        input_value(&page.body, "f-range_end"),
+        "5000",
+        "the stored channel fills its form"
+    );
+    // The certificate step is done for an autoimpresor-only taxpayer: next is printing.
+    assert_eq!(location(&v.get("/console/setup").await), "/console/setup/print");
+    app.stop().await;
+}
