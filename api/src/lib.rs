@@ -84,6 +84,8 @@ fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
             routes::branches::list_branches,
             routes::branches::create_branch
         ))
+        .routes(routes!(routes::branches::update_branch))
+        .routes(routes!(routes::branches::update_issuance_point))
         .routes(routes!(
             routes::branches::list_issuance_points,
             routes::branches::create_issuance_point
@@ -98,6 +100,7 @@ fn routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
             routes::certificates::upload_certificate
         ))
         .routes(routes!(routes::certificates::validate_certificate))
+        .routes(routes!(routes::certificates::certificate_chain))
         .routes(routes!(
             routes::emission_channels::list_channels,
             routes::emission_channels::create_channel

@@ -17,6 +17,10 @@ use crate::event_store::{
 use crate::hash::{ChainBreak, ChainVerifier};
 use crate::jobs::{Job, JobQueue, JobState};
 
+/// The code the `sifen_answers` read model counts an operational failure under (no answer from
+/// SIFEN, or one that says to try again later): SIFEN's own codes are digits.
+pub const SIFEN_RETRY_CODE: &str = "retry";
+
 /// Why a support action did nothing.
 #[derive(Debug, thiserror::Error)]
 pub enum SupportError {

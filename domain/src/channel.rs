@@ -306,16 +306,43 @@ pub struct ReadinessContext<'a> {
     pub today: NaiveDate,
 }
 
-fn unresolved_message<T>(what: &str, err: &Unresolved<T>) -> String {
+/// Why no branch or point could be chosen, as a failing check `name` of `what`.
+fn unresolved<T>(name: &str, what: &str, err: &Unresolved<T>) -> Check {
     match err {
-        Unresolved::Unknown(_) => format!("the configured {what} is not the company's"),
-        Unresolved::Missing => format!("the company has no {what}"),
-        Unresolved::Ambiguous(c) => {
+        Unresolved::Unknown(_) => {
+            Check::new(name, false, format!("the configured {what} is not the company's")).found(
+                if name == "branch" {
+                    "branch_foreign"
+                } else {
+                    "point_foreign"
+                },
+                &[],
+            )
+        }
+        Unresolved::Missing => Check::new(name, false, format!("the company has no {what}")).found(
+            if name == "branch" {
+                "branch_missing"
+            } else {
+                "point_missing"
+            },
+            &[],
+        ),
+        Unresolved::Ambiguous(c) => Check::new(
+            name,
+            false,
             format!(
                 "{} candidates for the {what} and not exactly one marked is_default",
                 c.len()
-            )
-        }
+            ),
+        )
+        .found(
+            if name == "branch" {
+                "branch_ambiguous"
+            } else {
+                "point_ambiguous"
+            },
+            &[("count", &c.len())],
+        ),
     }
 }
 
@@ -324,15 +351,17 @@ fn location_checks(explicit: Option<(Uuid, Uuid)>, ctx: &ReadinessContext<'_>, c
     let candidates: Vec<(Uuid, bool)> = ctx.branches.iter().map(|(id, d, _)| (*id, *d)).collect();
     match defaults::resolve(explicit.map(|(b, _)| b), &candidates) {
         Err(e) => {
-            checks.push(Check::new("branch", false, unresolved_message("branch", &e)));
-            checks.push(Check::new(
-                "issuance_point",
-                false,
-                "no branch to take a point from",
-            ));
+            checks.push(unresolved("branch", "branch", &e));
+            checks.push(
+                Check::new("issuance_point", false, "no branch to take a point from")
+                    .found("point_no_branch", &[]),
+            );
         }
         Ok(branch) => {
-            checks.push(Check::new("branch", true, format!("branch {branch}")));
+            checks.push(
+                Check::new("branch", true, format!("branch {branch}"))
+                    .found("branch_ok", &[("branch", &branch)]),
+            );
             let points = ctx
                 .branches
                 .iter()
@@ -340,16 +369,11 @@ fn location_checks(explicit: Option<(Uuid, Uuid)>, ctx: &ReadinessContext<'_>, c
                 .map(|(_, _, p)| p.as_slice())
                 .unwrap_or_default();
             match defaults::resolve(explicit.map(|(_, p)| p), points) {
-                Ok(point) => checks.push(Check::new(
-                    "issuance_point",
-                    true,
-                    format!("issuance point {point}"),
-                )),
-                Err(e) => checks.push(Check::new(
-                    "issuance_point",
-                    false,
-                    unresolved_message("issuance point", &e),
-                )),
+                Ok(point) => checks.push(
+                    Check::new("issuance_point", true, format!("issuance point {point}"))
+                        .found("point_ok", &[("point", &point)]),
+                ),
+                Err(e) => checks.push(unresolved("issuance_point", "issuance point", &e)),
             }
         }
     }
@@ -358,7 +382,10 @@ fn location_checks(explicit: Option<(Uuid, Uuid)>, ctx: &ReadinessContext<'_>, c
 impl EmissionChannel {
     /// Every check a document on this channel depends on, in a fixed order.
     pub fn readiness(&self, ctx: &ReadinessContext<'_>) -> Vec<Check> {
-        let mut checks = vec![Check::new("company", true, format!("company RUC {}", ctx.ruc))];
+        let mut checks = vec![
+            Check::new("company", true, format!("company RUC {}", ctx.ruc))
+                .found("company", &[("ruc", ctx.ruc)]),
+        ];
         match (&self.sifen, &self.autoimpresor) {
             (Some(s), _) => {
                 location_checks(None, ctx, &mut checks);
@@ -368,6 +395,10 @@ impl EmissionChannel {
                         true,
                         format!("timbrado {} valid from {}", s.timbrado, s.timbrado_valid_from),
                     )
+                    .found(
+                        "timbrado_from",
+                        &[("timbrado", &s.timbrado), ("from", &s.timbrado_valid_from)],
+                    )
                 } else {
                     Check::new(
                         "timbrado",
@@ -376,6 +407,10 @@ impl EmissionChannel {
                             "timbrado {} is valid only from {}",
                             s.timbrado, s.timbrado_valid_from
                         ),
+                    )
+                    .found(
+                        "timbrado_not_yet",
+                        &[("timbrado", &s.timbrado), ("from", &s.timbrado_valid_from)],
                     )
                 });
                 checks.push(
@@ -388,7 +423,8 @@ impl EmissionChannel {
                             "certificate",
                             false,
                             "the channel's certificate is not the company's",
-                        ),
+                        )
+                        .found("certificate_foreign", &[]),
                         Some(cert) => {
                             let v = cert.facts.validate(ctx.ruc, ctx.now);
                             if v.valid {
@@ -400,51 +436,96 @@ impl EmissionChannel {
                                         cert.certificate_id, v.expires_in_days
                                     ),
                                 )
+                                .found(
+                                    "certificate_ok",
+                                    &[
+                                        ("certificate", &cert.certificate_id),
+                                        ("days", &v.expires_in_days),
+                                    ],
+                                )
                             } else {
-                                let failed: Vec<String> = v
-                                    .checks
-                                    .into_iter()
-                                    .filter(|c| !c.ok)
-                                    .map(|c| c.message)
-                                    .collect();
-                                Check::new("certificate", false, failed.join("; "))
+                                let failed: Vec<Check> = v.checks.into_iter().filter(|c| !c.ok).collect();
+                                let names: Vec<&str> = failed.iter().map(|c| c.name.as_str()).collect();
+                                let messages: Vec<&str> = failed.iter().map(|c| c.message.as_str()).collect();
+                                Check::new("certificate", false, messages.join("; ")).found(
+                                    "certificate_failing",
+                                    &[
+                                        ("certificate", &cert.certificate_id),
+                                        ("failed", &names.join(",")),
+                                    ],
+                                )
                             }
                         }
                     },
                 );
-                checks.push(Check::new("csc", true, format!("CSC {} on file", s.csc_id)));
+                checks.push(
+                    Check::new("csc", true, format!("CSC {} on file", s.csc_id))
+                        .found("csc", &[("csc_id", &s.csc_id)]),
+                );
             }
             (None, Some(a)) => {
                 location_checks(Some((a.branch_id, a.issuance_point_id)), ctx, &mut checks);
                 let in_validity = a.valid_from <= ctx.today && ctx.today <= a.valid_to;
-                checks.push(Check::new(
-                    "timbrado",
-                    in_validity,
-                    format!(
-                        "timbrado {} valid from {} to {}{}",
-                        a.timbrado,
-                        a.valid_from,
-                        a.valid_to,
-                        if in_validity { "" } else { ", which excludes today" }
+                checks.push(
+                    Check::new(
+                        "timbrado",
+                        in_validity,
+                        format!(
+                            "timbrado {} valid from {} to {}{}",
+                            a.timbrado,
+                            a.valid_from,
+                            a.valid_to,
+                            if in_validity { "" } else { ", which excludes today" }
+                        ),
+                    )
+                    .found(
+                        if in_validity {
+                            "authorization_ok"
+                        } else {
+                            "authorization_out"
+                        },
+                        &[
+                            ("timbrado", &a.timbrado),
+                            ("from", &a.valid_from),
+                            ("to", &a.valid_to),
+                        ],
                     ),
-                ));
+                );
                 let left = (a.range_end + 1).saturating_sub(a.next_number);
-                checks.push(Check::new(
-                    "numbering_range",
-                    left > 0,
-                    format!("{left} numbers left ({} to {})", a.next_number, a.range_end),
-                ));
-                checks.push(Check::new(
-                    "print_settings",
-                    true,
-                    if ctx.print_settings_saved {
-                        "saved print settings"
-                    } else {
-                        "never saved: the defaults print"
-                    },
-                ));
+                checks.push(
+                    Check::new(
+                        "numbering_range",
+                        left > 0,
+                        format!("{left} numbers left ({} to {})", a.next_number, a.range_end),
+                    )
+                    .found(
+                        "range_left",
+                        &[("left", &left), ("next", &a.next_number), ("end", &a.range_end)],
+                    ),
+                );
+                checks.push(
+                    Check::new(
+                        "print_settings",
+                        true,
+                        if ctx.print_settings_saved {
+                            "saved print settings"
+                        } else {
+                            "never saved: the defaults print"
+                        },
+                    )
+                    .found(
+                        if ctx.print_settings_saved {
+                            "print_saved"
+                        } else {
+                            "print_defaults"
+                        },
+                        &[],
+                    ),
+                );
             }
-            (None, None) => checks.push(Check::new("settings", false, "the channel has no settings")),
+            (None, None) => checks.push(
+                Check::new("settings", false, "the channel has no settings").found("settings_none", &[]),
+            ),
         }
         checks
     }
@@ -465,7 +546,8 @@ impl EmissionChannel {
                     "a remisión carries the legal notice of Art. 3 inc. 7 RG 41/2014 in dInfoFisc, and the \
                      sifen channel has none: set sifen.remision_notice on the channel \
                      (PATCH /v1/emission-channels/{id})",
-                )]
+                )
+                .found("remision_notice", &[])]
             }
             _ => Vec::new(),
         }
@@ -637,6 +719,26 @@ mod tests {
         let checks = sifen().readiness(&ctx(&ruc, &one, &certs));
         assert_eq!(failing(&checks), vec!["certificate"]);
         assert!(checks[4].message.contains("expired"), "{checks:?}");
+        // Each check says what it found for the console's words, with the values it names.
+        let keys: Vec<&str> = checks.iter().map(|c| c.finding.key).collect();
+        assert_eq!(
+            keys,
+            vec![
+                "company",
+                "branch_ok",
+                "point_ok",
+                "timbrado_from",
+                "certificate_failing",
+                "csc"
+            ]
+        );
+        assert_eq!(
+            checks[4].finding.values,
+            vec![
+                ("certificate", certs[0].certificate_id.to_string()),
+                ("failed", "validity_period".to_owned())
+            ]
+        );
     }
 
     #[test]
@@ -654,6 +756,18 @@ mod tests {
         assert_eq!(
             failing(&checks),
             vec!["issuance_point", "timbrado", "numbering_range"]
+        );
+        let keys: Vec<&str> = checks.iter().map(|c| c.finding.key).collect();
+        assert_eq!(
+            keys,
+            vec![
+                "company",
+                "branch_ok",
+                "point_foreign",
+                "authorization_out",
+                "range_left",
+                "print_defaults"
+            ]
         );
     }
     #[test]

@@ -375,6 +375,11 @@ pub enum CompanyCommand {
     AddBranch(Branch),
     /// Adds an issuance point to a branch.
     AddIssuancePoint(IssuancePoint),
+    /// Replaces a branch's record (its code never changes: it is in every CDC and number made
+    /// there).
+    UpdateBranch(Branch),
+    /// Replaces an issuance point's record (its branch and code never change).
+    UpdateIssuancePoint(IssuancePoint),
     /// Saves the print settings (an unchanged save is no event).
     SetPrintSettings {
         /// Id of the settings record (kept from the first save on).
@@ -438,6 +443,20 @@ pub enum CompanyEvent {
         /// The point.
         point: IssuancePoint,
     },
+    /// A branch's record changed (the whole record, its code as before).
+    BranchUpdated {
+        /// Company.
+        company_id: Uuid,
+        /// The branch.
+        branch: Branch,
+    },
+    /// An issuance point's record changed (the whole record, its branch and code as before).
+    IssuancePointUpdated {
+        /// Company.
+        company_id: Uuid,
+        /// The point.
+        point: IssuancePoint,
+    },
     /// Registered.
     CompanyRegistered {
         /// Id.
@@ -465,6 +484,8 @@ impl CompanyEvent {
             | Self::BranchAdded { company_id, .. }
             | Self::PrintSettingsChanged { company_id, .. }
             | Self::IssuancePointAdded { company_id, .. }
+            | Self::BranchUpdated { company_id, .. }
+            | Self::IssuancePointUpdated { company_id, .. }
             | Self::CompanyRegistered { company_id, .. }
             | Self::CompanyProfileUpdated { company_id, .. } => *company_id,
         }
@@ -478,6 +499,8 @@ impl DomainEvent for CompanyEvent {
             Self::CompanyProfileUpdated { .. } => "CompanyProfileUpdated",
             Self::BranchAdded { .. } => "BranchAdded",
             Self::IssuancePointAdded { .. } => "IssuancePointAdded",
+            Self::BranchUpdated { .. } => "BranchUpdated",
+            Self::IssuancePointUpdated { .. } => "IssuancePointUpdated",
             Self::PrintSettingsChanged { .. } => "PrintSettingsChanged",
             Self::CertificateAdded { .. } => "CertificateAdded",
             Self::EmissionChannelConfigured { .. } => "EmissionChannelConfigured",
@@ -508,6 +531,9 @@ pub enum CompanyError {
     /// The branch is not one of this company's.
     #[error("no such branch in this company")]
     UnknownBranch,
+    /// The issuance point is not one of this branch's.
+    #[error("no such issuance point in this branch")]
+    UnknownIssuancePoint,
     /// This certificate (same fingerprint) was uploaded already.
     #[error("this certificate is already uploaded as {0}")]
     DuplicateCertificate(Uuid),
@@ -539,6 +565,59 @@ fn reference_issue(field: &str, what: &str) -> (String, String, String) {
         "unknown_reference".to_owned(),
         format!("no such {what} in this company"),
     )
+}
+
+/// A change of a branch's or point's code: refused (the code is in every CDC and number made
+/// there; a new code is a new record).
+fn immutable_code(what: &str) -> CompanyError {
+    CompanyError::Invalid(vec![(
+        "code".into(),
+        "immutable".into(),
+        format!("the code of {what} cannot change; add a new one instead"),
+    )])
+}
+
+impl Company {
+    /// A branch's own problems: its code's form, its name, its place.
+    fn check_branch(&self, branch: &Branch) -> Result<(), CompanyError> {
+        let mut issues = Vec::new();
+        if !valid_code(&branch.code) {
+            issues.push((
+                "code".into(),
+                "invalid_code".into(),
+                "a branch code is 001 to 999".into(),
+            ));
+        }
+        let name_len = branch.name.trim().chars().count();
+        if !(1..=255).contains(&name_len) {
+            issues.push((
+                "name".into(),
+                "invalid_length".into(),
+                "name must have 1 to 255 characters".into(),
+            ));
+        }
+        if let Some(company) = &self.profile {
+            issues.extend(
+                branch
+                    .place_issues(company)
+                    .into_iter()
+                    .map(|i| (i.field, i.code.to_owned(), i.message)),
+            );
+        }
+        if issues.is_empty() {
+            Ok(())
+        } else {
+            Err(CompanyError::Invalid(issues))
+        }
+    }
+
+    /// The branch with its place named as SET's table names it.
+    fn named(&self, branch: Branch) -> Branch {
+        match &self.profile {
+            Some(company) => branch.with_table_names(company),
+            None => branch,
+        }
+    }
 }
 
 fn check(profile: &CompanyProfile) -> Result<(), CompanyError> {
@@ -593,41 +672,27 @@ impl Aggregate for Company {
                 let Some(company_id) = self.id else {
                     return Err(CompanyError::NotRegistered);
                 };
-                let mut issues = Vec::new();
-                if !valid_code(&branch.code) {
-                    issues.push((
-                        "code".into(),
-                        "invalid_code".into(),
-                        "a branch code is 001 to 999".into(),
-                    ));
-                }
-                let name_len = branch.name.trim().chars().count();
-                if !(1..=255).contains(&name_len) {
-                    issues.push((
-                        "name".into(),
-                        "invalid_length".into(),
-                        "name must have 1 to 255 characters".into(),
-                    ));
-                }
-                if let Some(company) = &self.profile {
-                    issues.extend(
-                        branch
-                            .place_issues(company)
-                            .into_iter()
-                            .map(|i| (i.field, i.code.to_owned(), i.message)),
-                    );
-                }
-                if !issues.is_empty() {
-                    return Err(CompanyError::Invalid(issues));
-                }
+                self.check_branch(&branch)?;
                 if self.branches.values().any(|(code, _)| *code == branch.code) {
                     return Err(CompanyError::DuplicateCode(branch.code));
                 }
-                let branch = match &self.profile {
-                    Some(company) => branch.with_table_names(company),
-                    None => branch,
-                };
+                let branch = self.named(branch);
                 sink.write(CompanyEvent::BranchAdded { company_id, branch }, self)
+                    .await;
+            }
+            CompanyCommand::UpdateBranch(branch) => {
+                let Some(company_id) = self.id else {
+                    return Err(CompanyError::NotRegistered);
+                };
+                let Some((code, _)) = self.branches.get(&branch.branch_id) else {
+                    return Err(CompanyError::UnknownBranch);
+                };
+                if *code != branch.code {
+                    return Err(immutable_code("a branch"));
+                }
+                self.check_branch(&branch)?;
+                let branch = self.named(branch);
+                sink.write(CompanyEvent::BranchUpdated { company_id, branch }, self)
                     .await;
             }
             CompanyCommand::AddIssuancePoint(point) => {
@@ -648,6 +713,22 @@ impl Aggregate for Company {
                     return Err(CompanyError::DuplicateCode(point.code));
                 }
                 sink.write(CompanyEvent::IssuancePointAdded { company_id, point }, self)
+                    .await;
+            }
+            CompanyCommand::UpdateIssuancePoint(point) => {
+                let Some(company_id) = self.id else {
+                    return Err(CompanyError::NotRegistered);
+                };
+                let Some((_, points)) = self.branches.get(&point.branch_id) else {
+                    return Err(CompanyError::UnknownBranch);
+                };
+                let Some(code) = points.get(&point.point_id) else {
+                    return Err(CompanyError::UnknownIssuancePoint);
+                };
+                if *code != point.code {
+                    return Err(immutable_code("an issuance point"));
+                }
+                sink.write(CompanyEvent::IssuancePointUpdated { company_id, point }, self)
                     .await;
             }
             CompanyCommand::SetPrintSettings {
@@ -768,6 +849,8 @@ impl Aggregate for Company {
                 self.branches
                     .insert(branch.branch_id, (branch.code, BTreeMap::new()));
             }
+            // A record's code never changes, and codes are all the state keeps of it.
+            CompanyEvent::BranchUpdated { .. } | CompanyEvent::IssuancePointUpdated { .. } => {}
             CompanyEvent::PrintSettingsChanged {
                 settings_id,
                 settings,
@@ -1046,6 +1129,97 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_branch_or_point_changes_everything_but_its_code() {
+        let added = CompanyEvent::BranchAdded {
+            company_id: Uuid::from_u128(1),
+            branch: branch(10, "001"),
+        };
+        let point_added = CompanyEvent::IssuancePointAdded {
+            company_id: Uuid::from_u128(1),
+            point: point(20, 10, "001"),
+        };
+        let given = || vec![registered(), added.clone(), point_added.clone()];
+        let renamed = Branch {
+            name: "Sucursal centro".into(),
+            is_default: true,
+            ..branch(10, "001")
+        };
+        TestFramework::<Company>::with(())
+            .given(given())
+            .when(CompanyCommand::UpdateBranch(renamed.clone()))
+            .then_expect_events(vec![CompanyEvent::BranchUpdated {
+                company_id: Uuid::from_u128(1),
+                branch: renamed,
+            }]);
+        // The place is checked and named from SET's table, as when it was added.
+        let moved = Branch {
+            city_code: Some(1),
+            ..branch(10, "001")
+        };
+        let expected = Branch {
+            city_name: Some("ASUNCION (DISTRITO)".into()),
+            ..moved.clone()
+        };
+        TestFramework::<Company>::with(())
+            .given(given())
+            .when(CompanyCommand::UpdateBranch(moved))
+            .then_expect_events(vec![CompanyEvent::BranchUpdated {
+                company_id: Uuid::from_u128(1),
+                branch: expected,
+            }]);
+        TestFramework::<Company>::with(())
+            .given(given())
+            .when(CompanyCommand::UpdateBranch(Branch {
+                name: " ".into(),
+                ..branch(10, "001")
+            }))
+            .then_expect_error(CompanyError::Invalid(vec![(
+                "name".into(),
+                "invalid_length".into(),
+                "name must have 1 to 255 characters".into(),
+            )]));
+        TestFramework::<Company>::with(())
+            .given(given())
+            .when(CompanyCommand::UpdateBranch(branch(10, "002")))
+            .then_expect_error(immutable_code("a branch"));
+        TestFramework::<Company>::with(())
+            .given(given())
+            .when(CompanyCommand::UpdateBranch(branch(11, "001")))
+            .then_expect_error(CompanyError::UnknownBranch);
+        let named = IssuancePoint {
+            name: Some("Caja 1".into()),
+            ..point(20, 10, "001")
+        };
+        TestFramework::<Company>::with(())
+            .given(given())
+            .when(CompanyCommand::UpdateIssuancePoint(named.clone()))
+            .then_expect_events(vec![CompanyEvent::IssuancePointUpdated {
+                company_id: Uuid::from_u128(1),
+                point: named,
+            }]);
+        TestFramework::<Company>::with(())
+            .given(given())
+            .when(CompanyCommand::UpdateIssuancePoint(point(20, 10, "002")))
+            .then_expect_error(immutable_code("an issuance point"));
+        TestFramework::<Company>::with(())
+            .given(given())
+            .when(CompanyCommand::UpdateIssuancePoint(point(21, 10, "001")))
+            .then_expect_error(CompanyError::UnknownIssuancePoint);
+        // A branch's code stays in the state after an update: a new branch cannot take it.
+        TestFramework::<Company>::with(())
+            .given(vec![
+                registered(),
+                added.clone(),
+                CompanyEvent::BranchUpdated {
+                    company_id: Uuid::from_u128(1),
+                    branch: branch(10, "001"),
+                },
+            ])
+            .when(CompanyCommand::AddBranch(branch(12, "001")))
+            .then_expect_error(CompanyError::DuplicateCode("001".into()));
+    }
+
+    #[test]
     fn an_unchanged_profile_is_not_an_event() {
         TestFramework::<Company>::with(())
             .given(vec![registered()])
@@ -1120,6 +1294,7 @@ pub(crate) mod tests {
     pub(crate) fn samples() -> Vec<CompanyEvent> {
         let mut branch = branch(2, "001");
         branch.is_default = true;
+        let branch_added = branch.clone();
         let mut point = point(3, 2, "001");
         point.is_default = true;
         let mut updated = profile();
@@ -1132,11 +1307,25 @@ pub(crate) mod tests {
             },
             CompanyEvent::BranchAdded {
                 company_id: Uuid::from_u128(1),
-                branch,
+                branch: branch_added,
             },
             CompanyEvent::IssuancePointAdded {
                 company_id: Uuid::from_u128(1),
-                point,
+                point: point.clone(),
+            },
+            CompanyEvent::BranchUpdated {
+                company_id: Uuid::from_u128(1),
+                branch: Branch {
+                    name: "Casa matriz (centro)".into(),
+                    ..branch
+                },
+            },
+            CompanyEvent::IssuancePointUpdated {
+                company_id: Uuid::from_u128(1),
+                point: IssuancePoint {
+                    name: Some("Caja 1".into()),
+                    ..point
+                },
             },
             CompanyEvent::PrintSettingsChanged {
                 company_id: Uuid::from_u128(1),

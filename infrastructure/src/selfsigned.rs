@@ -181,6 +181,94 @@ mod tests {
         }
     }
 
+    /// A root, and the holder's certificate it signs (the holder's key and certificate, the
+    /// root's certificate).
+    fn issued_by_a_root() -> (PKey<Private>, X509, X509) {
+        let root_key = PKey::from_rsa(Rsa::generate(2048).unwrap()).unwrap();
+        let mut root_name = X509NameBuilder::new().unwrap();
+        root_name
+            .append_entry_by_nid(Nid::COMMONNAME, "RAIZ DE PRUEBA")
+            .unwrap();
+        let root_name = root_name.build();
+        let now = Utc::now();
+        let mut root = self_signed_builder(
+            &root_name,
+            &root_key,
+            now - Duration::days(1),
+            now + Duration::days(90),
+        )
+        .unwrap();
+        root.append_extension(BasicConstraints::new().critical().ca().build().unwrap())
+            .unwrap();
+        root.sign(&root_key, MessageDigest::sha256()).unwrap();
+        let root = root.build();
+        let (key, own) = SelfSigned::for_ruc("DEMO S.A.", "80069563-1", 30)
+            .generate()
+            .unwrap();
+        let mut holder = self_signed_builder(
+            own.subject_name(),
+            &key,
+            now - Duration::days(1),
+            now + Duration::days(30),
+        )
+        .unwrap();
+        holder.set_issuer_name(&root_name).unwrap();
+        let mut usage = ExtendedKeyUsage::new();
+        usage.client_auth();
+        holder.append_extension(usage.build().unwrap()).unwrap();
+        holder.sign(&root_key, MessageDigest::sha256()).unwrap();
+        (key, holder.build(), root)
+    }
+
+    #[test]
+    fn the_chain_a_file_carries_is_examined_at_upload() {
+        let open = |pfx: Vec<u8>| crate::vault::P12Reader.open(&pfx, "p").unwrap().facts;
+        let own = open(
+            SelfSigned::for_ruc("DEMO S.A.", "80069563-1", 30)
+                .pfx("p")
+                .unwrap(),
+        );
+        let chain = own.chain.expect("examined");
+        assert!(
+            chain.self_signed && chain.reaches_root && chain.issuers.is_empty(),
+            "{chain:?}"
+        );
+
+        let (key, holder, root) = issued_by_a_root();
+        let mut cas = openssl::stack::Stack::new().unwrap();
+        cas.push(root.clone()).unwrap();
+        let with_root = Pkcs12::builder()
+            .name("kuatia")
+            .pkey(&key)
+            .cert(&holder)
+            .ca(cas)
+            .build2("p")
+            .unwrap()
+            .to_der()
+            .unwrap();
+        let facts = open(with_root);
+        let chain = facts.chain.clone().expect("examined");
+        assert!(!chain.self_signed && chain.reaches_root, "{chain:?}");
+        assert_eq!(chain.issuers, vec![facts.issuer.clone()], "{chain:?}");
+        assert!(facts.issuer.contains("RAIZ DE PRUEBA"), "{}", facts.issuer);
+        assert_eq!(
+            (facts.chain_check().ok, facts.chain_check().finding.key),
+            (true, "chain_to_root")
+        );
+
+        // Without its issuer in the file: said, not refused.
+        let alone = open(to_pfx(&key, &holder, "p").unwrap());
+        let chain = alone.chain.clone().expect("examined");
+        assert!(
+            !chain.self_signed && !chain.reaches_root && chain.broken_at.is_none(),
+            "{chain:?}"
+        );
+        assert_eq!(
+            (alone.chain_check().ok, alone.chain_check().finding.key),
+            (true, "chain_partial")
+        );
+    }
+
     #[test]
     fn a_certificate_without_client_auth_or_ruc_says_so() {
         let mut spec = SelfSigned::for_ruc("X", "80069563-1", 30);

@@ -14,7 +14,7 @@ use aes_gcm::{Aes256Gcm, Nonce};
 use base64::Engine;
 use chrono::{DateTime, Utc};
 use kuatia_application::vault::{OpenedPfx, PfxError, PfxReader, Sealer, VaultError};
-use kuatia_domain::certificate::CertificateFacts;
+use kuatia_domain::certificate::{CertificateFacts, ChainFacts};
 use rand::Rng;
 use sha2::{Digest, Sha256};
 use std::path::Path;
@@ -256,6 +256,14 @@ impl PfxReader for P12Reader {
             _ => "other",
         };
 
+        let mut x509s = Vec::with_capacity(chain.certs().len());
+        for cert in chain.certs() {
+            x509s.push(
+                openssl::x509::X509::from_der(cert.as_der()).map_err(unsupported("a chain certificate"))?,
+            );
+        }
+        let chain_facts = examine_chain(&x509s);
+
         let mut pem = Zeroizing::new(String::new());
         let key_pem = Zeroizing::new(
             key.private_key_to_pem_pkcs8()
@@ -295,9 +303,79 @@ impl PfxReader for P12Reader {
             key_matches: key.public_eq(&leaf_key),
             client_auth,
             chain_length: u32::try_from(chain.certs().len()).unwrap_or(u32::MAX),
+            chain: Some(chain_facts),
         };
         Ok(OpenedPfx { facts, pem })
     }
+}
+
+/// A certificate's subject as the facts write names (RFC 4514, as `x509-parser` renders it).
+fn subject_of(cert: &openssl::x509::X509Ref) -> String {
+    cert.to_der()
+        .ok()
+        .and_then(|der| {
+            X509Certificate::from_der(&der)
+                .ok()
+                .map(|(_, c)| c.subject().to_string())
+        })
+        .unwrap_or_default()
+}
+
+/// How `certs` (the holder's first, then whatever else the file carries, in any order) chain up:
+/// from the holder's, each step to the file's certificate whose subject is the issuer's name,
+/// its signature verified, until a self-signed one (a root) or one whose issuer the file does not
+/// carry. (Names, not `X509_check_issued`: that also asks for the keyCertSign usage, which a
+/// self-signed signing certificate does not have.)
+fn examine_chain(certs: &[openssl::x509::X509]) -> ChainFacts {
+    use openssl::x509::X509Ref;
+    let name = |n: &openssl::x509::X509NameRef| n.to_der().unwrap_or_default();
+    let verifies =
+        |cert: &X509Ref, by: &X509Ref| by.public_key().and_then(|key| cert.verify(&key)).unwrap_or(false);
+    let self_issued = |cert: &X509Ref| name(cert.subject_name()) == name(cert.issuer_name());
+    let mut facts = ChainFacts {
+        self_signed: false,
+        issuers: Vec::new(),
+        reaches_root: false,
+        broken_at: None,
+    };
+    let Some(holder) = certs.first() else {
+        return facts;
+    };
+    if self_issued(holder) {
+        if verifies(holder, holder) {
+            facts.self_signed = true;
+            facts.reaches_root = true;
+        } else {
+            facts.broken_at = Some(subject_of(holder));
+        }
+        return facts;
+    }
+    let mut current: &X509Ref = holder;
+    // At most one step per certificate: a loop in the file ends the walk.
+    for _ in 1..certs.len() {
+        let wanted = name(current.issuer_name());
+        let Some(issuer) = certs
+            .iter()
+            .map(|c| -> &X509Ref { c })
+            .find(|c| !std::ptr::eq(*c, current) && name(c.subject_name()) == wanted)
+        else {
+            return facts;
+        };
+        if !verifies(current, issuer) {
+            facts.broken_at = Some(subject_of(current));
+            return facts;
+        }
+        facts.issuers.push(subject_of(issuer));
+        if self_issued(issuer) {
+            facts.reaches_root = verifies(issuer, issuer);
+            if !facts.reaches_root {
+                facts.broken_at = Some(subject_of(issuer));
+            }
+            return facts;
+        }
+        current = issuer;
+    }
+    facts
 }
 
 #[cfg(test)]

@@ -81,8 +81,8 @@ impl Projection for Configuration {
                 let details =
                     serde_json::to_value(&branch).map_err(|e| StoreError::Corrupt(e.to_string()))?;
                 tx.execute(
-                    "INSERT INTO branches (id, tenant_id, company_id, code, name, details, is_default, created_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING",
+                    "INSERT INTO branches (id, tenant_id, company_id, code, name, details, is_default, created_at, \
+                       version) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING",
                     &[
                         SqlValue::Uuid(branch.branch_id),
                         SqlValue::Uuid(event.tenant_id.as_uuid()),
@@ -91,6 +91,36 @@ impl Projection for Configuration {
                         SqlValue::Text(branch.name.clone()),
                         SqlValue::Json(details),
                         SqlValue::Bool(branch.is_default),
+                        SqlValue::Timestamp(event.recorded_at),
+                        SqlValue::Int(event.stream_version as i64),
+                    ],
+                )
+                .await?;
+            }
+            CompanyEvent::BranchUpdated { branch, .. } => {
+                tx.execute(
+                    "UPDATE branches SET name = $2, details = $3, is_default = $4, version = $5, updated_at = $6 \
+                     WHERE id = $1 AND version < $5",
+                    &[
+                        SqlValue::Uuid(branch.branch_id),
+                        SqlValue::Text(branch.name.clone()),
+                        SqlValue::Json(json(&branch)?),
+                        SqlValue::Bool(branch.is_default),
+                        SqlValue::Int(event.stream_version as i64),
+                        SqlValue::Timestamp(event.recorded_at),
+                    ],
+                )
+                .await?;
+            }
+            CompanyEvent::IssuancePointUpdated { point, .. } => {
+                tx.execute(
+                    "UPDATE issuance_points SET name = $2, is_default = $3, version = $4, updated_at = $5 \
+                     WHERE id = $1 AND version < $4",
+                    &[
+                        SqlValue::Uuid(point.point_id),
+                        point.name.clone().map_or(SqlValue::Null, SqlValue::Text),
+                        SqlValue::Bool(point.is_default),
+                        SqlValue::Int(event.stream_version as i64),
                         SqlValue::Timestamp(event.recorded_at),
                     ],
                 )
@@ -121,7 +151,7 @@ impl Projection for Configuration {
             CompanyEvent::IssuancePointAdded { company_id, point } => {
                 tx.execute(
                     "INSERT INTO issuance_points (id, tenant_id, company_id, branch_id, code, name, is_default, \
-                       created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING",
+                       created_at, version) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING",
                     &[
                         SqlValue::Uuid(point.point_id),
                         SqlValue::Uuid(event.tenant_id.as_uuid()),
@@ -131,6 +161,7 @@ impl Projection for Configuration {
                         point.name.clone().map_or(SqlValue::Null, SqlValue::Text),
                         SqlValue::Bool(point.is_default),
                         SqlValue::Timestamp(event.recorded_at),
+                        SqlValue::Int(event.stream_version as i64),
                     ],
                 )
                 .await?;

@@ -13,6 +13,7 @@ pub mod number_series;
 pub mod reads;
 pub mod registry;
 pub mod runtime;
+pub mod sifen_answers;
 pub mod stream_index;
 pub mod webhook_fanout;
 pub mod webhooks;

@@ -10,6 +10,7 @@ use crate::configuration::Configuration;
 use crate::documents::Documents;
 use crate::event_type_counts::EventTypeCounts;
 use crate::number_series::NumberSeries;
+use crate::sifen_answers::SifenAnswers;
 use crate::stream_index::StreamIndex;
 use crate::webhook_fanout::WebhookFanout;
 use crate::webhooks::Webhooks;
@@ -23,6 +24,7 @@ pub fn all() -> Vec<Arc<dyn Projection>> {
         Arc::new(Documents),
         Arc::new(NumberSeries),
         Arc::new(EventTypeCounts),
+        Arc::new(SifenAnswers),
         Arc::new(Webhooks),
         Arc::new(WebhookFanout),
     ]

@@ -159,6 +159,53 @@ impl Tr {
             .into_owned()
     }
 
+    /// What a check found in words: `check-<key>` with its values, dates and moments as
+    /// Paraguay writes them, counts grouped, the names of failed certificate checks said
+    /// (`setup-check-<name>`), and a branch, point or certificate id named by `name_of` (kind,
+    /// id); the English `message` when the finding has no key.
+    pub fn finding(
+        &self,
+        finding: &kuatia_domain::certificate::Finding,
+        message: &str,
+        name_of: &dyn Fn(&str, &str) -> Option<String>,
+    ) -> String {
+        if finding.key.is_empty() {
+            return message.to_owned();
+        }
+        let values: Vec<(&str, String)> = finding
+            .values
+            .iter()
+            .map(|(name, value)| {
+                let words = match *name {
+                    "failed" => value
+                        .split(',')
+                        .map(|check| self.t(&format!("setup-check-{check}")))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    "branch" | "point" | "certificate" => {
+                        name_of(name, value).unwrap_or_else(|| value.clone())
+                    }
+                    "left" | "next" | "end" | "days" | "count" | "bits" | "min" => format::quantity(value),
+                    _ => {
+                        if let Ok(date) = chrono::NaiveDate::parse_from_str(value, "%Y-%m-%d") {
+                            date.format("%d/%m/%Y").to_string()
+                        } else if let Ok(at) = chrono::DateTime::parse_from_rfc3339(value) {
+                            local(at.with_timezone(&chrono::Utc))
+                        } else {
+                            value.clone()
+                        }
+                    }
+                };
+                (*name, words)
+            })
+            .collect();
+        let args: Vec<(&str, &dyn std::fmt::Display)> = values
+            .iter()
+            .map(|(name, words)| (*name, words as &dyn std::fmt::Display))
+            .collect();
+        self.tn(&format!("check-{}", finding.key), &args)
+    }
+
     /// A status in words (`status-<status>`).
     pub fn status(&self, status: &str) -> String {
         self.t(&format!("status-{status}"))
@@ -235,6 +282,58 @@ mod tests {
             }
         }
         assert_eq!(Tr { lang: Lang::Es }.t("status-accepted"), "Aprobado");
+    }
+
+    #[test]
+    fn every_finding_of_a_check_has_words_in_both_languages() {
+        for lang in [Lang::Es, Lang::En] {
+            let tr = Tr { lang };
+            for key in kuatia_domain::certificate::FINDINGS {
+                let id = format!("check-{key}");
+                assert_ne!(tr.t(&id), id, "{id} in {}", lang.code());
+            }
+        }
+    }
+
+    #[test]
+    fn a_finding_is_said_with_its_values_as_paraguay_writes_them() {
+        use kuatia_domain::certificate::{Check, Finding};
+        let es = Tr { lang: Lang::Es };
+        let expiring = Check::new("validity_period", true, "valid until …").found(
+            "validity_ok",
+            &[("to", &"2027-03-01T15:00:00+00:00"), ("days", &1200)],
+        );
+        assert_eq!(
+            es.finding(&expiring.finding, &expiring.message, &|_, _| None),
+            "válido hasta el 01/03/2027 12:00 (faltan 1.200 días)"
+        );
+        let failing = Check::new("certificate", false, "…").found(
+            "certificate_failing",
+            &[
+                ("certificate", &"0191c6a2-0000-7000-8000-000000000001"),
+                ("failed", &"validity_period,ruc_matches_company"),
+            ],
+        );
+        let named = |kind: &str, id: &str| {
+            (kind == "certificate" && id.ends_with("0001")).then(|| "Firma 2026".to_owned())
+        };
+        assert_eq!(
+            es.finding(&failing.finding, &failing.message, &named),
+            "El certificado Firma 2026 falla en: Vigencia, RUC del titular"
+        );
+        let from = Check::new("timbrado", true, "…").found(
+            "timbrado_from",
+            &[("timbrado", &"12345678"), ("from", &"2026-01-01")],
+        );
+        assert_eq!(
+            Tr { lang: Lang::En }.finding(&from.finding, &from.message, &|_, _| None),
+            "Timbrado 12345678, valid from 01/01/2026"
+        );
+        // A check that says nothing more is said by its message.
+        assert_eq!(
+            es.finding(&Finding::default(), "as it was", &|_, _| None),
+            "as it was"
+        );
     }
 
     #[test]

@@ -112,6 +112,14 @@ pub fn router() -> Router<AppState> {
             get(pages::setup::step_branch).post(pages::setup::save_branch),
         )
         .route(
+            "/console/setup/branch/{id}",
+            get(pages::setup::edit_branch).post(pages::setup::update_branch),
+        )
+        .route(
+            "/console/setup/point/{id}",
+            get(pages::setup::edit_point).post(pages::setup::update_point),
+        )
+        .route(
             "/console/setup/certificate",
             get(pages::setup::certificate).post(pages::setup::upload_certificate),
         )
@@ -314,6 +322,34 @@ impl Chrome {
     pub fn here_encoded(&self) -> String {
         url_encode(&self.here)
     }
+
+    /// The refusal (a 403 page) of a form whose token is not this session's; `None` when the
+    /// token is right.
+    pub fn refuse_forged(&self, token: Option<&str>) -> Option<Response> {
+        match token {
+            Some(t) if same_token(t, &self.csrf) => None,
+            _ => Some(self.error_page(&ApiError::forbidden(self.tr.t("error-csrf")))),
+        }
+    }
+
+    /// A page for a refusal, in the contract's status (404 stays 404).
+    pub fn error_page(&self, err: &ApiError) -> Response {
+        let page = pages::ErrorPage {
+            chrome: self.clone(),
+            title: self.tr.t(match err.status.as_u16() {
+                404 => "error-not-found",
+                403 => "error-forbidden",
+                _ => "error-title",
+            }),
+            message: err.message.clone(),
+        };
+        render_status(err.status, &page, self.flash.is_some())
+    }
+
+    /// Renders a page of this request (clearing the message it showed).
+    pub fn page(&self, template: &impl Template) -> Response {
+        render_status(StatusCode::OK, template, self.flash.is_some())
+    }
 }
 
 /// A console request: a logged-in user, the tenant chosen, the API's [`Caller`] for it.
@@ -335,10 +371,7 @@ impl Console {
     /// The refusal (a 403 page) of a form whose token is not this session's; `None` when the
     /// token is right.
     pub fn refuse_forged(&self, token: Option<&str>) -> Option<Response> {
-        match token {
-            Some(t) if same_token(t, &self.chrome.csrf) => None,
-            _ => Some(self.error_page(&ApiError::forbidden(self.chrome.tr.t("error-csrf")))),
-        }
+        self.chrome.refuse_forged(token)
     }
 
     /// The thing a form acts on, once the form's token is this session's: a forged form is
@@ -353,21 +386,12 @@ impl Console {
 
     /// A page for a refusal, in the contract's status (404 stays 404).
     pub fn error_page(&self, err: &ApiError) -> Response {
-        let page = pages::ErrorPage {
-            chrome: self.chrome.clone(),
-            title: self.chrome.tr.t(match err.status.as_u16() {
-                404 => "error-not-found",
-                403 => "error-forbidden",
-                _ => "error-title",
-            }),
-            message: err.message.clone(),
-        };
-        render_status(err.status, &page, self.chrome.flash.is_some())
+        self.chrome.error_page(err)
     }
 
     /// Renders a page of this request (clearing the message it showed).
     pub fn page(&self, template: &impl Template) -> Response {
-        render_status(StatusCode::OK, template, self.chrome.flash.is_some())
+        self.chrome.page(template)
     }
 }
 

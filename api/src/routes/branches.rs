@@ -1,6 +1,7 @@
-//! `GET|POST /v1/branches`, `GET|POST /v1/issuance-points`.
+//! `GET|POST /v1/branches`, `PATCH /v1/branches/{id}`, `GET|POST /v1/issuance-points`,
+//! `PATCH /v1/issuance-points/{id}`.
 
-use crate::extract::Query;
+use crate::extract::{Path, Query};
 use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
@@ -8,6 +9,7 @@ use kuatia_application::configuration;
 use kuatia_domain::access::Permission;
 use kuatia_domain::company::{Branch, CompanyCommand, IssuancePoint};
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
@@ -21,6 +23,10 @@ use crate::state::AppState;
 pub const LIST_BRANCHES: Permission = Permission::ReadConfiguration;
 /// Needed by `POST /v1/branches`.
 pub const CREATE_BRANCH: Permission = Permission::ManageConfiguration;
+/// Needed by `PATCH /v1/branches/{id}`.
+pub const UPDATE_BRANCH: Permission = Permission::ManageConfiguration;
+/// Needed by `PATCH /v1/issuance-points/{id}`.
+pub const UPDATE_POINT: Permission = Permission::ManageConfiguration;
 /// Needed by `GET /v1/issuance-points`.
 pub const LIST_POINTS: Permission = Permission::ReadConfiguration;
 /// Needed by `POST /v1/issuance-points`.
@@ -188,6 +194,146 @@ pub async fn create_branch(
     Ok((StatusCode::CREATED, axum::Json(row.into())))
 }
 
+/// What `PATCH /v1/branches/{id}` may change.
+const BRANCH_FIELDS: &[&str] = &[
+    "name",
+    "address",
+    "house_number",
+    "city_code",
+    "city_name",
+    "department_code",
+    "department_name",
+    "is_default",
+];
+
+/// What `PATCH /v1/issuance-points/{id}` may change.
+const POINT_FIELDS: &[&str] = &["name", "is_default"];
+
+/// The record `current` with `patch` laid over it, as a JSON object: a field of `fields` replaces
+/// (`null` clears an optional one); an identity field (`immutable`, as the record has it) may be
+/// sent only unchanged (400 `immutable`: its code is in every CDC and number made there); any
+/// other field is 400 `unknown_field`. `stale` names fields dropped when a field they describe
+/// moves and the patch does not give them (a city's name is the table's, not kept for another
+/// code).
+fn merged(
+    what: &str,
+    current: Map<String, Value>,
+    patch: Map<String, Value>,
+    fields: &[&str],
+    immutable: &[(&str, Value)],
+    stale: &[(&str, &str)],
+) -> Result<Map<String, Value>, ApiError> {
+    let mut merged = current;
+    for (key, value) in &patch {
+        if let Some((_, kept)) = immutable.iter().find(|(name, _)| name == key) {
+            if value != kept {
+                return Err(ApiError::invalid_field(
+                    key,
+                    "immutable",
+                    format!("the {key} of {what} cannot change; add a new one instead"),
+                ));
+            }
+        } else if !fields.contains(&key.as_str()) {
+            return Err(ApiError::invalid_field(
+                key,
+                "unknown_field",
+                format!(
+                    "{key} is not a field of {what} that can change ({})",
+                    fields.join(", ")
+                ),
+            ));
+        }
+    }
+    for (field, moved_with) in stale {
+        if patch.contains_key(*moved_with) && !patch.contains_key(*field) {
+            merged.remove(*field);
+        }
+    }
+    for (key, value) in patch {
+        if fields.contains(&key.as_str()) {
+            merged.insert(key, value);
+        }
+    }
+    Ok(merged)
+}
+
+fn object<T: Serialize>(record: &T) -> Result<Map<String, Value>, ApiError> {
+    match serde_json::to_value(record) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err(ApiError::new(ErrorCode::InternalError, "internal error")),
+        Err(e) => Err(ApiError::internal(&e)),
+    }
+}
+
+fn record<T: serde::de::DeserializeOwned>(what: &str, object: Map<String, Value>) -> Result<T, ApiError> {
+    serde_json::from_value(Value::Object(object))
+        .map_err(|e| ApiError::validation(format!("the body does not match the {what} schema: {e}")))
+}
+
+/// Changes a branch: its name, address, place or default flag (never its code, which is in every
+/// CDC and number made there, nor its company). An unchanged record is no event.
+#[utoipa::path(
+    patch,
+    path = "/v1/branches/{id}",
+    tag = "configuration",
+    security(("api_key" = []), ("session" = [])),
+    params(
+        ("id" = Uuid, Path, description = "Branch id"),
+        ("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")
+    ),
+    request_body(content = Object, description = "The fields to change: name, address, house_number, city_code, city_name, department_code, department_name, is_default (null clears an optional one; a new city_code or department_code drops the old names unless given). code may be sent only unchanged."),
+    responses(
+        (status = 200, description = "The branch as it now is", body = BranchView),
+        (status = 400, description = "Invalid name or place (details.errors as for POST), a changed code (immutable), or a field a branch does not have (unknown_field)", body = ErrorBody),
+        (status = 403, description = "Role not allowed", body = ErrorBody),
+        (status = 404, description = "No such branch for this caller", body = ErrorBody)
+    )
+)]
+pub async fn update_branch(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+    Json(patch): Json<Map<String, Value>>,
+) -> Result<axum::Json<BranchView>, ApiError> {
+    caller.require(UPDATE_BRANCH)?;
+    let current = kuatia_projections::configuration::branch(&state.store, caller.tenant, id)
+        .await?
+        .filter(|b| caller.sees(b.company_id))
+        .ok_or_else(|| ApiError::not_found("no such branch"))?;
+    let company = kuatia_projections::configuration::company(&state.store, caller.tenant, current.company_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("no such branch"))?;
+    let fields = merged(
+        "a branch",
+        object(&current.branch)?,
+        patch,
+        BRANCH_FIELDS,
+        &[
+            ("code", Value::String(current.branch.code.clone())),
+            ("id", Value::String(id.to_string())),
+            ("company_id", Value::String(current.company_id.to_string())),
+        ],
+        &[("city_name", "city_code"), ("department_name", "department_code")],
+    )?;
+    let mut branch: Branch = record("branch", fields)?;
+    branch.name = branch.name.trim().to_owned();
+    if branch != current.branch {
+        configuration::change_company(
+            &state.store,
+            caller.tenant,
+            &company.stream_id,
+            CompanyCommand::UpdateBranch(branch),
+            caller.metadata(),
+        )
+        .await
+        .map_err(configuration_error)?;
+    }
+    let row = kuatia_projections::configuration::branch(&state.store, caller.tenant, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("no such branch"))?;
+    Ok(axum::Json(row.into()))
+}
+
 /// `POST /v1/issuance-points` body.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -331,4 +477,76 @@ pub async fn create_issuance_point(
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::InternalError, "the new point is not readable"))?;
     Ok((StatusCode::CREATED, axum::Json(row.into())))
+}
+
+/// Changes an issuance point: its name or default flag (never its code or branch). An unchanged
+/// record is no event.
+#[utoipa::path(
+    patch,
+    path = "/v1/issuance-points/{id}",
+    tag = "configuration",
+    security(("api_key" = []), ("session" = [])),
+    params(
+        ("id" = Uuid, Path, description = "Issuance point id"),
+        ("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")
+    ),
+    request_body(content = Object, description = "The fields to change: name (null clears it), is_default. code and branch_id may be sent only unchanged."),
+    responses(
+        (status = 200, description = "The issuance point as it now is", body = IssuancePointView),
+        (status = 400, description = "A changed code or branch (immutable), or a field a point does not have (unknown_field)", body = ErrorBody),
+        (status = 403, description = "Role not allowed", body = ErrorBody),
+        (status = 404, description = "No such issuance point for this caller", body = ErrorBody)
+    )
+)]
+pub async fn update_issuance_point(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+    Json(patch): Json<Map<String, Value>>,
+) -> Result<axum::Json<IssuancePointView>, ApiError> {
+    caller.require(UPDATE_POINT)?;
+    let current = kuatia_projections::configuration::issuance_point(&state.store, caller.tenant, id)
+        .await?
+        .filter(|p| caller.sees(p.company_id))
+        .ok_or_else(|| ApiError::not_found("no such issuance point"))?;
+    let company = kuatia_projections::configuration::company(&state.store, caller.tenant, current.company_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("no such issuance point"))?;
+    let was = IssuancePoint {
+        point_id: current.id,
+        branch_id: current.branch_id,
+        code: current.code.clone(),
+        name: current.name.clone(),
+        is_default: current.is_default,
+    };
+    let fields = merged(
+        "an issuance point",
+        object(&was)?,
+        patch,
+        POINT_FIELDS,
+        &[
+            ("code", Value::String(current.code.clone())),
+            ("id", Value::String(id.to_string())),
+            ("branch_id", Value::String(current.branch_id.to_string())),
+            ("company_id", Value::String(current.company_id.to_string())),
+        ],
+        &[],
+    )?;
+    let mut point: IssuancePoint = record("issuance point", fields)?;
+    point.name = point.name.map(|n| n.trim().to_owned()).filter(|n| !n.is_empty());
+    if point != was {
+        configuration::change_company(
+            &state.store,
+            caller.tenant,
+            &company.stream_id,
+            CompanyCommand::UpdateIssuancePoint(point),
+            caller.metadata(),
+        )
+        .await
+        .map_err(configuration_error)?;
+    }
+    let row = kuatia_projections::configuration::issuance_point(&state.store, caller.tenant, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("no such issuance point"))?;
+    Ok(axum::Json(row.into()))
 }

@@ -307,12 +307,15 @@ pub async fn upload_certificate(
 #[derive(Debug, Serialize, ToSchema)]
 pub struct CheckView {
     /// `key_matches_certificate`, `validity_period`, `rsa_key_size`, `ruc_matches_company`,
-    /// `client_auth_usage` (certificates); readiness adds its own names.
+    /// `client_auth_usage` (certificates); `chain` (its own route); readiness adds its own names.
     pub name: String,
     /// Passed.
     pub ok: bool,
     /// What was found.
     pub message: String,
+    /// The same for the console's words in its languages (not in the JSON answer).
+    #[serde(skip)]
+    pub finding: kuatia_domain::certificate::Finding,
 }
 
 impl From<Check> for CheckView {
@@ -321,6 +324,7 @@ impl From<Check> for CheckView {
             name: c.name,
             ok: c.ok,
             message: c.message,
+            finding: c.finding,
         }
     }
 }
@@ -358,16 +362,78 @@ pub async fn validate_certificate(
     caller: Caller,
     Path(id): Path<Uuid>,
 ) -> Result<axum::Json<ValidationView>, ApiError> {
-    caller.require(VALIDATE_CERTIFICATE)?;
-    let row = kuatia_projections::configuration::certificate(&state.store, caller.tenant, id)
-        .await?
-        .filter(|r| caller.sees(r.company_id))
-        .ok_or_else(|| ApiError::not_found("no such certificate"))?;
+    let row = checked_certificate(&state, &caller, id).await?;
     let ruc = company_ruc(&state, &caller, row.company_id).await?;
     let v = row.record.facts.validate(&ruc, Utc::now());
     Ok(axum::Json(ValidationView {
         valid: v.valid,
         checks: v.checks.into_iter().map(CheckView::from).collect(),
         expires_in_days: v.expires_in_days,
+    }))
+}
+
+/// Certificate `id` for a caller that may check it and sees its company (404 otherwise).
+async fn checked_certificate(
+    state: &AppState,
+    caller: &Caller,
+    id: Uuid,
+) -> Result<kuatia_projections::configuration::CertificateRow, ApiError> {
+    caller.require(VALIDATE_CERTIFICATE)?;
+    kuatia_projections::configuration::certificate(&state.store, caller.tenant, id)
+        .await?
+        .filter(|r| caller.sees(r.company_id))
+        .ok_or_else(|| ApiError::not_found("no such certificate"))
+}
+
+/// `GET /v1/certificates/{id}/chain` response.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ChainView {
+    /// The chain as a check: `name` is `chain`; `ok` is false only when the file's own
+    /// certificates contradict each other; `message` says what the file carries.
+    pub check: CheckView,
+    /// The holder's certificate is its own issuer (for the simulator and tests; SIFEN accepts
+    /// only certificates of an accredited provider). Null for a certificate uploaded before
+    /// chains were examined (upload it again).
+    pub self_signed: Option<bool>,
+    /// The subjects of the file's certificates above the holder's, from its issuer up, each
+    /// signature verified.
+    pub issuers: Vec<String>,
+    /// The chain ends at a root (a self-signed certificate) the file carries.
+    pub reaches_root: Option<bool>,
+}
+
+/// Says the chain the certificate's file carried when it was uploaded: self-signed, its issuers
+/// up to a root, or without its issuer. A separate answer from `validate`, whose checks are
+/// decided: the chain fails only when the file contradicts itself.
+#[utoipa::path(
+    get,
+    path = "/v1/certificates/{id}/chain",
+    tag = "configuration",
+    security(("api_key" = []), ("session" = [])),
+    params(
+        ("id" = Uuid, Path, description = "The certificate"),
+        ("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")
+    ),
+    responses(
+        (status = 200, description = "The chain", body = ChainView),
+        (status = 404, description = "No such certificate", body = ErrorBody)
+    )
+)]
+pub async fn certificate_chain(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<Uuid>,
+) -> Result<axum::Json<ChainView>, ApiError> {
+    let row = checked_certificate(&state, &caller, id).await?;
+    let facts = &row.record.facts;
+    Ok(axum::Json(ChainView {
+        check: facts.chain_check().into(),
+        self_signed: facts.chain.as_ref().map(|c| c.self_signed),
+        issuers: facts
+            .chain
+            .as_ref()
+            .map(|c| c.issuers.clone())
+            .unwrap_or_default(),
+        reaches_root: facts.chain.as_ref().map(|c| c.reaches_root),
     }))
 }

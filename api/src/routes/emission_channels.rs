@@ -585,11 +585,14 @@ pub async fn channel_readiness(
                     channel_id: None,
                     company_id: company.id,
                     ready: false,
-                    checks: vec![CheckView {
-                        name: "channel".into(),
-                        ok: false,
-                        message: format!("no {} channel is configured", kind.as_str()),
-                    }],
+                    checks: vec![CheckView::from(
+                        kuatia_domain::certificate::Check::new(
+                            "channel",
+                            false,
+                            format!("no {} channel is configured", kind.as_str()),
+                        )
+                        .found("channel_none", &[("kind", &kind.as_str())]),
+                    )],
                     numbering: None,
                 });
             }

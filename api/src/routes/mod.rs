@@ -42,7 +42,9 @@ pub const PERMISSIONS: &[(&str, &str, Permission)] = &[
     ("patch", "/v1/companies/{id}", companies::UPDATE_COMPANY),
     ("get", "/v1/branches", branches::LIST_BRANCHES),
     ("post", "/v1/branches", branches::CREATE_BRANCH),
+    ("patch", "/v1/branches/{id}", branches::UPDATE_BRANCH),
     ("post", "/v1/issuance-points", branches::CREATE_POINT),
+    ("patch", "/v1/issuance-points/{id}", branches::UPDATE_POINT),
     ("get", "/v1/issuance-points", branches::LIST_POINTS),
     ("get", "/v1/print-settings", print_settings::READ_PRINT_SETTINGS),
     ("put", "/v1/print-settings", print_settings::SAVE_PRINT_SETTINGS),
@@ -52,6 +54,11 @@ pub const PERMISSIONS: &[(&str, &str, Permission)] = &[
     (
         "post",
         "/v1/certificates/{id}/validate",
+        certificates::VALIDATE_CERTIFICATE,
+    ),
+    (
+        "get",
+        "/v1/certificates/{id}/chain",
         certificates::VALIDATE_CERTIFICATE,
     ),
     ("get", "/v1/emission-channels", emission_channels::LIST_CHANNELS),

@@ -379,6 +379,26 @@ async fn every_tenant_route_refuses_a_second_tenants_credentials_and_leaks_nothi
     .await;
     assert_eq!(status, 201, "{a_company}");
     let a_company_id = a_company["id"].as_str().expect("id").to_owned();
+    let (status, a_branch) = body(
+        app.as_key(Method::POST, "/v1/branches", &key_a, &tenant_a)
+            .json(&json!({"company_id": a_company_id, "code": "001", "name": "Casa matriz"}))
+            .send()
+            .await
+            .expect("branch"),
+    )
+    .await;
+    assert_eq!(status, 201, "{a_branch}");
+    let a_branch_id = a_branch["id"].as_str().expect("id").to_owned();
+    let (status, a_point) = body(
+        app.as_key(Method::POST, "/v1/issuance-points", &key_a, &tenant_a)
+            .json(&json!({"branch_id": a_branch_id, "code": "001"}))
+            .send()
+            .await
+            .expect("point"),
+    )
+    .await;
+    assert_eq!(status, 201, "{a_point}");
+    let a_point_id = a_point["id"].as_str().expect("id").to_owned();
     let a_secrets = [
         tenant_a.as_str(),
         a_key_id.as_str(),
@@ -386,6 +406,7 @@ async fn every_tenant_route_refuses_a_second_tenants_credentials_and_leaks_nothi
         &key_a[..12],
         "80069563",
         &a_company_id,
+        "Casa matriz",
     ];
 
     let doc: Value = app.get("/openapi.json").await.json().await.expect("openapi");
@@ -396,6 +417,11 @@ async fn every_tenant_route_refuses_a_second_tenants_credentials_and_leaks_nothi
         let path = template
             .replace("/v1/tenants/{id}", &format!("/v1/tenants/{tenant_a}"))
             .replace("/v1/companies/{id}", &format!("/v1/companies/{a_company_id}"))
+            .replace("/v1/branches/{id}", &format!("/v1/branches/{a_branch_id}"))
+            .replace(
+                "/v1/issuance-points/{id}",
+                &format!("/v1/issuance-points/{a_point_id}"),
+            )
             .replace("{id}", &a_key_id)
             .replace("{linkId}", &a_key_id)
             .replace("{delivery_id}", &a_key_id);

@@ -491,6 +491,26 @@ async fn validation_is_green_for_a_good_certificate_and_names_the_failing_check(
         ]
     );
     assert!(failing_checks(&v["checks"]).is_empty(), "{v}");
+    // The chain, said apart: a self-signed certificate is its own root.
+    let (status, chain) = send(f.req(Method::GET, &format!("/v1/certificates/{}/chain", id(&good)))).await;
+    assert_eq!(status, 200, "{chain}");
+    assert_eq!(
+        (
+            chain["check"]["name"].as_str(),
+            chain["check"]["ok"].as_bool(),
+            chain["self_signed"].as_bool(),
+            chain["reaches_root"].as_bool(),
+            chain["issuers"].as_array().map(Vec::len)
+        ),
+        (Some("chain"), Some(true), Some(true), Some(true), Some(0)),
+        "{chain}"
+    );
+    assert!(
+        chain["check"]["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("self-signed")),
+        "{chain}"
+    );
     let days = v["expires_in_days"].as_i64().expect("days");
     assert!((363..=365).contains(&days), "{v}");
 

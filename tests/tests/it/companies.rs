@@ -314,6 +314,209 @@ async fn branches_and_issuance_points_have_unique_three_digit_codes() {
     app.stop().await;
 }
 
+#[tokio::test]
+async fn a_branch_and_a_point_change_everything_but_their_code() {
+    let app = TestApp::spawn().await;
+    let (tenant, key) = app.tenant("acme").await;
+    let (_, company) = send(
+        app.as_key(Method::POST, "/v1/companies", &key, &tenant)
+            .json(&TestApp::company_body("80069563-1")),
+    )
+    .await;
+    let company_id = company["id"].as_str().expect("id").to_owned();
+    let (status, branch) = send(
+        app.as_key(Method::POST, "/v1/branches", &key, &tenant)
+            .json(&json!({"company_id": company_id, "code": "001", "name": "Sucursal 001"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{branch}");
+    let branch_id = branch["id"].as_str().expect("id").to_owned();
+    let (status, point) = send(
+        app.as_key(Method::POST, "/v1/issuance-points", &key, &tenant)
+            .json(&json!({"branch_id": branch_id, "code": "001"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{point}");
+    let point_id = point["id"].as_str().expect("id").to_owned();
+    let patch_branch = |body: Value| {
+        app.as_key(Method::PATCH, &format!("/v1/branches/{branch_id}"), &key, &tenant)
+            .json(&body)
+    };
+    let patch_point = |body: Value| {
+        app.as_key(
+            Method::PATCH,
+            &format!("/v1/issuance-points/{point_id}"),
+            &key,
+            &tenant,
+        )
+        .json(&body)
+    };
+    let events = || async {
+        let (status, page) =
+            send(app.as_key(Method::GET, "/v1/events?after=0&limit=1000", &key, &tenant)).await;
+        assert_eq!(status, 200, "{page}");
+        page["events"]
+            .as_array()
+            .expect("events")
+            .iter()
+            .filter_map(|e| e["type"].as_str().map(str::to_owned))
+            .collect::<Vec<_>>()
+    };
+
+    // Moved to Luque by its codes: the names are SET's; the code (sent unchanged) stays.
+    let (status, moved) = send(patch_branch(json!({
+        "code": "001", "name": "  Sucursal Luque ", "address": "Ruta 2", "house_number": "10",
+        "department_code": 12, "city_code": 5946, "is_default": true
+    })))
+    .await;
+    assert_eq!(status, 200, "{moved}");
+    assert_eq!(
+        (
+            moved["code"].as_str(),
+            moved["name"].as_str(),
+            moved["address"].as_str(),
+            moved["city_name"].as_str(),
+            moved["department_name"].as_str(),
+            moved["is_default"].as_bool()
+        ),
+        (
+            Some("001"),
+            Some("Sucursal Luque"),
+            Some("Ruta 2"),
+            Some("LUQUE"),
+            Some("CENTRAL"),
+            Some(true)
+        )
+    );
+    let (_, listed) = send(app.as_key(
+        Method::GET,
+        &format!("/v1/branches?company_id={company_id}"),
+        &key,
+        &tenant,
+    ))
+    .await;
+    assert_eq!(listed[0], moved, "the list shows the change");
+    assert_eq!(events().await.iter().filter(|t| *t == "BranchUpdated").count(), 1);
+
+    // The same again is no event; back to the company's place clears the names with the codes.
+    let (status, same) = send(patch_branch(json!({"name": "Sucursal Luque"}))).await;
+    assert_eq!((status, &same), (200, &moved));
+    assert_eq!(events().await.iter().filter(|t| *t == "BranchUpdated").count(), 1);
+    let (status, back) = send(patch_branch(json!({"department_code": null, "city_code": null}))).await;
+    assert_eq!(status, 200, "{back}");
+    assert_eq!(
+        (
+            back["city_code"].clone(),
+            back["city_name"].clone(),
+            back["department_name"].clone()
+        ),
+        (Value::Null, Value::Null, Value::Null)
+    );
+
+    // Refusals, each at its field, and nothing changed by them.
+    let refusals = [
+        (json!({"code": "002"}), "code", "immutable"),
+        (
+            json!({"company_id": uuid::Uuid::now_v7()}),
+            "company_id",
+            "immutable",
+        ),
+        (json!({"colour": "red"}), "colour", "unknown_field"),
+        (json!({"name": " "}), "name", "invalid_length"),
+        (
+            json!({"city_code": 6}),
+            "department_code",
+            "city_department_mismatch",
+        ),
+    ];
+    for (body, field, code) in refusals {
+        let (status, err) = send(patch_branch(body.clone())).await;
+        assert_eq!(status, 400, "{body}: {err}");
+        assert_eq!(
+            (
+                err["code"].as_str(),
+                err["details"]["errors"][0]["field"].as_str(),
+                err["details"]["errors"][0]["code"].as_str()
+            ),
+            (Some("validation_error"), Some(field), Some(code)),
+            "{body}: {err}"
+        );
+    }
+    let (status, wrong_type) = send(patch_branch(json!({"is_default": "yes"}))).await;
+    assert_eq!(
+        (status, wrong_type["code"].as_str()),
+        (400, Some("validation_error"))
+    );
+    let (_, listed) = send(app.as_key(Method::GET, "/v1/branches", &key, &tenant)).await;
+    assert_eq!(listed[0], back, "a refused patch changes nothing");
+
+    // A point: its name and default flag; never its code or branch.
+    let (status, named) = send(patch_point(json!({"name": " Caja 1 ", "is_default": true}))).await;
+    assert_eq!(status, 200, "{named}");
+    assert_eq!(
+        (
+            named["name"].as_str(),
+            named["is_default"].as_bool(),
+            named["code"].as_str()
+        ),
+        (Some("Caja 1"), Some(true), Some("001"))
+    );
+    let (status, cleared) = send(patch_point(json!({"name": null}))).await;
+    assert_eq!((status, cleared["name"].clone()), (200, Value::Null), "{cleared}");
+    for (body, field) in [
+        (json!({"code": "002"}), "code"),
+        (json!({"branch_id": uuid::Uuid::now_v7()}), "branch_id"),
+    ] {
+        let (status, err) = send(patch_point(body)).await;
+        assert_eq!(
+            (status, err["details"]["errors"][0]["field"].as_str()),
+            (400, Some(field)),
+            "{err}"
+        );
+    }
+    assert_eq!(
+        events()
+            .await
+            .iter()
+            .filter(|t| *t == "IssuancePointUpdated")
+            .count(),
+        2
+    );
+
+    // Another tenant finds neither; a viewer may not change them.
+    let (other, other_key) = app.tenant("globex").await;
+    for path in [
+        format!("/v1/branches/{branch_id}"),
+        format!("/v1/issuance-points/{point_id}"),
+        format!("/v1/branches/{}", uuid::Uuid::now_v7()),
+    ] {
+        let (status, err) = send(
+            app.as_key(Method::PATCH, &path, &other_key, &other)
+                .json(&json!({"name": "x"})),
+        )
+        .await;
+        assert_eq!(status, 404, "{path}: {err}");
+    }
+    let (status, viewer) = send(
+        app.as_key(Method::POST, "/v1/api-keys", &key, &tenant)
+            .json(&json!({"name": "reader", "role": "viewer"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{viewer}");
+    let (status, _) = send(
+        app.as_key(
+            Method::PATCH,
+            &format!("/v1/branches/{branch_id}"),
+            viewer["key"].as_str().expect("key"),
+            &tenant,
+        )
+        .json(&json!({"name": "x"})),
+    )
+    .await;
+    assert_eq!(status, 403);
+    app.stop().await;
+}
+
 fn settings_body(company_id: &str) -> Value {
     json!({
         "company_id": company_id,

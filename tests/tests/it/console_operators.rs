@@ -202,3 +202,70 @@ async fn an_operator_rebuilds_verifies_retries_and_discards_each_recorded_as_the
     }
     f.app.stop().await;
 }
+
+const ANSWERS: &str = "SELECT CAST(company_id AS TEXT), code, CAST(answers AS TEXT), CAST(timed AS TEXT), \
+     CAST(latency_ms AS TEXT) FROM sifen_answers ORDER BY 1, 2";
+
+#[tokio::test]
+async fn the_room_shows_sifens_answers_per_tenant_channel_from_a_read_model_that_counts_once() {
+    let f = with_an_operator().await;
+    let mut op = Visitor::new(&f.app.base);
+    op.log_in(OPERATOR, PASSWORD).await;
+    // The accepted invoice's answer reaches the room once the catch-up subscription has run.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let room = loop {
+        let room = op.get("/console/operators").await;
+        if room.body.contains("id=\"channel-answers\"") {
+            break room;
+        }
+        assert!(Instant::now() < deadline, "no answers shown: {}", room.body);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let table = room
+        .body
+        .split("id=\"channel-answers\"")
+        .nth(1)
+        .and_then(|t| t.split("</table>").next())
+        .expect("the table");
+    for expected in ["80069563-1", "0260", " ms"] {
+        assert!(table.contains(expected), "{expected} in {table}");
+    }
+    let database = &f.app.service().database;
+    let rows = kuatia_tests::snapshot(database, ANSWERS).await;
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(
+        (
+            rows[0][0].as_deref(),
+            rows[0][1].as_deref(),
+            rows[0][2].as_deref(),
+            rows[0][3].as_deref()
+        ),
+        (Some(f.company.as_str()), Some("0260"), Some("1"), Some("1")),
+        "one answer, timed from its attempt: {rows:?}"
+    );
+    // Delivered again, and rebuilt from the log: the same rows.
+    let store = database.store();
+    let projection = kuatia_projections::sifen_answers::SifenAnswers;
+    let none = |_: i64, _: i64| {};
+    kuatia_tests::execute(
+        database,
+        "UPDATE subscriptions SET position = 0 WHERE name = 'sifen_answers'",
+    )
+    .await
+    .expect("rewind");
+    kuatia_projections::runtime::catch_up(&store, &projection, 50, &none)
+        .await
+        .expect("redeliver");
+    assert_eq!(kuatia_tests::snapshot(database, ANSWERS).await, rows);
+    kuatia_projections::runtime::rebuild(&store, &projection, &none)
+        .await
+        .expect("rebuild");
+    assert_eq!(kuatia_tests::snapshot(database, ANSWERS).await, rows);
+    let in_flight =
+        kuatia_tests::snapshot(database, "SELECT CAST(document_id AS TEXT) FROM sifen_sends").await;
+    assert!(
+        in_flight.is_empty(),
+        "an answered document is no longer in flight: {in_flight:?}"
+    );
+    f.app.stop().await;
+}

@@ -270,11 +270,25 @@ async fn a_new_tenant_goes_through_the_wizard_from_nothing_to_an_accepted_invoic
     assert!(
         checks
             .body
-            .contains("RUC del titular: the certificate names RUC 80069563-1"),
+            .contains("RUC del titular: el certificado es del RUC 80069563-1"),
         "{}",
         checks.body
     );
-    assert!(checks.body.contains("Vigencia: valid until"), "{}", checks.body);
+    assert!(
+        checks.body.contains("Vigencia: válido hasta el "),
+        "{}",
+        checks.body
+    );
+    assert!(
+        checks.body.contains("Cadena: autofirmado (es su propia raíz)"),
+        "the chain said: {}",
+        checks.body
+    );
+    assert!(
+        !checks.body.contains("the certificate") && !checks.body.contains("valid until"),
+        "every check said in Spanish: {}",
+        checks.body
+    );
     assert!(
         !checks.body.contains("check-bad"),
         "every check green: {}",
@@ -354,6 +368,16 @@ async fn a_new_tenant_goes_through_the_wizard_from_nothing_to_an_accepted_invoic
     assert_eq!(location(&start), "/console/setup/ready");
     let ready = v.get("/console/setup/ready").await;
     assert!(!ready.body.contains("check-bad"), "{}", ready.body);
+    // The checklist names the records, in Spanish, never by id.
+    for said in [
+        "Empresa con RUC 80069563-1",
+        "Sucursal 001 · Casa matriz",
+        "Punto de expedición 001-001 · Caja 1",
+        "Certificado firma 2026, válido por ",
+        "CSC 0001 cargado",
+    ] {
+        assert!(ready.body.contains(said), "{said}: {}", ready.body);
+    }
     assert!(
         ready.body.contains("href=\"/console/issue\" id=\"setup-next\""),
         "{}",
@@ -407,7 +431,7 @@ async fn a_new_tenant_goes_through_the_wizard_from_nothing_to_an_accepted_invoic
 
 #[tokio::test]
 async fn the_same_pages_edit_and_a_viewer_is_refused_the_wizard() {
-    let (app, _sim, _tenant, _key) = new_tenant().await;
+    let (app, _sim, tenant, key) = new_tenant().await;
     let mut v = Visitor::new(&app.base);
     v.log_in("duena@example.com.py", PASSWORD).await;
     let csrf = hidden(&v.get("/console/setup/company").await.body, "csrf");
@@ -446,6 +470,145 @@ async fn the_same_pages_edit_and_a_viewer_is_refused_the_wizard() {
         input_value(&v.get("/console/setup/company").await.body, "f-phone"),
         "0981 000 000"
     );
+    // A branch and its point, then edited from the links beside them: the code stays.
+    let made = post(
+        &mut v,
+        "/console/setup/branch",
+        &[
+            ("csrf", csrf.clone()),
+            ("action", "save".into()),
+            ("branch_code", "001".into()),
+            ("branch_name", "Casa matriz".into()),
+            ("point_code", "001".into()),
+            ("point_name", String::new()),
+        ],
+    )
+    .await;
+    assert_eq!(made.status, 303, "{}", made.body);
+    let listing = v.get("/console/setup/branch").await.body;
+    let edit_branch = link_href(&listing, "edit-branch-001");
+    let edit_point = link_href(&listing, "edit-point-001-001");
+    let page = v.get(&edit_branch).await;
+    assert_eq!(page.status, 200);
+    assert_eq!(input_value(&page.body, "f-branch_code"), "001");
+    assert!(
+        page.body
+            .contains("id=\"f-branch_code\" name=\"branch_code\" type=\"text\" value=\"001\" readonly")
+    );
+    assert_eq!(input_value(&page.body, "f-branch_name"), "Casa matriz");
+    let branch_form = |name: &str, department: &str, city: &str| {
+        vec![
+            ("csrf", csrf.clone()),
+            ("action", "save".into()),
+            ("branch_code", "999".into()),
+            ("branch_name", name.into()),
+            ("branch_address", "Ruta 2".into()),
+            ("branch_house_number", "10".into()),
+            ("branch_department_code", department.into()),
+            ("branch_district_code", String::new()),
+            ("branch_city_code", city.into()),
+            ("branch_default", "1".into()),
+        ]
+    };
+    // No name, and a city of another department: each said at its field, what was typed kept.
+    let refused = post(&mut v, &edit_branch, &branch_form(" ", "12", "5946")).await;
+    assert_eq!(refused.status, 200, "{}", refused.body);
+    assert_eq!(
+        field_error(&refused.body, "branch_name").as_deref(),
+        Some("Escribí entre 1 y 255 caracteres."),
+        "the API's refusal in Spanish"
+    );
+    assert_eq!(input_value(&refused.body, "f-branch_address"), "Ruta 2");
+    let refused = post(&mut v, &edit_branch, &branch_form("Sucursal Luque", "12", "6")).await;
+    assert_eq!(refused.status, 200, "{}", refused.body);
+    assert!(
+        field_error(&refused.body, "branch_department_code")
+            .is_some_and(|e| e.starts_with("AGUARA es del departamento CONCEPCION")),
+        "{}",
+        refused.body
+    );
+    let saved = post(&mut v, &edit_branch, &branch_form("Sucursal Luque", "12", "5946")).await;
+    assert_eq!(
+        (saved.status, location(&saved)),
+        (303, "/console/setup/branch"),
+        "{}",
+        saved.body
+    );
+    let rest = |path: &'static str| {
+        let app = &app;
+        let (key, tenant) = (&key, &tenant);
+        async move {
+            app.as_key(reqwest::Method::GET, path, key, tenant)
+                .send()
+                .await
+                .expect("get")
+                .json::<serde_json::Value>()
+                .await
+                .expect("json")
+        }
+    };
+    let branches = rest("/v1/branches").await;
+    assert_eq!(
+        (
+            branches[0]["code"].as_str(),
+            branches[0]["name"].as_str(),
+            branches[0]["address"].as_str(),
+            branches[0]["city_name"].as_str(),
+            branches[0]["is_default"].as_bool()
+        ),
+        (
+            Some("001"),
+            Some("Sucursal Luque"),
+            Some("Ruta 2"),
+            Some("LUQUE"),
+            Some(true)
+        ),
+        "the code sent is ignored: {branches}"
+    );
+    assert!(
+        v.get(&edit_branch)
+            .await
+            .body
+            .contains("<option value=\"5946\" selected>LUQUE</option>"),
+        "the stored city chosen"
+    );
+    let page = v.get(&edit_point).await;
+    assert_eq!(input_value(&page.body, "f-point_code"), "001");
+    let saved = post(
+        &mut v,
+        &edit_point,
+        &[
+            ("csrf", csrf.clone()),
+            ("point_code", "002".into()),
+            ("point_name", "Caja central".into()),
+            ("point_default", "1".into()),
+        ],
+    )
+    .await;
+    assert_eq!(saved.status, 303, "{}", saved.body);
+    let points = rest("/v1/issuance-points").await;
+    assert_eq!(
+        (
+            points[0]["code"].as_str(),
+            points[0]["name"].as_str(),
+            points[0]["is_default"].as_bool()
+        ),
+        (Some("001"), Some("Caja central"), Some(true))
+    );
+    assert_eq!(
+        v.get(&format!("/console/setup/branch/{}", uuid::Uuid::now_v7()))
+            .await
+            .status,
+        404
+    );
+    let forged = post(
+        &mut v,
+        &edit_point,
+        &[("csrf", "wrong".into()), ("point_name", "x".into())],
+    )
+    .await;
+    assert_eq!(forged.status, 403);
+
     // A forged form is refused.
     let forged = post(
         &mut v,
@@ -471,6 +634,19 @@ async fn the_same_pages_edit_and_a_viewer_is_refused_the_wizard() {
     assert_eq!(viewer.get("/console/setup").await.status, 403);
     assert!(!viewer.get("/console").await.body.contains("/console/setup"));
     app.stop().await;
+}
+
+/// The `href` of the link with id `id`.
+fn link_href(html: &str, id: &str) -> String {
+    let at = html
+        .find(&format!("id=\"{id}\""))
+        .unwrap_or_else(|| panic!("no #{id} in {html}"));
+    let start = html[..at].rfind("href=\"").expect("an href") + "href=\"".len();
+    html[start..]
+        .split('"')
+        .next()
+        .unwrap_or_default()
+        .replace("&#x2F;", "/")
 }
 
 /// Posts a form of owned values.

@@ -576,6 +576,19 @@ async fn an_ambiguous_default_branch_is_a_configuration_error_and_nothing_is_sto
     assert_eq!(posted.status, 201, "{}", posted.body);
     assert_eq!(posted.body["branch_id"], f.r.branch.as_str());
     assert_eq!(posted.body["issuance_point_id"], f.r.point.as_str());
+
+    // Marking the first branch the default (PATCH) routes the next document there at once.
+    let (status, marked) = send(
+        f.req(Method::PATCH, &format!("/v1/branches/{}", f.r.branch))
+            .json(&json!({"is_default": true})),
+    )
+    .await;
+    assert_eq!(status, 200, "{marked}");
+    let mut unnamed = doc.clone();
+    unnamed["external_id"] = json!("ERP-AMB-2");
+    let posted = f.post("k-amb-2", &unnamed).await;
+    assert_eq!(posted.status, 201, "{}", posted.body);
+    assert_eq!(posted.body["branch_id"], f.r.branch.as_str());
     f.stop().await;
 }
 

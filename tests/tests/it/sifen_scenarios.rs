@@ -355,6 +355,7 @@ impl Scenario {
                     key_matches: true,
                     client_auth: true,
                     chain_length: 1,
+                    chain: None,
                 },
                 secret_id,
             }),

@@ -136,6 +136,15 @@ async fn page(state: &AppState, console: &Console) -> Result<HomePage, crate::er
         let listed = crate::routes::certificates::list_certificates(State(state.clone()), caller.clone())
             .await?
             .0;
+        let names: Vec<(String, String)> = listed
+            .iter()
+            .map(|c| (c.id.to_string(), c.label.clone().unwrap_or(c.subject.clone())))
+            .collect();
+        let name_of = |kind: &str, id: &str| {
+            (kind == "certificate")
+                .then(|| names.iter().find(|(i, _)| i == id).map(|(_, n)| n.clone()))
+                .flatten()
+        };
         for c in listed {
             let days = (c.not_after - now).num_days();
             if days <= 30 {
@@ -174,7 +183,7 @@ async fn page(state: &AppState, console: &Console) -> Result<HomePage, crate::er
                     .checks
                     .into_iter()
                     .filter(|c| !c.ok)
-                    .map(|c| c.message)
+                    .map(|c| tr.finding(&c.finding, &c.message, &name_of))
                     .collect(),
             });
         }

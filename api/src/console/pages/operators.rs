@@ -13,7 +13,6 @@
 use askama::Template;
 use axum::Form;
 use axum::extract::{FromRequestParts, State};
-use axum::http::StatusCode;
 use axum::http::request::Parts;
 use axum::response::Response;
 use chrono::Utc;
@@ -25,7 +24,7 @@ use serde::Deserialize;
 
 use crate::auth::SESSION_COOKIE;
 use crate::console::i18n::{Lang, Tr};
-use crate::console::{Chrome, cookie, csrf_of, flash_of, plain_error, redirect_with, render_status};
+use crate::console::{Chrome, cookie, csrf_of, flash_of, plain_error, redirect_with};
 use crate::error::ApiError;
 use crate::extract::{Path, Query};
 use crate::state::AppState;
@@ -85,28 +84,6 @@ impl FromRequestParts<AppState> for Operator {
     }
 }
 
-impl Operator {
-    fn page(&self, template: &impl Template) -> Response {
-        render_status(StatusCode::OK, template, self.chrome.flash.is_some())
-    }
-
-    fn error_page(&self, err: &ApiError) -> Response {
-        let page = super::ErrorPage {
-            chrome: self.chrome.clone(),
-            title: self.chrome.tr.t("error-title"),
-            message: err.message.clone(),
-        };
-        render_status(err.status, &page, false)
-    }
-
-    fn refuse_forged(&self, token: Option<&str>) -> Option<Response> {
-        match token {
-            Some(t) if crate::console::same_token(t, &self.chrome.csrf) => None,
-            _ => Some(self.error_page(&ApiError::forbidden(self.chrome.tr.t("error-csrf")))),
-        }
-    }
-}
-
 /// A projection's row.
 pub struct ProjectionRow {
     pub name: String,
@@ -145,6 +122,17 @@ pub struct WaitingRow {
     pub n: i64,
 }
 
+/// SIFEN's answers to one tenant's SIFEN channel in the last 24 hours, by code.
+pub struct ChannelAnswerRow {
+    pub tenant: String,
+    pub company: String,
+    pub channel: String,
+    pub code: String,
+    pub answers: i64,
+    pub latency: String,
+    pub last: String,
+}
+
 /// SIFEN answers of this instance by operation and code.
 pub struct AnswerRow {
     pub operation: String,
@@ -179,6 +167,7 @@ pub struct RoomPage {
     pub kind: String,
     pub statuses: Vec<(&'static str, String)>,
     pub waiting: Vec<WaitingRow>,
+    pub channel_answers: Vec<ChannelAnswerRow>,
     pub answers: Vec<AnswerRow>,
     pub latency: Vec<AnswerRow>,
     pub busy: bool,
@@ -194,8 +183,8 @@ pub struct JobsQuery {
 /// `GET /console/operators`.
 pub async fn show(State(state): State<AppState>, op: Operator, Query(query): Query<JobsQuery>) -> Response {
     match page(&state, &op, query).await {
-        Ok(page) => op.page(&page),
-        Err(e) => op.error_page(&e),
+        Ok(page) => op.chrome.page(&page),
+        Err(e) => op.chrome.error_page(&e),
     }
 }
 
@@ -297,34 +286,71 @@ async fn page(state: &AppState, op: &Operator, query: JobsQuery) -> Result<RoomP
             }
         })
         .collect();
+    let int = |v: &SqlValue| match v {
+        SqlValue::Int(n) => *n,
+        SqlValue::Text(t) => t.parse().unwrap_or(0),
+        _ => 0,
+    };
+    let text = |v: &SqlValue| v.as_text().unwrap_or_default();
     // Documents waiting for SIFEN (or the printer), by tenant and company: the per-day counts,
     // never the documents themselves.
     let waiting = state
         .store
         .query(
-            "SELECT c.tenant_id, c.company_id, c.status, SUM(c.n) FROM document_counts c \
+            "SELECT COALESCE(t.slug, CAST(c.tenant_id AS TEXT)), COALESCE(co.ruc, CAST(c.company_id AS TEXT)), \
+               c.status, CAST(SUM(c.n) AS BIGINT) FROM document_counts c \
+             LEFT JOIN tenants t ON t.id = c.tenant_id LEFT JOIN companies co ON co.id = c.company_id \
              WHERE c.status IN ('queued', 'signing', 'submitting', 'submitted', 'retrying') \
-             GROUP BY c.tenant_id, c.company_id, c.status HAVING SUM(c.n) > 0 \
+             GROUP BY c.tenant_id, t.slug, c.company_id, co.ruc, c.status HAVING SUM(c.n) > 0 \
              ORDER BY SUM(c.n) DESC LIMIT 50",
             &[],
         )
         .await?
         .into_iter()
+        .map(|row| WaitingRow {
+            tenant: text(&row[0]),
+            company: text(&row[1]),
+            status: tr.status(&text(&row[2])),
+            n: int(&row[3]),
+        })
+        .collect();
+    // SIFEN's answers to each tenant's SIFEN channels in the last 24 hours (the `sifen_answers`
+    // read model, by hour: at most 24 rows per channel and code are summed).
+    let since = now - chrono::Duration::hours(24);
+    let since = chrono::DurationRound::duration_trunc(since, chrono::TimeDelta::hours(1)).unwrap_or(since);
+    let channel_answers = state
+        .store
+        .query(
+            "SELECT COALESCE(t.slug, CAST(a.tenant_id AS TEXT)), COALESCE(co.ruc, CAST(a.company_id AS TEXT)), \
+               CAST(a.channel_id AS TEXT), a.code, CAST(SUM(a.answers) AS BIGINT), \
+               CAST(SUM(a.latency_ms) AS BIGINT), CAST(SUM(a.timed) AS BIGINT), MAX(a.last_at) \
+             FROM sifen_answers a LEFT JOIN tenants t ON t.id = a.tenant_id \
+             LEFT JOIN companies co ON co.id = a.company_id WHERE a.hour >= $1 \
+             GROUP BY a.tenant_id, t.slug, a.company_id, co.ruc, a.channel_id, a.code \
+             ORDER BY 1, 2, 3, 4 LIMIT 200",
+            &[SqlValue::Timestamp(since)],
+        )
+        .await?
+        .into_iter()
         .map(|row| {
-            let text = |v: &SqlValue| match v {
-                SqlValue::Text(s) => s.clone(),
-                SqlValue::Int(n) => n.to_string(),
-                _ => String::new(),
-            };
-            WaitingRow {
+            let code = text(&row[3]);
+            let (latency_ms, timed) = (int(&row[5]), int(&row[6]));
+            ChannelAnswerRow {
                 tenant: text(&row[0]),
                 company: text(&row[1]),
-                status: tr.status(&text(&row[2])),
-                n: match &row[3] {
-                    SqlValue::Int(n) => *n,
-                    SqlValue::Text(t) => t.parse().unwrap_or(0),
-                    _ => 0,
+                channel: text(&row[2]).chars().take(8).collect(),
+                code: if code == support::SIFEN_RETRY_CODE {
+                    tr.t("operators-code-retry")
+                } else {
+                    code
                 },
+                answers: int(&row[4]),
+                latency: if timed > 0 {
+                    format!("{} ms", kuatia_domain::format::quantity(&(latency_ms / timed).to_string()))
+                } else {
+                    "—".to_owned()
+                },
+                last: row[7].as_timestamp().map(local).unwrap_or_default(),
             }
         })
         .collect();
@@ -353,6 +379,7 @@ async fn page(state: &AppState, op: &Operator, query: JobsQuery) -> Result<RoomP
             })
             .collect(),
         waiting,
+        channel_answers,
         answers,
         latency,
         busy,
@@ -457,12 +484,12 @@ pub async fn rebuild(
     Path(name): Path<String>,
     Form(form): Form<ActionForm>,
 ) -> Response {
-    if let Some(r) = op.refuse_forged(form.csrf.as_deref()) {
+    if let Some(r) = op.chrome.refuse_forged(form.csrf.as_deref()) {
         return r;
     }
     let tr = op.chrome.tr;
     match state.projections.rebuildable(&name) {
-        None => return op.error_page(&ApiError::not_found("no such projection")),
+        None => return op.chrome.error_page(&ApiError::not_found("no such projection")),
         Some(false) => return redirect_with("/console/operators", false, &tr.t("operators-side-effect")),
         Some(true) => {}
     }
@@ -484,7 +511,7 @@ pub async fn rebuild(
 /// `POST /console/operators/verify`: checks every stream's hash chain in the background;
 /// recorded as `EventsVerified`.
 pub async fn verify(State(state): State<AppState>, op: Operator, Form(form): Form<ActionForm>) -> Response {
-    if let Some(r) = op.refuse_forged(form.csrf.as_deref()) {
+    if let Some(r) = op.chrome.refuse_forged(form.csrf.as_deref()) {
         return r;
     }
     let tr = op.chrome.tr;
@@ -526,11 +553,11 @@ pub async fn retry_job(
     Path(id): Path<String>,
     Form(form): Form<ActionForm>,
 ) -> Response {
-    if let Some(r) = op.refuse_forged(form.csrf.as_deref()) {
+    if let Some(r) = op.chrome.refuse_forged(form.csrf.as_deref()) {
         return r;
     }
     let Ok(id) = id.parse::<uuid::Uuid>() else {
-        return op.error_page(&ApiError::not_found("no such job"));
+        return op.chrome.error_page(&ApiError::not_found("no such job"));
     };
     let reason = form.reason.map(|r| r.trim().to_owned()).filter(|r| !r.is_empty());
     let done = support::retry_job(&state.store, state.jobs.as_ref(), id, &op.email, reason).await;
@@ -544,11 +571,11 @@ pub async fn discard_job(
     Path(id): Path<String>,
     Form(form): Form<ActionForm>,
 ) -> Response {
-    if let Some(r) = op.refuse_forged(form.csrf.as_deref()) {
+    if let Some(r) = op.chrome.refuse_forged(form.csrf.as_deref()) {
         return r;
     }
     let Ok(id) = id.parse::<uuid::Uuid>() else {
-        return op.error_page(&ApiError::not_found("no such job"));
+        return op.chrome.error_page(&ApiError::not_found("no such job"));
     };
     let reason = form.reason.unwrap_or_default();
     let done = support::discard_job(&state.store, state.jobs.as_ref(), id, &op.email, &reason).await;
@@ -574,7 +601,7 @@ fn said(
                 ],
             ),
         ),
-        Err(support::SupportError::Store(e)) => op.error_page(&e.into()),
+        Err(support::SupportError::Store(e)) => op.chrome.error_page(&e.into()),
         Err(support::SupportError::NoReason) => {
             redirect_with("/console/operators#jobs", false, &tr.t("operators-reason-needed"))
         }

@@ -35,7 +35,7 @@ use crate::extract::{Json, Path, Query};
 use crate::routes::branches::{
     BranchQuery, BranchView, CreateBranch, CreateIssuancePoint, IssuancePointView, PointQuery,
 };
-use crate::routes::certificates::CertificateView;
+use crate::routes::certificates::{CertificateView, CheckView};
 use crate::routes::companies::CompanyView;
 use crate::routes::emission_channels::{ChannelReadiness, ChannelRequest, ChannelView, CompanyFilter};
 use crate::routes::print_settings::{PrintSettingsQuery, PrintSettingsView};
@@ -106,11 +106,19 @@ pub struct Check {
     pub words: String,
 }
 
-/// A record already configured, with its checks.
+/// A link on a listed record (`href`, words, element id).
+pub struct RecordLink {
+    pub href: String,
+    pub words: String,
+    pub id: String,
+}
+
+/// A record already configured, with its checks and the links that edit it.
 pub struct Listed {
     pub title: String,
     pub lines: Vec<String>,
     pub checks: Vec<Check>,
+    pub links: Vec<RecordLink>,
 }
 
 /// A step's page.
@@ -168,6 +176,33 @@ impl Progress {
             "print" => self.print.as_ref().is_some_and(|p| p.id.is_some()),
             // A channel that can issue; a kind not configured is not a step left.
             _ => self.readiness.iter().any(|r| r.ready),
+        }
+    }
+
+    /// A branch (`001 · Casa matriz`), point (`001-001 Caja 1`) or certificate (its label or
+    /// holder) of this company by id, as a check names it.
+    fn name_of(&self, kind: &str, id: &str) -> Option<String> {
+        let id: Uuid = id.parse().ok()?;
+        match kind {
+            "branch" => self
+                .branches
+                .iter()
+                .find(|b| b.id == id)
+                .map(|b| format!("{} · {}", b.code, b.name)),
+            "point" => {
+                let pt = self.points.iter().find(|pt| pt.id == id)?;
+                let branch = self.branches.iter().find(|b| b.id == pt.branch_id)?;
+                Some(match &pt.name {
+                    Some(name) => format!("{}-{} · {name}", branch.code, pt.code),
+                    None => format!("{}-{}", branch.code, pt.code),
+                })
+            }
+            "certificate" => self
+                .certificates
+                .iter()
+                .find(|c| c.id == id)
+                .map(|c| c.label.clone().unwrap_or_else(|| c.subject.clone())),
+            _ => None,
         }
     }
 
@@ -296,7 +331,11 @@ impl Sent {
 /// Where each refusal goes: the API's field (`sifen.csc_id`, `economic_activities[0].code`)
 /// to the form's field, through `aliases` and then its last segment; what names no field of the
 /// form stays in the list at the top only.
-fn by_field(err: &ApiError, aliases: &[(&str, &str)]) -> BTreeMap<String, String> {
+fn by_field(
+    tr: crate::console::i18n::Tr,
+    err: &ApiError,
+    aliases: &[(&str, &str)],
+) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for issue in err
         .details
@@ -306,7 +345,12 @@ fn by_field(err: &ApiError, aliases: &[(&str, &str)]) -> BTreeMap<String, String
         .flatten()
     {
         let field = issue["field"].as_str().unwrap_or_default();
-        let message = issue["message"].as_str().unwrap_or_default().to_owned();
+        let message = said_issue(
+            tr,
+            field,
+            issue["code"].as_str().unwrap_or_default(),
+            issue["message"].as_str().unwrap_or_default(),
+        );
         let name = aliases
             .iter()
             .find(|(api, _)| {
@@ -324,6 +368,79 @@ fn by_field(err: &ApiError, aliases: &[(&str, &str)]) -> BTreeMap<String, String
         out.entry(name).or_insert(message);
     }
     out
+}
+
+/// A refusal of `field` with `code` in the console's words (`setup-error-<code>-<field's path>`,
+/// else `setup-error-<code>`, with the values its sentence needs: the longest length
+/// the API's message names, the place SET's table gives a city), else the API's message.
+fn said_issue(tr: crate::console::i18n::Tr, field: &str, code: &str, message: &str) -> String {
+    // `economic_activities[0].code` → `economic_activities-code`.
+    let mut path = String::new();
+    let mut in_index = false;
+    for c in field.chars() {
+        match c {
+            '[' => in_index = true,
+            ']' => in_index = false,
+            '.' => path.push('-'),
+            c if !in_index => path.push(c),
+            _ => {}
+        }
+    }
+    let mut values: Vec<(&str, String)> = Vec::new();
+    match code {
+        // "… must have 1 to 255 characters"
+        "invalid_length" => {
+            if let Some(max) = message
+                .split(" to ")
+                .nth(1)
+                .and_then(|rest| rest.split(' ').next())
+                .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+            {
+                values.push(("max", max.to_owned()));
+            }
+        }
+        // "city 6 (AGUARA) is in department 2 CONCEPCION, not …": the place from the table.
+        "city_department_mismatch" | "city_district_mismatch" => {
+            let place = message
+                .strip_prefix("city ")
+                .and_then(|rest| rest.split(' ').next())
+                .and_then(|code| code.parse::<u32>().ok())
+                .and_then(geography::city)
+                .and_then(|city| {
+                    let district = geography::district(city.district)?;
+                    let department = geography::department(district.department)?;
+                    Some((city, district, department))
+                });
+            if let Some((city, district, department)) = place {
+                values.push(("city", city.name.clone()));
+                values.push(("district", district.name.clone()));
+                values.push(("department", department.name.clone()));
+            }
+        }
+        _ => {}
+    }
+    let args: Vec<(&str, &dyn std::fmt::Display)> = values
+        .iter()
+        .map(|(name, value)| (*name, value as &dyn std::fmt::Display))
+        .collect();
+    let needs = match code {
+        "invalid_length" => &["max"][..],
+        "city_department_mismatch" | "city_district_mismatch" => &["city", "district", "department"][..],
+        _ => &[][..],
+    };
+    if needs.iter().any(|n| !values.iter().any(|(have, _)| have == n)) {
+        return message.to_owned();
+    }
+    for key in [
+        format!("setup-error-{code}-{path}"),
+        format!("setup-error-{code}"),
+    ] {
+        let words = tr.tn(&key, &args);
+        if words != key {
+            return words;
+        }
+    }
+    message.to_owned()
 }
 
 fn field(name: &'static str, label: String, kind: &'static str, value: impl Into<String>) -> Field {
@@ -454,29 +571,45 @@ fn next_link(console: &Console, p: &Progress, step: &str) -> Option<(String, Str
     })
 }
 
-/// Runs `build` on the progress, or answers the refusal; a step that needs the company before
-/// it exists goes to the company's step.
+/// The progress and the page frame of `step` (its next link set), or the answer instead: a
+/// refusal, or the company's step for a step that needs the company before it exists.
+async fn open_step(
+    state: &AppState,
+    console: &Console,
+    choice: &CompanyChoice,
+    step: &'static str,
+) -> Result<(Progress, SetupPage), Response> {
+    console
+        .caller
+        .require(crate::routes::companies::CREATE_COMPANY)
+        .map_err(|e| console.error_page(&e))?;
+    let p = progress(state, console, choice)
+        .await
+        .map_err(|e| console.error_page(&e))?;
+    if step != "company" && p.company.is_none() {
+        return Err(Redirect::to("/console/setup/company").into_response());
+    }
+    let mut page = frame(console, &p, step);
+    page.next = next_link(console, &p, step);
+    Ok((p, page))
+}
+
+/// Runs `build` on the step's page (see [`open_step`]), or answers its refusal.
 async fn show_step(
     state: &AppState,
     console: &Console,
     choice: &CompanyChoice,
     step: &'static str,
-    build: impl FnOnce(&Console, &Progress, &mut SetupPage),
+    build: impl FnOnce(&Console, &Progress, &mut SetupPage) -> Result<(), ApiError>,
 ) -> Response {
-    if let Err(e) = console.caller.require(crate::routes::companies::CREATE_COMPANY) {
-        return console.error_page(&e);
-    }
-    let p = match progress(state, console, choice).await {
-        Ok(p) => p,
-        Err(e) => return console.error_page(&e),
+    let (p, mut page) = match open_step(state, console, choice, step).await {
+        Ok(opened) => opened,
+        Err(answer) => return answer,
     };
-    if step != "company" && p.company.is_none() {
-        return Redirect::to("/console/setup/company").into_response();
+    match build(console, &p, &mut page) {
+        Ok(()) => console.page(&page),
+        Err(e) => console.error_page(&e),
     }
-    let mut page = frame(console, &p, step);
-    page.next = next_link(console, &p, step);
-    build(console, &p, &mut page);
-    console.page(&page)
 }
 
 /// `GET /console/setup`: the first step not done.
@@ -501,7 +634,8 @@ pub async fn step_company(
     Query(choice): Query<CompanyChoice>,
 ) -> Response {
     show_step(&state, &console, &choice, "company", |c, p, page| {
-        company_page(c, p, page, None, None)
+        company_page(c, p, page, None, None);
+        Ok(())
     })
     .await
 }
@@ -513,7 +647,8 @@ pub async fn step_branch(
     Query(choice): Query<CompanyChoice>,
 ) -> Response {
     show_step(&state, &console, &choice, "branch", |c, p, page| {
-        branch_page(c, p, page, None, None)
+        branch_page(c, p, page, None, None);
+        Ok(())
     })
     .await
 }
@@ -525,7 +660,8 @@ pub async fn step_channel(
     Query(choice): Query<CompanyChoice>,
 ) -> Response {
     show_step(&state, &console, &choice, "channel", |c, p, page| {
-        channel_page(c, p, page, None, None)
+        channel_page(c, p, page, None, None);
+        Ok(())
     })
     .await
 }
@@ -537,7 +673,8 @@ pub async fn step_print(
     Query(choice): Query<CompanyChoice>,
 ) -> Response {
     show_step(&state, &console, &choice, "print", |c, p, page| {
-        print_page(c, p, page, None, None)
+        print_page(c, p, page, None, None);
+        Ok(())
     })
     .await
 }
@@ -548,7 +685,11 @@ pub async fn step_ready(
     console: Console,
     Query(choice): Query<CompanyChoice>,
 ) -> Response {
-    show_step(&state, &console, &choice, "ready", ready_page).await
+    show_step(&state, &console, &choice, "ready", |c, p, page| {
+        ready_page(c, p, page);
+        Ok(())
+    })
+    .await
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -803,7 +944,7 @@ fn company_page(
         buttons,
     });
     if let Some(e) = err {
-        let errors = by_field(e, &[("economic_activities", "activity_code")]);
+        let errors = by_field(tr, e, &[("economic_activities", "activity_code")]);
         page.problems = said(tr, &mut page.forms, errors, e);
     }
 }
@@ -1015,6 +1156,21 @@ fn branch_page(
                 )
             })
             .collect();
+        let mut links = vec![RecordLink {
+            href: format!("/console/setup/branch/{}{}", b.id, p.cq()),
+            words: tr.t1("setup-branch-edit", "code", &b.code),
+            id: format!("edit-branch-{}", b.code),
+        }];
+        links.extend(
+            p.points
+                .iter()
+                .filter(|pt| pt.branch_id == b.id)
+                .map(|pt| RecordLink {
+                    href: format!("/console/setup/point/{}{}", pt.id, p.cq()),
+                    words: tr.tn("setup-point-edit", &[("branch", &b.code), ("code", &pt.code)]),
+                    id: format!("edit-point-{}-{}", b.code, pt.code),
+                }),
+        );
         page.listed.push(Listed {
             title: format!("{} · {}", b.code, b.name),
             lines: if points.is_empty() {
@@ -1023,6 +1179,7 @@ fn branch_page(
                 points
             },
             checks: Vec::new(),
+            links,
         });
     }
     let first = p.branches.is_empty();
@@ -1052,28 +1209,8 @@ fn branch_page(
         .required()
         .hint(tr.t("setup-code-hint"))
         .attrs("inputmode=\"numeric\" maxlength=\"3\""),
-        field(
-            "branch_name",
-            tr.t("setup-branch-name"),
-            "text",
-            v.get("branch_name"),
-        )
-        .required(),
-        field(
-            "branch_address",
-            tr.t("setup-address"),
-            "text",
-            v.get("branch_address"),
-        )
-        .hint(tr.t("setup-branch-address-hint")),
-        field(
-            "branch_house_number",
-            tr.t("setup-house-number"),
-            "text",
-            v.get("branch_house_number"),
-        ),
     ];
-    fields.extend(place_fields(console, v, "branch_"));
+    fields.extend(branch_fields(console, v));
     let point = vec![
         field(
             "point_code",
@@ -1114,18 +1251,64 @@ fn branch_page(
         }],
     });
     if let Some(e) = err {
-        let errors = by_field(
-            e,
-            &[
-                ("code", "branch_code"),
-                ("name", "branch_name"),
-                ("address", "branch_address"),
-                ("house_number", "branch_house_number"),
-                ("city_code", "branch_city_code"),
-                ("department_code", "branch_department_code"),
-            ],
-        );
+        let errors = by_field(tr, e, BRANCH_ALIASES);
         page.problems = said(tr, &mut page.forms, errors, e);
+    }
+}
+
+/// Where the API's refusals of a branch go in the branch's forms.
+const BRANCH_ALIASES: &[(&str, &str)] = &[
+    ("code", "branch_code"),
+    ("name", "branch_name"),
+    ("address", "branch_address"),
+    ("house_number", "branch_house_number"),
+    ("city_code", "branch_city_code"),
+    ("city_name", "branch_city_code"),
+    ("department_code", "branch_department_code"),
+    ("department_name", "branch_department_code"),
+    ("is_default", "branch_default"),
+];
+
+/// A branch's fields but its code: name, address, house number and place (for a new branch and
+/// for editing one).
+fn branch_fields(console: &Console, v: &Sent) -> Vec<Field> {
+    let tr = console.chrome.tr;
+    let mut fields = vec![
+        field(
+            "branch_name",
+            tr.t("setup-branch-name"),
+            "text",
+            v.get("branch_name"),
+        )
+        .required(),
+        field(
+            "branch_address",
+            tr.t("setup-address"),
+            "text",
+            v.get("branch_address"),
+        )
+        .hint(tr.t("setup-branch-address-hint")),
+        field(
+            "branch_house_number",
+            tr.t("setup-house-number"),
+            "text",
+            v.get("branch_house_number"),
+        ),
+    ];
+    fields.extend(place_fields(console, v, "branch_"));
+    fields
+}
+
+/// The branch's department and city as typed (either may be blank: the company's), or the
+/// refusal of what is not a number, in the console's words.
+fn branch_place(sent: &Sent, console: &Console) -> Result<(Option<u16>, Option<u32>), ApiError> {
+    let department = number::<u16>(sent, "branch_department_code", console, false);
+    let city = number::<u32>(sent, "branch_city_code", console, false);
+    match (department, city) {
+        (Ok(department), Ok(city)) => Ok((department, city)),
+        (department, city) => Err(refusal(
+            [department.err(), city.err()].into_iter().flatten().collect(),
+        )),
     }
 }
 
@@ -1183,18 +1366,10 @@ pub async fn save_branch(
     if sent.get("action") == "places" {
         return redraw(sent, None);
     }
-    let mut problems = Vec::new();
-    let department = number::<u16>(&sent, "branch_department_code", &console, false)
-        .map_err(|e| problems.push(e))
-        .ok()
-        .flatten();
-    let city = number::<u32>(&sent, "branch_city_code", &console, false)
-        .map_err(|e| problems.push(e))
-        .ok()
-        .flatten();
-    if !problems.is_empty() {
-        return redraw(sent, Some(refusal(problems)));
-    }
+    let (department, city) = match branch_place(&sent, &console) {
+        Ok(place) => place,
+        Err(e) => return redraw(sent, Some(e)),
+    };
     let code = sent.get("branch_code");
     // A branch saved before its point was refused is used again, not made twice.
     let branch = match p.branches.iter().find(|b| b.code == code) {
@@ -1259,24 +1434,304 @@ pub async fn save_branch(
     }
 }
 
+/// What a stored branch's form shows.
+fn branch_values(b: &BranchView) -> Sent {
+    let text = |v: Option<String>| v.unwrap_or_default();
+    Sent(vec![
+        ("branch_code".into(), b.code.clone()),
+        ("branch_name".into(), b.name.clone()),
+        ("branch_address".into(), text(b.address.clone())),
+        ("branch_house_number".into(), text(b.house_number.clone())),
+        (
+            "branch_department_code".into(),
+            text(b.department_code.map(|c| c.to_string())),
+        ),
+        (
+            "branch_city_code".into(),
+            text(b.city_code.map(|c| c.to_string())),
+        ),
+        (
+            "branch_default".into(),
+            if b.is_default { "1" } else { "" }.into(),
+        ),
+    ])
+}
+
+/// The form that edits branch `b`: everything but its code, which is shown, not sent.
+fn branch_edit_page(
+    console: &Console,
+    p: &Progress,
+    page: &mut SetupPage,
+    b: &BranchView,
+    sent: Option<&Sent>,
+    err: Option<&ApiError>,
+) {
+    let tr = console.chrome.tr;
+    let stored = branch_values(b);
+    let v = sent.unwrap_or(&stored);
+    page.title = tr.t1("setup-branch-edit", "code", &b.code);
+    page.intro = tr.t("setup-branch-edit-intro");
+    page.next = Some((
+        format!("/console/setup/branch{}", p.cq()),
+        tr.t("setup-back-to-branches"),
+    ));
+    let mut fields = vec![
+        field("branch_code", tr.t("setup-branch-code"), "text", b.code.clone())
+            .hint(tr.t("setup-code-fixed"))
+            .attrs("readonly"),
+    ];
+    fields.extend(branch_fields(console, v));
+    fields.push(field(
+        "branch_default",
+        tr.t("setup-branch-is-default"),
+        "checkbox",
+        if v.checked("branch_default") { "1" } else { "" },
+    ));
+    page.forms.push(FormSpec {
+        id: "setup-branch-edit",
+        heading: None,
+        action: format!("/console/setup/branch/{}{}", b.id, p.cq()),
+        multipart: false,
+        groups: vec![Group {
+            legend: tr.t("setup-branch-legend"),
+            fields,
+        }],
+        submit: tr.t("setup-save"),
+        buttons: vec![Button {
+            value: "places",
+            words: tr.t("setup-refresh-places"),
+            id: "refresh-places",
+        }],
+    });
+    if let Some(e) = err {
+        let errors = by_field(tr, e, BRANCH_ALIASES);
+        page.problems = said(tr, &mut page.forms, errors, e);
+    }
+}
+
+/// `GET /console/setup/branch/{id}`: edit a branch.
+pub async fn edit_branch(
+    State(state): State<AppState>,
+    console: Console,
+    Path(id): Path<Uuid>,
+    Query(choice): Query<CompanyChoice>,
+) -> Response {
+    show_step(&state, &console, &choice, "branch", |c, p, page| {
+        let b = p
+            .branches
+            .iter()
+            .find(|b| b.id == id)
+            .ok_or_else(no_such_record)?;
+        branch_edit_page(c, p, page, b, None, None);
+        Ok(())
+    })
+    .await
+}
+
+/// `POST /console/setup/branch/{id}`: `PATCH /v1/branches/{id}` with what the form says.
+pub async fn update_branch(
+    State(state): State<AppState>,
+    console: Console,
+    Path(id): Path<Uuid>,
+    Query(choice): Query<CompanyChoice>,
+    Form(form): Form<Vec<(String, String)>>,
+) -> Response {
+    let sent = Sent(form);
+    if let Some(r) = console.refuse_forged(sent.opt("csrf").as_deref()) {
+        return r;
+    }
+    let p = match progress(&state, &console, &choice).await {
+        Ok(p) => p,
+        Err(e) => return console.error_page(&e),
+    };
+    let Some(b) = p.branches.iter().find(|b| b.id == id) else {
+        return console.error_page(&no_such_record());
+    };
+    let redraw = |err: Option<ApiError>| {
+        let mut page = frame(&console, &p, "branch");
+        branch_edit_page(&console, &p, &mut page, b, Some(&sent), err.as_ref());
+        console.page(&page)
+    };
+    if sent.get("action") == "places" {
+        return redraw(None);
+    }
+    let (department, city) = match branch_place(&sent, &console) {
+        Ok(place) => place,
+        Err(e) => return redraw(Some(e)),
+    };
+    let patch = json!({
+        "name": sent.get("branch_name"),
+        "address": sent.opt("branch_address"),
+        "house_number": sent.opt("branch_house_number"),
+        "department_code": department,
+        "city_code": city,
+        "is_default": sent.checked("branch_default"),
+    });
+    let Value::Object(patch) = patch else {
+        return console.error_page(&no_such_record());
+    };
+    match crate::routes::branches::update_branch(
+        State(state.clone()),
+        console.caller.clone(),
+        Path(id),
+        Json(patch),
+    )
+    .await
+    {
+        Ok(_) => redirect_with(
+            &format!("/console/setup/branch{}", p.cq()),
+            true,
+            &console.chrome.tr.t1("setup-branch-updated", "code", &b.code),
+        ),
+        Err(e) if e.status.is_client_error() && e.status.as_u16() != 403 => redraw(Some(e)),
+        Err(e) => console.error_page(&e),
+    }
+}
+
+/// The form that edits point `pt` of branch `b`: its name and default flag.
+fn point_edit_page(
+    console: &Console,
+    p: &Progress,
+    page: &mut SetupPage,
+    (b, pt): (&BranchView, &IssuancePointView),
+    sent: Option<&Sent>,
+    err: Option<&ApiError>,
+) {
+    let tr = console.chrome.tr;
+    let stored = Sent(vec![
+        ("point_name".into(), pt.name.clone().unwrap_or_default()),
+        (
+            "point_default".into(),
+            if pt.is_default { "1" } else { "" }.into(),
+        ),
+    ]);
+    let v = sent.unwrap_or(&stored);
+    page.title = tr.tn("setup-point-edit", &[("branch", &b.code), ("code", &pt.code)]);
+    page.intro = tr.t("setup-point-edit-intro");
+    page.next = Some((
+        format!("/console/setup/branch{}", p.cq()),
+        tr.t("setup-back-to-branches"),
+    ));
+    page.forms.push(FormSpec {
+        id: "setup-point-edit",
+        heading: None,
+        action: format!("/console/setup/point/{}{}", pt.id, p.cq()),
+        multipart: false,
+        groups: vec![Group {
+            legend: tr.t("setup-point-legend"),
+            fields: vec![
+                field("point_code", tr.t("setup-point-code"), "text", pt.code.clone())
+                    .hint(tr.t("setup-code-fixed"))
+                    .attrs("readonly"),
+                field(
+                    "point_name",
+                    tr.t("setup-point-name"),
+                    "text",
+                    v.get("point_name"),
+                ),
+                field(
+                    "point_default",
+                    tr.t("setup-point-is-default"),
+                    "checkbox",
+                    if v.checked("point_default") { "1" } else { "" },
+                ),
+            ],
+        }],
+        submit: tr.t("setup-save"),
+        buttons: Vec::new(),
+    });
+    if let Some(e) = err {
+        let errors = by_field(tr, e, &[("name", "point_name"), ("is_default", "point_default")]);
+        page.problems = said(tr, &mut page.forms, errors, e);
+    }
+}
+
+/// A branch or point that is not this company's (or not there at all).
+fn no_such_record() -> ApiError {
+    ApiError::not_found("no such branch or issuance point in this company")
+}
+
+/// Point `id` and its branch among what is configured.
+fn point_of(p: &Progress, id: Uuid) -> Option<(&BranchView, &IssuancePointView)> {
+    let pt = p.points.iter().find(|pt| pt.id == id)?;
+    Some((p.branches.iter().find(|b| b.id == pt.branch_id)?, pt))
+}
+
+/// `GET /console/setup/point/{id}`: edit an issuance point.
+pub async fn edit_point(
+    State(state): State<AppState>,
+    console: Console,
+    Path(id): Path<Uuid>,
+    Query(choice): Query<CompanyChoice>,
+) -> Response {
+    show_step(&state, &console, &choice, "branch", |c, p, page| {
+        let record = point_of(p, id).ok_or_else(no_such_record)?;
+        point_edit_page(c, p, page, record, None, None);
+        Ok(())
+    })
+    .await
+}
+
+/// `POST /console/setup/point/{id}`: `PATCH /v1/issuance-points/{id}` with what the form says.
+pub async fn update_point(
+    State(state): State<AppState>,
+    console: Console,
+    Path(id): Path<Uuid>,
+    Query(choice): Query<CompanyChoice>,
+    Form(form): Form<Vec<(String, String)>>,
+) -> Response {
+    let sent = Sent(form);
+    if let Some(r) = console.refuse_forged(sent.opt("csrf").as_deref()) {
+        return r;
+    }
+    let p = match progress(&state, &console, &choice).await {
+        Ok(p) => p,
+        Err(e) => return console.error_page(&e),
+    };
+    let Some(record) = point_of(&p, id) else {
+        return console.error_page(&no_such_record());
+    };
+    let mut patch = Map::new();
+    patch.insert("name".into(), json!(sent.opt("point_name")));
+    patch.insert("is_default".into(), json!(sent.checked("point_default")));
+    match crate::routes::branches::update_issuance_point(
+        State(state.clone()),
+        console.caller.clone(),
+        Path(id),
+        Json(patch),
+    )
+    .await
+    {
+        Ok(_) => redirect_with(
+            &format!("/console/setup/branch{}", p.cq()),
+            true,
+            &console.chrome.tr.tn(
+                "setup-point-updated",
+                &[("branch", &record.0.code), ("code", &record.1.code)],
+            ),
+        ),
+        Err(e) if e.status.is_client_error() && e.status.as_u16() != 403 => {
+            let mut page = frame(&console, &p, "branch");
+            point_edit_page(&console, &p, &mut page, record, Some(&sent), Some(&e));
+            console.page(&page)
+        }
+        Err(e) => console.error_page(&e),
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The certificate
 
-fn certificate_checks(console: &Console, c: &CertificateView, validation: Option<&Value>) -> Listed {
+fn certificate_checks(console: &Console, p: &Progress, c: &CertificateView, checks: &[CheckView]) -> Listed {
     let tr = console.chrome.tr;
-    let checks = validation
-        .and_then(|v| v["checks"].as_array())
-        .into_iter()
-        .flatten()
+    let checks = checks
+        .iter()
         .map(|check| Check {
-            ok: check["ok"].as_bool().unwrap_or(false),
+            ok: check.ok,
             words: format!(
                 "{}: {}",
-                tr.t(&format!(
-                    "setup-check-{}",
-                    check["name"].as_str().unwrap_or("other")
-                )),
-                check["message"].as_str().unwrap_or_default()
+                tr.t(&format!("setup-check-{}", check.name)),
+                tr.finding(&check.finding, &check.message, &|kind, id| p.name_of(kind, id))
             ),
         })
         .collect();
@@ -1298,6 +1753,7 @@ fn certificate_checks(console: &Console, c: &CertificateView, validation: Option
             tr.t1("setup-cert-issuer", "issuer", &c.issuer),
         ],
         checks,
+        links: Vec::new(),
     }
 }
 
@@ -1337,7 +1793,7 @@ fn certificate_form(
 fn certificate_page(console: &Console, p: &Progress, page: &mut SetupPage) {
     let tr = console.chrome.tr;
     for c in &p.certificates {
-        page.listed.push(certificate_checks(console, c, None));
+        page.listed.push(certificate_checks(console, p, c, &[]));
     }
     page.forms.push(certificate_form(console, p, BTreeMap::new(), ""));
     if p.certificates.is_empty() {
@@ -1352,41 +1808,69 @@ fn certificate_page(console: &Console, p: &Progress, page: &mut SetupPage) {
 async fn validations(state: &AppState, console: &Console, p: &Progress) -> Vec<Listed> {
     let mut out = Vec::new();
     for c in &p.certificates {
-        let v = crate::routes::certificates::validate_certificate(
+        let mut checks = crate::routes::certificates::validate_certificate(
             State(state.clone()),
             console.caller.clone(),
             Path(c.id),
         )
         .await
-        .ok()
-        .and_then(|v| serde_json::to_value(&v.0).ok());
-        out.push(certificate_checks(console, c, v.as_ref()));
+        .map(|v| v.0.checks)
+        .unwrap_or_default();
+        if let Ok(chain) = crate::routes::certificates::certificate_chain(
+            State(state.clone()),
+            console.caller.clone(),
+            Path(c.id),
+        )
+        .await
+        {
+            checks.push(chain.0.check);
+        }
+        out.push(certificate_checks(console, p, c, &checks));
     }
     out
 }
 
-/// `GET /console/setup/certificate` shows each certificate's checks (the generic step page
+/// `GET /console/setup/certificate` shows each certificate's checks and its chain (the generic step page
 /// lists them without).
 pub async fn certificate(
     State(state): State<AppState>,
     console: Console,
     Query(choice): Query<CompanyChoice>,
 ) -> Response {
-    if let Err(e) = console.caller.require(crate::routes::companies::CREATE_COMPANY) {
-        return console.error_page(&e);
-    }
-    let p = match progress(&state, &console, &choice).await {
-        Ok(p) => p,
-        Err(e) => return console.error_page(&e),
+    let (p, mut page) = match open_step(&state, &console, &choice, "certificate").await {
+        Ok(opened) => opened,
+        Err(answer) => return answer,
     };
-    if p.company.is_none() {
-        return Redirect::to("/console/setup/company").into_response();
-    }
-    let mut page = frame(&console, &p, "certificate");
-    page.next = next_link(&console, &p, "certificate");
     certificate_page(&console, &p, &mut page);
     page.listed = validations(&state, &console, &p).await;
     console.page(&page)
+}
+
+/// A part of a multipart form.
+struct FormPart {
+    name: String,
+    file_name: Option<String>,
+    bytes: axum::body::Bytes,
+}
+
+/// Every part of a multipart form, or the refusal of a malformed one (in the multipart
+/// extractor's words and status).
+async fn form_parts(multipart: &mut Multipart) -> Result<Vec<FormPart>, ApiError> {
+    let refused = |e: axum::extract::multipart::MultipartError| {
+        ApiError::validation(e.body_text()).with_status(e.status())
+    };
+    let mut parts = Vec::new();
+    while let Some(part) = multipart.next_field().await.map_err(refused)? {
+        let name = part.name().unwrap_or_default().to_owned();
+        let file_name = part.file_name().map(str::to_owned);
+        let bytes = part.bytes().await.map_err(refused)?;
+        parts.push(FormPart {
+            name,
+            file_name,
+            bytes,
+        });
+    }
+    Ok(parts)
 }
 
 /// `POST /console/setup/certificate` (multipart: `csrf`, `pfx`, `password`, `label`): uploaded
@@ -1402,25 +1886,15 @@ pub async fn upload_certificate(
     let mut pfx = Vec::new();
     let mut password = zeroize::Zeroizing::new(String::new());
     let mut label = String::new();
-    loop {
-        let part = match multipart.next_field().await {
-            Ok(Some(part)) => part,
-            Ok(None) => break,
-            Err(e) => {
-                return console.error_page(&ApiError::validation(e.body_text()).with_status(e.status()));
-            }
-        };
-        let name = part.name().unwrap_or_default().to_owned();
-        let bytes = match part.bytes().await {
-            Ok(b) => b,
-            Err(e) => {
-                return console.error_page(&ApiError::validation(e.body_text()).with_status(e.status()));
-            }
-        };
-        let text = || String::from_utf8_lossy(&bytes).into_owned();
-        match name.as_str() {
+    let parts = match form_parts(&mut multipart).await {
+        Ok(parts) => parts,
+        Err(e) => return console.error_page(&e),
+    };
+    for part in parts {
+        let text = || String::from_utf8_lossy(&part.bytes).into_owned();
+        match part.name.as_str() {
             "csrf" => csrf = Some(text()),
-            "pfx" => pfx = bytes.to_vec(),
+            "pfx" => pfx = part.bytes.to_vec(),
             "password" => password = zeroize::Zeroizing::new(text()),
             "label" => label = text().trim().to_owned(),
             _ => {}
@@ -1479,7 +1953,7 @@ pub async fn upload_certificate(
             let mut page = frame(&console, &p, "certificate");
             page.listed = validations(&state, &console, &p).await;
             // A refusal without a field (not a PFX, a wrong password) belongs to the file.
-            let mut errors = by_field(&e, &[("pfx_base64", "pfx")]);
+            let mut errors = by_field(tr, &e, &[("pfx_base64", "pfx")]);
             if errors.is_empty() {
                 errors.insert("pfx".into(), e.message.clone());
             }
@@ -1770,10 +2244,12 @@ fn channel_page(
                 "setup-channel-other"
             })],
             checks: Vec::new(),
+            links: Vec::new(),
         });
     }
     if let Some(e) = err {
         let errors = by_field(
+            tr,
             e,
             &[
                 ("autoimpresor.timbrado", "a_timbrado"),
@@ -2051,7 +2527,7 @@ fn print_page(
         page.preview = Some(format!("/console/setup/print/preview{}", p.cq()));
     }
     if let Some(e) = err {
-        let errors = by_field(e, &[("logo_image_data_url", "logo"), ("page_width", "paper")]);
+        let errors = by_field(tr, e, &[("logo_image_data_url", "logo"), ("page_width", "paper")]);
         page.problems = said(tr, &mut page.forms, errors, e);
     }
 }
@@ -2067,28 +2543,20 @@ pub async fn save_print(
     let tr = console.chrome.tr;
     let mut values = Vec::new();
     let mut logo: Option<(String, Vec<u8>)> = None;
-    loop {
-        let part = match multipart.next_field().await {
-            Ok(Some(part)) => part,
-            Ok(None) => break,
-            Err(e) => {
-                return console.error_page(&ApiError::validation(e.body_text()).with_status(e.status()));
-            }
-        };
-        let name = part.name().unwrap_or_default().to_owned();
-        let file_name = part.file_name().map(str::to_owned);
-        let bytes = match part.bytes().await {
-            Ok(b) => b,
-            Err(e) => {
-                return console.error_page(&ApiError::validation(e.body_text()).with_status(e.status()));
-            }
-        };
-        if name == "logo" {
-            if !bytes.is_empty() {
-                logo = Some((file_name.unwrap_or_else(|| "logo.jpg".into()), bytes.to_vec()));
+    let parts = match form_parts(&mut multipart).await {
+        Ok(parts) => parts,
+        Err(e) => return console.error_page(&e),
+    };
+    for part in parts {
+        if part.name == "logo" {
+            if !part.bytes.is_empty() {
+                logo = Some((
+                    part.file_name.unwrap_or_else(|| "logo.jpg".into()),
+                    part.bytes.to_vec(),
+                ));
             }
         } else {
-            values.push((name, String::from_utf8_lossy(&bytes).into_owned()));
+            values.push((part.name, String::from_utf8_lossy(&part.bytes).into_owned()));
         }
     }
     let sent = Sent(values);
@@ -2204,9 +2672,10 @@ fn ready_page(console: &Console, p: &Progress, page: &mut SetupPage) {
                 .iter()
                 .map(|c| Check {
                     ok: c.ok,
-                    words: c.message.clone(),
+                    words: tr.finding(&c.finding, &c.message, &|kind, id| p.name_of(kind, id)),
                 })
                 .collect(),
+            links: Vec::new(),
         });
     }
     if p.readiness.iter().all(|r| r.channel_id.is_none()) {
@@ -2224,5 +2693,53 @@ fn ready_page(console: &Console, p: &Progress, page: &mut SetupPage) {
                 tr.t1("setup-go-to", "step", tr.t(&format!("setup-step-{first}"))),
             ));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::console::i18n::{Lang, Tr};
+
+    #[test]
+    fn a_refusal_is_said_in_the_consoles_words_with_the_places_of_sets_table() {
+        let es = Tr { lang: Lang::Es };
+        assert_eq!(
+            said_issue(es, "name", "invalid_length", "name must have 1 to 255 characters"),
+            "Escribí entre 1 y 255 caracteres."
+        );
+        assert_eq!(
+            said_issue(
+                es,
+                "economic_activities[0].code",
+                "invalid_code",
+                "an activity code has 1 to 8 digits"
+            ),
+            "El código de actividad tiene de 1 a 8 dígitos."
+        );
+        assert_eq!(
+            said_issue(
+                es,
+                "department_code",
+                "city_department_mismatch",
+                "city 6 (AGUARA) is in department 2 CONCEPCION, not in department 12 (SET's geographic table)"
+            ),
+            "AGUARA es del departamento CONCEPCION: elegí ese departamento o cambiá la ciudad."
+        );
+        assert_eq!(
+            said_issue(
+                Tr { lang: Lang::En },
+                "autoimpresor.valid_to",
+                "invalid_range",
+                "valid_to is before valid_from"
+            ),
+            "The end date is before the start date."
+        );
+        // A code the catalogues do not know, or a message without the values: the API's words.
+        assert_eq!(
+            said_issue(es, "x", "brand_new_code", "as the API says"),
+            "as the API says"
+        );
+        assert_eq!(said_issue(es, "name", "invalid_length", "too long"), "too long");
     }
 }
