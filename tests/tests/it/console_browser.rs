@@ -995,6 +995,63 @@ async fn a_new_tenant_sets_up_in_the_wizard_and_issues_an_accepted_invoice_in_th
     assert!(b.find_all(".check-bad").await.unwrap().is_empty());
     shot(&b, "setup-ready").await;
     accessible(&b, "setup: ready").await;
+
+    // The branch and its point, edited later from the links beside them.
+    b.goto(&format!("{base}/console/setup/branch")).await.unwrap();
+    b.wait_for("#edit-branch-001", Duration::from_secs(10))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    b.wait_for("#setup-branch-edit", Duration::from_secs(10))
+        .await
+        .unwrap();
+    accessible(&b, "setup: branch edit").await;
+    assert_eq!(value_of(&b, "#f-branch_code").await, "001");
+    type_into(&b, "#f-branch_name", " ").await;
+    type_into(&b, "#f-branch_address", "Ruta 2 km 20").await;
+    b.find("#setup-branch-edit-save")
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    assert_eq!(
+        error_beside(&b, "branch_name").await,
+        "Escribí entre 1 y 255 caracteres."
+    );
+    assert_eq!(value_of(&b, "#f-branch_address").await, "Ruta 2 km 20");
+    accessible(&b, "setup: branch edit refused").await;
+    type_into(&b, "#f-branch_name", "Casa central").await;
+    b.find("#setup-branch-edit-save")
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    b.wait_for("#flash", Duration::from_secs(10)).await.unwrap();
+    assert!(b.page_source().await.unwrap().contains("001 · Casa central"));
+    b.find("#edit-point-001-001")
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    b.wait_for("#setup-point-edit", Duration::from_secs(10))
+        .await
+        .unwrap();
+    accessible(&b, "setup: point edit").await;
+    type_into(&b, "#f-point_name", "Caja central").await;
+    b.find("#setup-point-edit-save")
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    b.wait_for("#flash", Duration::from_secs(10)).await.unwrap();
+    assert!(b.page_source().await.unwrap().contains("Punto 001 Caja central"));
+
     // Every step again in English, axe on each (the stored records fill the forms).
     b.goto(&format!("{base}/console/lang?to=en&next=/console/setup/company"))
         .await
@@ -1007,6 +1064,20 @@ async fn a_new_tenant_sets_up_in_the_wizard_and_issues_an_accepted_invoice_in_th
             "{step} in English"
         );
         accessible(&b, &format!("setup, English: {step}")).await;
+    }
+    for (link, form) in [
+        ("#edit-branch-001", "#setup-branch-edit"),
+        ("#edit-point-001-001", "#setup-point-edit"),
+    ] {
+        b.goto(&format!("{base}/console/setup/branch")).await.unwrap();
+        b.wait_for(link, Duration::from_secs(10))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        b.wait_for(form, Duration::from_secs(10)).await.unwrap();
+        accessible(&b, &format!("setup, English: {form}")).await;
     }
     b.goto(&format!("{base}/console/lang?to=es&next=/console/setup/ready"))
         .await
