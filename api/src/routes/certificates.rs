@@ -387,7 +387,7 @@ async fn checked_certificate(
 
 /// `GET /v1/certificates/{id}/chain` response.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct ChainView {
+pub struct CertificateChainView {
     /// The chain as a check: `name` is `chain`; `ok` is false only when the file's own
     /// certificates contradict each other; `message` says what the file carries.
     pub check: CheckView,
@@ -415,7 +415,7 @@ pub struct ChainView {
         ("X-Tenant-Id" = Uuid, Header, description = "The caller's tenant")
     ),
     responses(
-        (status = 200, description = "The chain", body = ChainView),
+        (status = 200, description = "The chain", body = CertificateChainView),
         (status = 404, description = "No such certificate", body = ErrorBody)
     )
 )]
@@ -423,10 +423,10 @@ pub async fn certificate_chain(
     State(state): State<AppState>,
     caller: Caller,
     Path(id): Path<Uuid>,
-) -> Result<axum::Json<ChainView>, ApiError> {
+) -> Result<axum::Json<CertificateChainView>, ApiError> {
     let row = checked_certificate(&state, &caller, id).await?;
     let facts = &row.record.facts;
-    Ok(axum::Json(ChainView {
+    Ok(axum::Json(CertificateChainView {
         check: facts.chain_check().into(),
         self_signed: facts.chain.as_ref().map(|c| c.self_signed),
         issuers: facts
