@@ -55,6 +55,41 @@ pub enum Command {
     /// to them (each change recorded as an event).
     #[command(subcommand)]
     Operators(OperatorsCommand),
+    /// Benchmark fixtures: `bench seed` writes a realistic history (docs/benchmarks.md, "At
+    /// scale").
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+/// `kuatia bench …`
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Write a realistic history through the real store: tenants with a company, a branch and
+    /// point, a certificate and both channels (made by the API's use cases), then documents of
+    /// every type and final status with their whole event chains (about 10 events each) and
+    /// their artifacts as small blobs. Prints a JSON summary (tenants, their owner keys,
+    /// documents, events, seconds) on standard output; progress goes to standard error. Meant for
+    /// a database of its own: it refuses a database seeded with the same --seed.
+    Seed {
+        /// Documents in all.
+        #[arg(long, default_value_t = 100_000)]
+        documents: u64,
+        /// Tenants (one company each).
+        #[arg(long, default_value_t = 10)]
+        tenants: u32,
+        /// The random generator's seed (the same seed writes the same documents).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// The share of the documents in the first tenant (0 to 1); the others share the rest.
+        #[arg(long, default_value_t = 0.1)]
+        large_share: f64,
+        /// Documents per group-committed append.
+        #[arg(long, default_value_t = 500)]
+        batch: usize,
+        /// The history spans this many days before now.
+        #[arg(long, default_value_t = 365)]
+        days: u32,
+    },
 }
 
 /// `kuatia operators …`
@@ -119,6 +154,13 @@ pub enum JobsCommand {
         /// Who: recorded as the event's actor (default: the OS user).
         #[arg(long)]
         actor: Option<String>,
+    },
+    /// Remove succeeded jobs older than a number of days (the service does it hourly with
+    /// KUATIA_JOB_RETENTION_DAYS); pending, running and dead jobs stay. Prints how many went.
+    Prune {
+        /// Days a succeeded job is kept (default: KUATIA_JOB_RETENTION_DAYS, 30).
+        #[arg(long)]
+        older_than_days: Option<u32>,
     },
 }
 
@@ -309,6 +351,24 @@ pub async fn run(cli: Cli) -> ExitCode {
         Command::Secrets(SecretsCommand::Rotate) => rotate_secrets(&config).await,
         Command::Jobs(cmd) => jobs(&config, cmd).await,
         Command::Operators(cmd) => operators(&config, cmd).await,
+        Command::Bench(BenchCommand::Seed {
+            documents,
+            tenants,
+            seed,
+            large_share,
+            batch,
+            days,
+        }) => {
+            let options = crate::seed::SeedOptions {
+                documents,
+                tenants,
+                seed,
+                large_share,
+                batch,
+                days,
+            };
+            bench_seed(&config, &options).await
+        }
     };
     match result {
         Ok(code) => code,
@@ -414,6 +474,41 @@ async fn rotate_secrets(config: &Config) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::FAILURE)
 }
 
+async fn bench_seed(config: &Config, options: &crate::seed::SeedOptions) -> anyhow::Result<ExitCode> {
+    if !(0.0..=1.0).contains(&options.large_share) {
+        bail!("--large-share must be between 0 and 1");
+    }
+    let database = crate::compose::open_database(config).await?;
+    let store = database.store();
+    let ports = crate::seed::SeedPorts::new(store, config)?;
+    let bar = progress_bar("documents");
+    bar.set_length(options.documents);
+    let progress = |n: u64| bar.set_position(n);
+    let report = crate::seed::seed(&ports, options, &progress).await;
+    bar.finish_and_clear();
+    database.close().await;
+    let report = report?;
+    let summary = serde_json::json!({
+        "backend": format!("{:?}", database.backend()),
+        "documents": report.documents,
+        "events": report.events,
+        "artifacts": report.artifacts,
+        "artifact_bytes": report.artifact_bytes,
+        "document_secs": (report.document_secs * 100.0).round() / 100.0,
+        "events_per_sec": (report.events as f64 / report.document_secs.max(1e-9)).round(),
+        "tenants": report.tenants.iter().map(|t| serde_json::json!({
+            "slug": t.slug,
+            "tenant_id": t.id,
+            "company_id": t.company_id,
+            "ruc": t.ruc,
+            "documents": t.documents,
+            "api_key": t.api_key.as_str(),
+        })).collect::<Vec<_>>(),
+    });
+    println!("{}", serde_json::to_string_pretty(&summary)?);
+    Ok(ExitCode::SUCCESS)
+}
+
 async fn migrate(config: &Config) -> anyhow::Result<ExitCode> {
     let database = crate::compose::open_database(config).await?;
     database.close().await;
@@ -459,9 +554,15 @@ async fn projections(config: &Config, cmd: ProjectionsCommand) -> anyhow::Result
                     bar.set_length(head.max(0) as u64);
                     bar.set_position(position.max(0) as u64);
                 };
+                let started = std::time::Instant::now();
                 let applied = runtime::rebuild(&store, projection.as_ref(), &progress).await?;
+                let secs = started.elapsed().as_secs_f64();
                 bar.finish_and_clear();
-                println!("rebuilt {}: {applied} events replayed", projection.name());
+                println!(
+                    "rebuilt {}: {applied} events replayed in {secs:.1} s ({:.0} events/s)",
+                    projection.name(),
+                    applied as f64 / secs.max(1e-9)
+                );
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -681,6 +782,24 @@ async fn jobs(config: &Config, cmd: JobsCommand) -> anyhow::Result<ExitCode> {
             )
             .await;
             said_change(job, "discarded")
+        }
+        JobsCommand::Prune { older_than_days } => {
+            match older_than_days.unwrap_or(config.job_retention_days) {
+                0 => Err(anyhow::anyhow!(
+                    "KUATIA_JOB_RETENTION_DAYS is 0 (keep every job): give --older-than-days"
+                )),
+                days => kuatia_application::jobs::prune_succeeded(
+                    queue.as_ref(),
+                    std::time::Duration::from_secs(u64::from(days) * 86_400),
+                    10_000,
+                )
+                .await
+                .map(|n| {
+                    println!("removed {n} succeeded job(s) older than {days} day(s)");
+                    ExitCode::SUCCESS
+                })
+                .map_err(Into::into),
+            }
         }
     };
     database.close().await;

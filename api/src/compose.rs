@@ -496,9 +496,11 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
         })
     };
     // Idempotency keys older than their 24 h window are removed hourly (claims check expiry
-    // themselves, so this only keeps the table small).
+    // themselves, so this only keeps the table small), and so are succeeded jobs past their
+    // retention (docs/operations.md, "Storage").
     let purger = {
         let (store, shutdown) = (store.clone(), shutdown.clone());
+        let (jobs, retention) = (jobs.clone(), config.job_retention_days);
         tokio::spawn(async move {
             let mut every = tokio::time::interval(Duration::from_secs(3600));
             loop {
@@ -509,6 +511,14 @@ pub async fn start(config: Config) -> anyhow::Result<Service> {
                             Ok(0) => {}
                             Ok(n) => tracing::info!(removed = n, "expired idempotency keys removed"),
                             Err(e) => tracing::warn!(error = %e, "purging idempotency keys failed"),
+                        }
+                        if retention > 0 {
+                            let age = Duration::from_secs(u64::from(retention) * 86_400);
+                            match kuatia_application::jobs::prune_succeeded(jobs.as_ref(), age, 10_000).await {
+                                Ok(0) => {}
+                                Ok(n) => tracing::info!(removed = n, retention_days = retention, "succeeded jobs pruned"),
+                                Err(e) => tracing::warn!(error = %e, "pruning succeeded jobs failed"),
+                            }
                         }
                     }
                 }

@@ -20,6 +20,7 @@ pub mod openapi;
 pub mod rate_limit;
 pub mod routes;
 pub mod schema;
+pub mod seed;
 pub mod serve;
 pub mod state;
 

@@ -625,6 +625,83 @@ fn jobs_are_listed_retried_and_discarded_and_each_change_is_an_event() {
 }
 
 #[test]
+fn bench_seed_writes_a_history_that_verifies_and_rebuilds_and_jobs_prune_says_what_went() {
+    let scratch = Scratch::new();
+    let seeded = scratch.run(&[
+        "bench",
+        "seed",
+        "--documents",
+        "60",
+        "--tenants",
+        "2",
+        "--seed",
+        "5",
+    ]);
+    assert!(seeded.status.success(), "{seeded:?}");
+    let summary: serde_json::Value = serde_json::from_str(&stdout(&seeded)).expect("a JSON summary");
+    assert_eq!(summary["documents"], 60);
+    assert_eq!(summary["backend"], "Sqlite");
+    let tenants = summary["tenants"].as_array().expect("tenants");
+    assert_eq!(tenants.len(), 2);
+    assert_eq!(
+        (&tenants[0]["documents"], &tenants[1]["documents"]),
+        (&6.into(), &54.into())
+    );
+    assert!(
+        tenants[0]["api_key"]
+            .as_str()
+            .is_some_and(|k| k.starts_with("kt_test_"))
+    );
+    let verified = scratch.run(&["events", "verify"]);
+    assert!(stdout(&verified).starts_with("ok: "), "{verified:?}");
+    let rebuilt = scratch.run(&["projections", "rebuild", "documents"]);
+    assert!(
+        stdout(&rebuilt).contains("rebuilt documents: ") && stdout(&rebuilt).contains(" events/s)"),
+        "{rebuilt:?}"
+    );
+    // The same seed twice on one database: refused, naming why.
+    let again = scratch.run(&[
+        "bench",
+        "seed",
+        "--documents",
+        "10",
+        "--tenants",
+        "1",
+        "--seed",
+        "5",
+    ]);
+    assert!(!again.status.success());
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("exists already"),
+        "{again:?}"
+    );
+    let bad = scratch.run(&["bench", "seed", "--large-share", "2"]);
+    assert!(!bad.status.success());
+
+    let pruned = scratch.run(&["jobs", "prune", "--older-than-days", "7"]);
+    assert!(pruned.status.success(), "{pruned:?}");
+    assert_eq!(
+        stdout(&pruned).trim(),
+        "removed 0 succeeded job(s) older than 7 day(s)"
+    );
+    let by_default = scratch.run(&["jobs", "prune"]);
+    assert!(
+        stdout(&by_default).contains("older than 30 day(s)"),
+        "{by_default:?}"
+    );
+    let keep = scratch
+        .kuatia(&["jobs", "prune"])
+        .env("KUATIA_JOB_RETENTION_DAYS", "0")
+        .output()
+        .expect("run");
+    assert!(!keep.status.success());
+    assert!(
+        String::from_utf8_lossy(&keep.stderr).contains("--older-than-days"),
+        "{keep:?}"
+    );
+}
+
+#[test]
 fn operators_are_added_and_removed_by_email_and_each_change_is_an_event() {
     let scratch = Scratch::new();
     assert!(scratch.run(&["migrate"]).status.success());

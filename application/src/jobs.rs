@@ -193,6 +193,27 @@ pub trait JobQueue: Send + Sync {
     /// Makes a waiting job dead without running it, noting `note` as its `last_error`. Returns
     /// the job as it is now, or `None` when there is no such job or it is not pending.
     async fn discard(&self, job_id: Uuid, note: &str) -> Result<Option<Job>, StoreError>;
+
+    /// Deletes at most `limit` succeeded jobs whose last change is older than `age` (by the
+    /// database's clock) and returns how many went. Only succeeded ones: pending, running and
+    /// dead jobs stay whatever their age (an operator acts on dead ones). Safe because a job's
+    /// idempotency key is only ever queued again by a retry of the append that made it, which
+    /// happens within seconds, never days later (docs/operations.md, "Storage").
+    async fn prune_succeeded(&self, age: Duration, limit: usize) -> Result<u64, StoreError>;
+}
+
+/// Removes every succeeded job older than `age`, `batch` at a time (each batch a short
+/// transaction of its own, so workers are not held up); returns how many went.
+pub async fn prune_succeeded(queue: &dyn JobQueue, age: Duration, batch: usize) -> Result<u64, StoreError> {
+    let batch = batch.max(1);
+    let mut removed = 0;
+    loop {
+        let n = queue.prune_succeeded(age, batch).await?;
+        removed += n;
+        if n < batch as u64 {
+            return Ok(removed);
+        }
+    }
 }
 
 /// What `kuatia jobs list --status` asks for.

@@ -223,6 +223,9 @@ pub struct Config {
     /// `KUATIA_PUBLIC_LINK_DAYS`: how long a document's public link (`/p/{token}`, the KuDE for
     /// its customer) works. Default 90; 1 to 3650.
     pub public_link_days: u32,
+    /// `KUATIA_JOB_RETENTION_DAYS`: succeeded jobs older than this are removed hourly (their
+    /// documents' events keep what they did). Default 30; 0 keeps them forever.
+    pub job_retention_days: u32,
     // --- Webhooks and delivery to customers and issuers (issue 7; docs/webhooks.md) ---
     /// `KUATIA_DELIVERY_RETRY_SCALE`: multiplies the retry schedule of webhook deliveries and
     /// customer/issuer deliveries (1 min, 5 min, 30 min, 2 h, 6 h, 12 h, 24 h); 1 in production,
@@ -329,6 +332,7 @@ impl Default for Config {
             artifact_url_key: None,
             artifact_url_ttl_secs: 900,
             public_link_days: 90,
+            job_retention_days: 30,
             delivery_retry_scale: 1.0,
             private_destinations: None,
             pfx_workers: 2,
@@ -416,6 +420,7 @@ impl std::fmt::Debug for Config {
             .field("artifact_url_key", &self.artifact_url_key)
             .field("artifact_url_ttl_secs", &self.artifact_url_ttl_secs)
             .field("public_link_days", &self.public_link_days)
+            .field("job_retention_days", &self.job_retention_days)
             .field("delivery_retry_scale", &self.delivery_retry_scale)
             .field("private_destinations", &self.private_destinations)
             .field("pfx_workers", &self.pfx_workers)
@@ -594,6 +599,11 @@ impl Config {
         }
         if config.db_max_connections < 2 {
             return Err(ConfigError("KUATIA_DB_MAX_CONNECTIONS must be at least 2".into()));
+        }
+        if config.job_retention_days > 36_500 {
+            return Err(ConfigError(
+                "KUATIA_JOB_RETENTION_DAYS must be 0 (keep) to 36500 (days a succeeded job is kept)".into(),
+            ));
         }
         if !(1..=3650).contains(&config.public_link_days) {
             return Err(ConfigError(

@@ -59,6 +59,12 @@
 //! (`KUATIA_BENCH_RATE`) for a window several times the fill time (`KUATIA_BENCH_SECS=20`) and
 //! read `accepted/s`.
 //!
+//! # With a history (`KUATIA_BENCH_HISTORY=N`)
+//!
+//! Before the run, `N` documents of 50 other tenants are written into the same database by the
+//! scale fixture (`kuatia bench seed`'s library, `kuatia_api::seed`): the same load then meets
+//! tables that already hold that history (issue 30; docs/benchmarks.md, "At scale").
+//!
 //! # Backends
 //!
 //! - **SQLite**: a new file in a temporary folder, removed afterwards.
@@ -402,6 +408,7 @@ async fn bench_backend(backend: &Backend, window: Duration, rate: Option<f64>) -
     })
     .await
     .context("starting the service")?;
+    history(&app).await?;
     let endpoint = sim
         .as_ref()
         .map_or_else(|| "http://127.0.0.1:9".to_owned(), |s| s.base_url());
@@ -425,6 +432,38 @@ async fn bench_backend(backend: &Backend, window: Duration, rate: Option<f64>) -
     // The service stops before its database is dropped (removed folder, DROP DATABASE).
     app.stop().await;
     result
+}
+
+/// `KUATIA_BENCH_HISTORY=N`: before the run, `N` documents of 50 other tenants (the first with a
+/// tenth of them) written by `kuatia bench seed`'s library, so that intake and the pipeline run
+/// with that history present (issue 30). None by default.
+async fn history(app: &TestApp) -> Result<()> {
+    let documents: u64 = match std::env::var("KUATIA_BENCH_HISTORY") {
+        Ok(v) => v
+            .trim()
+            .parse()
+            .with_context(|| format!("KUATIA_BENCH_HISTORY={v:?}: expected a number of documents"))?,
+        Err(_) => return Ok(()),
+    };
+    if documents == 0 {
+        return Ok(());
+    }
+    let ports = kuatia_api::seed::SeedPorts::new(app.service().database.store(), &app.db.config())?;
+    let options = kuatia_api::seed::SeedOptions {
+        documents,
+        tenants: 50,
+        ..Default::default()
+    };
+    let started = Instant::now();
+    let report = kuatia_api::seed::seed(&ports, &options, &|_| {}).await?;
+    println!(
+        "history: {} documents, {} events of {} tenants written in {:.1} s",
+        report.documents,
+        report.events,
+        report.tenants.len(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
 }
 
 async fn drive(

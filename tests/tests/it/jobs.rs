@@ -417,6 +417,9 @@ impl JobQueue for CountingClaims {
     ) -> Result<bool, StoreError> {
         self.inner.extend_lease(job_id, worker, lease).await
     }
+    async fn prune_succeeded(&self, age: Duration, limit: usize) -> Result<u64, StoreError> {
+        self.inner.prune_succeeded(age, limit).await
+    }
     async fn release(&self, worker: &str) -> Result<u64, StoreError> {
         self.released.lock().expect("lock").push(worker.to_owned());
         self.inner.release(worker).await
@@ -725,5 +728,68 @@ async fn an_operator_lists_retries_and_discards_jobs_on_both_backends() {
             .await
             .expect("claim")
             .is_empty()
+    );
+}
+
+/// Storage (issue 30): succeeded jobs past their retention are removed, in batches; pending,
+/// running and dead ones stay whatever their age, and so do recent succeeded ones.
+#[tokio::test]
+async fn succeeded_jobs_past_their_retention_are_pruned_and_nothing_else() {
+    let db = TestDb::new().await;
+    let database = db.open().await;
+    let queue = database.jobs();
+    for key in ["old-done-1", "old-done-2", "old-dead", "old-running", "new-done"] {
+        assert!(queue.enqueue(&job(key)).await.expect("enqueue"));
+    }
+    let claimed = queue
+        .claim("w", &kinds(), 10, Duration::from_secs(60))
+        .await
+        .expect("claim");
+    assert_eq!(claimed.len(), 5);
+    let id = |key: &str| {
+        claimed
+            .iter()
+            .find(|j| j.idempotency_key == key)
+            .expect("claimed")
+            .id
+    };
+    for key in ["old-done-1", "old-done-2"] {
+        assert!(queue.complete(id(key), "w").await.expect("complete"));
+    }
+    queue
+        .fail(id("old-dead"), "w", "gave up", None)
+        .await
+        .expect("fail");
+    assert!(queue.enqueue(&job("old-pending")).await.expect("enqueue"));
+    // Every job last changed long ago; then one more succeeds now.
+    kuatia_tests::execute(
+        &database,
+        "UPDATE jobs SET updated_at = '2020-01-01T00:00:00.000000Z'",
+    )
+    .await
+    .expect("backdate");
+    assert!(queue.complete(id("new-done"), "w").await.expect("complete"));
+
+    // One at a time, so that the loop runs past its first batch.
+    let removed =
+        kuatia_application::jobs::prune_succeeded(queue.as_ref(), Duration::from_secs(30 * 86_400), 1)
+            .await
+            .expect("prune");
+    assert_eq!(removed, 2);
+    for (key, kept) in [
+        ("old-done-1", false),
+        ("old-done-2", false),
+        ("old-dead", true),
+        ("old-running", true),
+        ("old-pending", true),
+        ("new-done", true),
+    ] {
+        assert_eq!(queue.get_by_key(key).await.expect("get").is_some(), kept, "{key}");
+    }
+    assert_eq!(
+        kuatia_application::jobs::prune_succeeded(queue.as_ref(), Duration::from_secs(30 * 86_400), 100)
+            .await
+            .expect("prune again"),
+        0
     );
 }

@@ -8,6 +8,7 @@ mod artifacts;
 mod audit;
 mod autoimpresor;
 mod autoimpresor_scenarios;
+mod bench_seed;
 mod browser_client;
 mod certificates;
 mod companies;

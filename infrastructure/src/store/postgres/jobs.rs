@@ -165,6 +165,21 @@ impl JobQueue for PgStore {
         rows.iter().map(job_from_row).collect()
     }
 
+    async fn prune_succeeded(&self, age: Duration, limit: usize) -> Result<u64, StoreError> {
+        let result = sqlx::query(
+            "DELETE FROM jobs WHERE id IN ( \
+               SELECT id FROM jobs WHERE state = 'succeeded' \
+                 AND updated_at < clock_timestamp() - make_interval(secs => $1::float8) \
+               LIMIT $2)",
+        )
+        .bind(age.as_secs_f64())
+        .bind(limit.max(1) as i64)
+        .execute(&self.inner.pool)
+        .await
+        .map_err(db_error)?;
+        Ok(result.rows_affected())
+    }
+
     async fn complete(&self, job_id: Uuid, worker: &str) -> Result<bool, StoreError> {
         let result = sqlx::query(
             "UPDATE jobs SET state = 'succeeded', lease_owner = NULL, lease_expires_at = NULL, updated_at = clock_timestamp() \

@@ -141,6 +141,23 @@ impl JobQueue for SqliteStore {
         Ok(jobs)
     }
 
+    async fn prune_succeeded(&self, age: Duration, limit: usize) -> Result<u64, StoreError> {
+        let (_guard, mut tx) = self.inner.begin_write().await?;
+        let result = sqlx::query(concat!(
+            "DELETE FROM jobs WHERE id IN ( \
+               SELECT id FROM jobs WHERE state = 'succeeded' AND updated_at < ",
+            now_plus!("$1"),
+            " LIMIT $2)"
+        ))
+        .bind(format!("-{:.3} seconds", age.as_secs_f64()))
+        .bind(limit.max(1) as i64)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error)?;
+        tx.commit().await.map_err(db_error)?;
+        Ok(result.rows_affected())
+    }
+
     async fn complete(&self, job_id: Uuid, worker: &str) -> Result<bool, StoreError> {
         let (_guard, mut tx) = self.inner.begin_write().await?;
         let result = sqlx::query(concat!(

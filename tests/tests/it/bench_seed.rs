@@ -1,0 +1,197 @@
+//! `kuatia bench seed` (issue 30): the scale fixture writes histories the service reads as its
+//! own. The seeded tenants are ready, their documents' chains verify, the read models equal a
+//! rebuild, the number series go on where the seed left them, and the same seed writes the same
+//! documents.
+
+use kuatia_api::seed::{SeedOptions, SeedPorts, SeedReport, seed};
+use kuatia_projections::documents::Documents;
+use kuatia_tests::{TestApp, snapshot};
+use reqwest::Method;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+const DOCUMENTS: &str = "SELECT CAST(id AS TEXT), CAST(tenant_id AS TEXT), status, channel, doc_type, \
+     number, cdc, external_id, grand_total, CAST(version AS TEXT) FROM documents ORDER BY 1";
+const SHAPE: &str = "SELECT status, channel, doc_type, number FROM documents \
+     ORDER BY channel, doc_type, number, status";
+
+fn ports(app: &TestApp) -> SeedPorts {
+    SeedPorts::new(app.service().database.store(), &app.db.config()).expect("seed ports")
+}
+
+fn options() -> SeedOptions {
+    SeedOptions {
+        documents: 400,
+        tenants: 3,
+        seed: 30,
+        large_share: 0.5,
+        batch: 64,
+        days: 30,
+    }
+}
+
+async fn seeded() -> (TestApp, SeedReport) {
+    let app = TestApp::spawn().await;
+    let report = seed(&ports(&app), &options(), &|_| {}).await.expect("seed");
+    (app, report)
+}
+
+#[tokio::test]
+async fn the_seed_writes_a_history_the_service_reads_as_its_own() {
+    let (app, report) = seeded().await;
+    let shares: Vec<u64> = report.tenants.iter().map(|t| t.documents).collect();
+    assert_eq!(shares, vec![200, 100, 100]);
+    assert_eq!(report.documents, 400);
+    let store = app.service().database.store();
+
+    // Every final status, both channels, every SIFEN type.
+    let rows = snapshot(&app.service().database, SHAPE).await;
+    assert_eq!(rows.len(), 400);
+    let count = |column: usize, value: &str| {
+        rows.iter()
+            .filter(|r| r[column].as_deref() == Some(value))
+            .count()
+    };
+    for status in [
+        "accepted",
+        "rejected",
+        "cancelled",
+        "invalidated",
+        "failed_terminal",
+        "validation_failed",
+    ] {
+        assert!(count(0, status) > 0, "no {status} document in {rows:?}");
+    }
+    for doc_type in [
+        "invoice",
+        "credit_note",
+        "debit_note",
+        "remision",
+        "autofactura",
+        "receipt",
+    ] {
+        assert!(count(2, doc_type) > 0, "no {doc_type} document");
+    }
+    assert!(count(1, "autoimpresor") > 0 && count(1, "sifen") > 0);
+    assert!(
+        (9.0..11.0).contains(&(report.events as f64 / report.documents as f64)),
+        "about ten events per document: {}",
+        report.events
+    );
+
+    // The chains verify, and the read model equals its rebuild.
+    let verified = kuatia_application::support::verify_store(&store, &|_, _| {})
+        .await
+        .expect("verify");
+    assert!(verified.broken.is_none(), "{:?}", verified.broken);
+    assert!(verified.checked >= report.events);
+    let before = snapshot(&app.service().database, DOCUMENTS).await;
+    kuatia_projections::runtime::rebuild(&store, &Documents, &|_, _| {})
+        .await
+        .expect("rebuild");
+    assert_eq!(snapshot(&app.service().database, DOCUMENTS).await, before);
+
+    // A seeded tenant is ready, its artifacts download, and its list answers.
+    let large = &report.tenants[0];
+    let tenant = large.id.to_string();
+    let get = |path: String| {
+        let request = app.as_key(Method::GET, &path, &large.api_key, &tenant);
+        async move {
+            let response = request.send().await.expect("send");
+            let status = response.status().as_u16();
+            (status, response.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    };
+    let (status, readiness) = get(format!(
+        "/v1/emission-channels/readiness?company_id={}",
+        large.company_id
+    ))
+    .await;
+    assert_eq!(status, 200, "{readiness}");
+    let channels = readiness["channels"].as_array().expect("channels");
+    assert!(
+        channels.len() == 2 && channels.iter().all(|c| c["ready"] == true),
+        "{readiness}"
+    );
+    let (status, list) = get("/v1/documents?status=accepted&limit=5".to_owned()).await;
+    assert_eq!(status, 200, "{list}");
+    let first = &list["documents"][0];
+    assert_eq!(first["status"], "accepted", "{list}");
+    let id = first["id"].as_str().expect("id");
+    let (status, artifacts) = get(format!("/v1/documents/{id}/artifacts")).await;
+    assert_eq!(status, 200, "{artifacts}");
+    let listed = artifacts.as_array().expect("artifacts");
+    assert!(!listed.is_empty(), "{artifacts}");
+    for artifact in listed {
+        let url = artifact["download_url"].as_str().expect("download_url");
+        let response = app.client.get(url).send().await.expect("download");
+        assert_eq!(response.status().as_u16(), 200, "{artifact}");
+    }
+
+    // Intake goes on: the next invoice of the large tenant's series takes the number after the
+    // seed's last one.
+    let seeded_invoices = rows
+        .iter()
+        .filter(|r| r[1].as_deref() == Some("sifen") && r[2].as_deref() == Some("invoice") && r[3].is_some())
+        .count();
+    assert!(seeded_invoices > 0);
+    let mut invoice = kuatia_domain::document::canonical::sample_invoice();
+    invoice["company_id"] = json!(large.company_id);
+    invoice["external_id"] = json!("AFTER-SEED-1");
+    invoice["seller"]["ruc"] = json!(large.ruc);
+    invoice["issue_datetime"] = json!(kuatia_tests::http::hours_ago(0));
+    let response = app
+        .as_key(Method::POST, "/v1/documents", &large.api_key, &tenant)
+        .header("Idempotency-Key", "after-seed-1")
+        .json(&invoice)
+        .send()
+        .await
+        .expect("post");
+    let posted: Value = response.json().await.expect("json");
+    let id = posted["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{posted}"))
+        .to_owned();
+    let large_invoices = snapshot(&app.service().database, LARGE_INVOICES)
+        .await
+        .into_iter()
+        .filter(|r| r[0].as_deref() == Some(tenant.as_str()))
+        .count();
+    let mut number = Value::Null;
+    let mut document = Value::Null;
+    for _ in 0..100 {
+        document = get(format!("/v1/documents/{id}")).await.1;
+        number = document["summary"]["number"].clone();
+        if !number.is_null() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let drawn = number
+        .as_str()
+        .unwrap_or_else(|| panic!("not numbered: {document}"))
+        .rsplit('-')
+        .next()
+        .expect("number")
+        .to_owned();
+    assert_eq!(drawn, format!("{:07}", large_invoices + 1), "{number}");
+    app.stop().await;
+}
+
+const LARGE_INVOICES: &str = "SELECT CAST(tenant_id AS TEXT) FROM documents \
+     WHERE channel = 'sifen' AND doc_type = 'invoice' AND number IS NOT NULL";
+
+#[tokio::test]
+async fn the_same_seed_writes_the_same_documents_and_a_second_run_is_refused() {
+    let (first, _) = seeded().await;
+    let (second, _) = seeded().await;
+    assert_eq!(
+        snapshot(&first.service().database, SHAPE).await,
+        snapshot(&second.service().database, SHAPE).await
+    );
+    let again = seed(&ports(&first), &options(), &|_| {}).await;
+    let refused = format!("{:#}", again.expect_err("seeded twice"));
+    assert!(refused.contains("exists already"), "{refused}");
+    first.stop().await;
+    second.stop().await;
+}
