@@ -496,6 +496,9 @@ async fn bench_seed(config: &Config, options: &crate::seed::SeedOptions) -> anyh
         "artifact_bytes": report.artifact_bytes,
         "document_secs": (report.document_secs * 100.0).round() / 100.0,
         "events_per_sec": (report.events as f64 / report.document_secs.max(1e-9)).round(),
+        "build_secs": (report.build_secs * 100.0).round() / 100.0,
+        "artifact_secs": (report.artifact_secs * 100.0).round() / 100.0,
+        "append_wait_secs": (report.append_wait_secs * 100.0).round() / 100.0,
         "tenants": report.tenants.iter().map(|t| serde_json::json!({
             "slug": t.slug,
             "tenant_id": t.id,

@@ -4,7 +4,8 @@
 //!
 //! On a fresh database of each backend, `kuatia bench seed` (the release binary, as an operator
 //! runs it) writes `KUATIA_BENCH_DOCUMENTS` documents (default 1 000 000) for
-//! `KUATIA_BENCH_TENANTS` tenants (default 50; the first holds a tenth of the documents), with
+//! `KUATIA_BENCH_TENANTS` tenants (default 50; the first holds `KUATIA_BENCH_LARGE_PERCENT` per
+//! cent of the documents, default 10), with
 //! their event chains (about ten events each) and their artifacts. Then, over that history:
 //!
 //! 1. **Bytes** per document: the events table (rows, then its indexes), the read models (rows,
@@ -224,7 +225,13 @@ async fn sizes(db: &TestDb, backend: &Backend, documents: u64) -> Result<()> {
     Ok(())
 }
 
-async fn scale(backend: Backend, documents: u64, tenants: u64, requests: u64) -> Result<()> {
+async fn scale(
+    backend: Backend,
+    documents: u64,
+    tenants: u64,
+    large_percent: u64,
+    requests: u64,
+) -> Result<()> {
     let name = backend.name();
     let bin = binary()?;
     let db = TestDb::on(&backend).await?;
@@ -249,6 +256,8 @@ async fn scale(backend: Backend, documents: u64, tenants: u64, requests: u64) ->
             &documents.to_string(),
             "--tenants",
             &tenants.to_string(),
+            "--large-share",
+            &format!("{}", large_percent as f64 / 100.0),
         ],
         false,
     )?;
@@ -440,6 +449,8 @@ async fn scale(backend: Backend, documents: u64, tenants: u64, requests: u64) ->
 async fn main() -> Result<()> {
     let documents = env_u64("KUATIA_BENCH_DOCUMENTS", 1_000_000)?;
     let tenants = env_u64("KUATIA_BENCH_TENANTS", 50)?;
+    // Per cent of the documents in the first (large) tenant.
+    let large = env_u64("KUATIA_BENCH_LARGE_PERCENT", 10)?;
     let requests = env_u64("KUATIA_BENCH_REQUESTS", 200)?;
     let backends = std::env::var("KUATIA_BENCH_BACKENDS").unwrap_or_else(|_| "postgres".to_owned());
     for backend in backends.split(',') {
@@ -452,7 +463,7 @@ async fn main() -> Result<()> {
             other => bail!("KUATIA_BENCH_BACKENDS: unknown backend {other:?}"),
         };
         let started = Instant::now();
-        scale(backend, documents, tenants, requests).await?;
+        scale(backend, documents, tenants, large, requests).await?;
         println!("total {:.0} s", started.elapsed().as_secs_f64());
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
