@@ -9,7 +9,7 @@
 //! an event or reordering a stream breaks the chain at that event.
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use serde_json::{Value, json};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::event_store::{EventMetadata, RecordedEvent};
@@ -46,23 +46,41 @@ pub fn format_timestamp(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Micros, true)
 }
 
+/// The canonical object, its fields declared in sorted key order: serde_json writes a struct's
+/// fields in declaration order, so its compact form is byte for byte that of the sorted map,
+/// without copying the payload into a new map first (issue 30: every append and `events verify`
+/// hashed a deep copy of every payload).
+#[derive(serde::Serialize)]
+struct Canonical<'a> {
+    event_id: String,
+    event_type: &'a str,
+    // A struct of its own: made a map here, so that its keys are sorted too.
+    metadata: Value,
+    payload: &'a Value,
+    prev_hash: Option<&'a str>,
+    recorded_at: String,
+    schema_version: u32,
+    stream_id: &'a str,
+    stream_type: &'a str,
+    stream_version: u64,
+    tenant_id: String,
+}
+
 /// Computes the chain hash of one event, lower-case hex.
 pub fn chain_hash(input: &HashInput<'_>) -> String {
-    let canonical = json!({
-        "prev_hash": input.prev_hash,
-        "event_id": input.event_id.to_string(),
-        "tenant_id": input.tenant_id.to_string(),
-        "stream_type": input.stream_type,
-        "stream_id": input.stream_id,
-        "stream_version": input.stream_version,
-        "event_type": input.event_type,
-        "schema_version": input.schema_version,
-        "payload": input.payload,
-        "metadata": input.metadata,
-        "recorded_at": format_timestamp(input.recorded_at),
-    });
-    // serde_json's Map is a BTreeMap (the `preserve_order` feature is not enabled anywhere in the
-    // workspace), so serialisation sorts keys at every level.
+    let canonical = Canonical {
+        event_id: input.event_id.to_string(),
+        event_type: input.event_type,
+        metadata: serde_json::to_value(input.metadata).unwrap_or_default(),
+        payload: input.payload,
+        prev_hash: input.prev_hash,
+        recorded_at: format_timestamp(input.recorded_at),
+        schema_version: input.schema_version,
+        stream_id: input.stream_id,
+        stream_type: input.stream_type,
+        stream_version: input.stream_version,
+        tenant_id: input.tenant_id.to_string(),
+    };
     let bytes = serde_json::to_vec(&canonical).unwrap_or_default();
     hex::encode(Sha256::digest(&bytes))
 }
@@ -177,6 +195,7 @@ impl ChainVerifier {
 mod tests {
     use super::*;
     use kuatia_domain::tenancy::TenantId;
+    use serde_json::json;
 
     fn event(version: u64, prev: Option<String>, payload: Value) -> RecordedEvent {
         let mut e = RecordedEvent {
@@ -196,6 +215,46 @@ mod tests {
         };
         e.hash = recompute(&e);
         e
+    }
+
+    /// The hash's definition, as the module's documentation and the ADR give it: the sorted map,
+    /// written compactly. The struct the code serialises must give the same bytes.
+    fn by_the_definition(e: &RecordedEvent) -> String {
+        let canonical = json!({
+            "prev_hash": e.prev_hash,
+            "event_id": e.event_id.to_string(),
+            "tenant_id": e.tenant_id.as_uuid().to_string(),
+            "stream_type": e.stream_type,
+            "stream_id": e.stream_id,
+            "stream_version": e.stream_version,
+            "event_type": e.event_type,
+            "schema_version": e.schema_version,
+            "payload": e.payload,
+            "metadata": e.metadata,
+            "recorded_at": format_timestamp(e.recorded_at),
+        });
+        hex::encode(Sha256::digest(serde_json::to_vec(&canonical).expect("json")))
+    }
+
+    #[test]
+    fn the_hash_is_the_sorted_maps_whatever_the_fields_hold() {
+        let first = event(
+            1,
+            None,
+            json!({"z": [1, {"b": null, "a": "ñ\"\u{1}"}], "a": 1.5, "m": {}}),
+        );
+        let mut second = event(2, Some(first.hash.clone()), json!("text"));
+        second.metadata = EventMetadata {
+            actor: Some("api_key:1".into()),
+            request_id: Some("r".into()),
+            correlation_id: Some("c".into()),
+            causation_id: None,
+            trace_parent: Some("00-abc-def-01".into()),
+        };
+        second.hash = recompute(&second);
+        for e in [&first, &second] {
+            assert_eq!(e.hash, by_the_definition(e));
+        }
     }
 
     #[test]

@@ -331,10 +331,27 @@ pub async fn verify_store(
         limit: 2000,
         ..ReadFilter::default()
     };
+    // The next page is read while this one is hashed (issue 30: reading and hashing took turns).
+    let read = |after: i64| {
+        let (store, limit) = (store.clone(), filter.limit);
+        tokio::spawn(async move {
+            store
+                .read_all_raw(&ReadFilter {
+                    after,
+                    limit,
+                    ..ReadFilter::default()
+                })
+                .await
+        })
+    };
+    let mut next = read(0);
     loop {
-        let page = store.read_all_raw(&filter).await?;
+        let page = next
+            .await
+            .map_err(|e| StoreError::Invalid(format!("reading the log: {e}")))??;
         let Some(last) = page.last() else { break };
         filter.after = last.global_position;
+        next = read(filter.after);
         for event in &page {
             if let Err(broken) = verifier.check(event) {
                 return Ok(Verification {

@@ -261,27 +261,4 @@ impl PgInner {
                 message: e.to_string(),
             })
     }
-
-    pub(super) async fn apply_batch(
-        &self,
-        conn: &mut PgConnection,
-        projection: &dyn Projection,
-        events: Vec<RecordedEvent>,
-    ) -> Result<(), StoreError> {
-        for event in events {
-            let event = upcast(&self.upcasters, event);
-            let mut tx = PgSqlTx {
-                conn: &mut *conn,
-                upcasters: &self.upcasters,
-            };
-            projection
-                .apply(&mut tx, &event)
-                .await
-                .map_err(|e| StoreError::Projection {
-                    name: projection.name().to_owned(),
-                    message: format!("at position {}: {e}", event.global_position),
-                })?;
-        }
-        Ok(())
-    }
 }

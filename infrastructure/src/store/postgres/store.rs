@@ -243,7 +243,22 @@ impl Store for PgStore {
                 break;
             };
             applied += events.len() as u64;
-            self.inner.apply_batch(&mut tx, projection, events).await?;
+            // The projection's batch path, as the append runs it: a page in a few statements
+            // rather than several per event (issue 30: the replay held the append lock for the
+            // sum of a million round trips).
+            let events: Vec<RecordedEvent> = events
+                .into_iter()
+                .map(|event| upcast(&self.inner.upcasters, event))
+                .collect();
+            PgInner::apply_all(&mut tx, &self.inner.upcasters, projection, &events)
+                .await
+                .map_err(|e| match e {
+                    StoreError::Projection { name, message } => StoreError::Projection {
+                        name,
+                        message: format!("replaying positions {}..={last}: {message}", position + 1),
+                    },
+                    other => other,
+                })?;
             position = last;
             progress(position, head);
         }
