@@ -195,3 +195,149 @@ async fn the_same_seed_writes_the_same_documents_and_a_second_run_is_refused() {
     first.stop().await;
     second.stop().await;
 }
+
+/// The document list gives the same pages whichever way it reads them (issue 30): a date window
+/// far back is read window first, one that reaches today is walked newest first, a part of a name
+/// many documents share is found among the newest documents and a rare one through the names
+/// index. Every page, followed cursor by cursor, is the one worked out from the whole list.
+#[tokio::test]
+async fn the_list_over_a_history_gives_the_pages_the_whole_list_says() {
+    let app = TestApp::spawn().await;
+    let options = SeedOptions {
+        documents: 2_100,
+        tenants: 1,
+        seed: 31,
+        large_share: 1.0,
+        batch: 300,
+        days: 60,
+    };
+    let report = seed(&ports(&app), &options, &|_| {}).await.expect("seed");
+    let tenant = &report.tenants[0];
+    let tenant_id = tenant.id.to_string();
+    // Every page of a query, cursor by cursor.
+    let pages = |query: String, limit: u32| {
+        let app = &app;
+        let (key, tenant_id) = (&tenant.api_key, &tenant_id);
+        async move {
+            let mut ids = Vec::new();
+            let mut cursor: Option<String> = None;
+            loop {
+                let after = cursor
+                    .as_ref()
+                    .map(|c| format!("&cursor={c}"))
+                    .unwrap_or_default();
+                let path = format!("/v1/documents?limit={limit}&{query}{after}");
+                let response = app
+                    .as_key(Method::GET, &path, key, tenant_id)
+                    .send()
+                    .await
+                    .expect("send");
+                assert_eq!(response.status().as_u16(), 200, "{path}");
+                let page: Value = response.json().await.expect("json");
+                let documents = page["documents"].as_array().expect("documents").clone();
+                assert!(documents.len() <= limit as usize, "{path}");
+                ids.extend(documents);
+                match page["next_cursor"].as_str() {
+                    Some(next) => cursor = Some(next.to_owned()),
+                    None => return ids,
+                }
+            }
+        }
+    };
+    // One buyer nobody else has, posted after the seed: a part of its name is not found among
+    // the newest documents often enough to fill a page, so the names index finds it.
+    let mut invoice = kuatia_domain::document::canonical::sample_invoice();
+    invoice["company_id"] = json!(tenant.company_id);
+    invoice["external_id"] = json!("RARE-BUYER-1");
+    invoice["seller"]["ruc"] = json!(tenant.ruc);
+    invoice["issue_datetime"] = json!(kuatia_tests::http::hours_ago(0));
+    invoice["buyer"] =
+        json!({"legal_name": "Ña Benítez Ybyrá", "document_type": "ci", "document_number": "4321"});
+    let response = app
+        .as_key(Method::POST, "/v1/documents", &tenant.api_key, &tenant_id)
+        .header("Idempotency-Key", "rare-buyer-1")
+        .json(&invoice)
+        .send()
+        .await
+        .expect("post");
+    assert!(
+        response.status().is_success(),
+        "{}",
+        response.text().await.unwrap_or_default()
+    );
+    let all = pages(String::new(), 100).await;
+    assert_eq!(all.len(), 2_101);
+    let id = |d: &Value| d["id"].as_str().expect("id").to_owned();
+    let issued = |d: &Value| {
+        d["issue_datetime"]
+            .as_str()
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .expect("issue_datetime")
+            .with_timezone(&chrono::Utc)
+    };
+
+    let now = chrono::Utc::now();
+    let days = |n: i64| now - chrono::Duration::days(n);
+    let at = |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let windows = [
+        // far back: fewer documents in it than after it, read window first
+        (Some(days(50)), Some(days(45)), None, None),
+        (Some(days(50)), Some(days(45)), Some("accepted"), Some("sifen")),
+        (Some(days(40)), Some(days(38)), Some("cancelled"), None),
+        (None, Some(days(55)), None, Some("autoimpresor")),
+        // reaching today, or most of the history: walked newest first
+        (Some(days(3)), None, None, None),
+        (Some(days(59)), Some(days(2)), Some("accepted"), None),
+    ];
+    for (from, to, status, channel) in windows {
+        let mut query = Vec::new();
+        if let Some(from) = from {
+            query.push(format!("date_from={}", at(from)));
+        }
+        if let Some(to) = to {
+            query.push(format!("date_to={}", at(to)));
+        }
+        if let Some(status) = status {
+            query.push(format!("status={status}"));
+        }
+        if let Some(channel) = channel {
+            query.push(format!("channel={channel}"));
+        }
+        let query = query.join("&");
+        let expected: Vec<String> = all
+            .iter()
+            .filter(|d| from.is_none_or(|f| issued(d) >= f) && to.is_none_or(|t| issued(d) < t))
+            .filter(|d| status.is_none_or(|s| d["status"] == s) && channel.is_none_or(|c| d["channel"] == c))
+            .map(id)
+            .collect();
+        assert!(!expected.is_empty(), "{query}: the seed left nothing to find");
+        let listed: Vec<String> = pages(query.clone(), 20).await.iter().map(id).collect();
+        assert_eq!(listed, expected, "{query}");
+    }
+
+    // A part of a name: the buyers' names as stored, searched here by hand.
+    let names: std::collections::HashMap<String, String> = snapshot(
+        &app.service().database,
+        "SELECT CAST(id AS TEXT), buyer_search FROM documents WHERE buyer_search IS NOT NULL",
+    )
+    .await
+    .into_iter()
+    .filter_map(|r| Some((r[0].clone()?, r[1].clone()?)))
+    .collect();
+    for (part, many) in [
+        ("cliente", true),
+        ("generacion", true),
+        ("benitez", false),
+        ("nadie", false),
+    ] {
+        let expected: Vec<String> = all
+            .iter()
+            .map(id)
+            .filter(|i| names.get(i).is_some_and(|n| n.contains(part)))
+            .collect();
+        assert_eq!(expected.len() > 50, many, "{part}: {} documents", expected.len());
+        let listed: Vec<String> = pages(format!("q={part}"), 50).await.iter().map(id).collect();
+        assert_eq!(listed, expected, "q={part}");
+    }
+    app.stop().await;
+}
