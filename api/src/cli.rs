@@ -681,7 +681,8 @@ async fn export(
         ..ReadFilter::default()
     };
     loop {
-        let page = store.read_all_raw(&filter).await?;
+        // Each body written out as the text it is stored as (and hashed over), unparsed.
+        let page = store.read_all_raw_json(&filter).await?;
         let Some(last) = page.last() else { break };
         filter.after = last.global_position;
         for event in &page {

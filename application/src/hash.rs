@@ -10,13 +10,15 @@
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::Value;
+use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
 
 use crate::event_store::{EventMetadata, RecordedEvent};
 
-/// The fields the hash covers, borrowed.
+/// The fields the hash covers, borrowed. The payload is a parsed [`Value`] or, when verifying,
+/// the stored text ([`RawValue`]), which the backends keep as it was hashed.
 #[derive(Debug, Clone, Copy)]
-pub struct HashInput<'a> {
+pub struct HashInput<'a, P: ?Sized = Value> {
     /// Previous hash in hex, `None` for the first event of a stream.
     pub prev_hash: Option<&'a str>,
     /// Event id.
@@ -34,7 +36,7 @@ pub struct HashInput<'a> {
     /// Schema version as stored.
     pub schema_version: u32,
     /// Payload as stored.
-    pub payload: &'a Value,
+    pub payload: &'a P,
     /// Metadata as stored.
     pub metadata: &'a EventMetadata,
     /// Database-clock timestamp.
@@ -51,12 +53,12 @@ pub fn format_timestamp(at: DateTime<Utc>) -> String {
 /// without copying the payload into a new map first (issue 30: every append and `events verify`
 /// hashed a deep copy of every payload).
 #[derive(serde::Serialize)]
-struct Canonical<'a> {
+struct Canonical<'a, P: ?Sized> {
     event_id: String,
     event_type: &'a str,
     // A struct of its own: made a map here, so that its keys are sorted too.
     metadata: Value,
-    payload: &'a Value,
+    payload: &'a P,
     prev_hash: Option<&'a str>,
     recorded_at: String,
     schema_version: u32,
@@ -67,7 +69,7 @@ struct Canonical<'a> {
 }
 
 /// Computes the chain hash of one event, lower-case hex.
-pub fn chain_hash(input: &HashInput<'_>) -> String {
+pub fn chain_hash<P: serde::Serialize + ?Sized>(input: &HashInput<'_, P>) -> String {
     let canonical = Canonical {
         event_id: input.event_id.to_string(),
         event_type: input.event_type,
@@ -86,7 +88,12 @@ pub fn chain_hash(input: &HashInput<'_>) -> String {
 }
 
 /// Recomputes the hash of a stored event (read raw, not upcast).
-pub fn recompute(event: &RecordedEvent) -> String {
+pub fn recompute<P: serde::Serialize>(event: &RecordedEvent<P>) -> String {
+    hash_with(event, &event.payload)
+}
+
+/// The hash of a stored event with `payload` for its payload (the same body, parsed).
+fn hash_with<P, B: serde::Serialize + ?Sized>(event: &RecordedEvent<P>, payload: &B) -> String {
     chain_hash(&HashInput {
         prev_hash: event.prev_hash.as_deref(),
         event_id: event.event_id,
@@ -96,10 +103,30 @@ pub fn recompute(event: &RecordedEvent) -> String {
         stream_version: event.stream_version,
         event_type: &event.event_type,
         schema_version: event.schema_version,
-        payload: &event.payload,
+        payload,
         metadata: &event.metadata,
         recorded_at: event.recorded_at,
     })
+}
+
+/// A body [`ChainVerifier`] hashes: a parsed [`Value`], or the stored JSON text, hashed as it is
+/// (it is stored exactly as it was hashed, so no parsing and writing back per event: issue 30)
+/// and, only when that does not match, parsed and hashed in canonical form.
+pub trait Body: serde::Serialize {
+    /// The body parsed, when it is text; `None` when it is parsed already.
+    fn parsed(&self) -> Option<Value>;
+}
+
+impl Body for Value {
+    fn parsed(&self) -> Option<Value> {
+        None
+    }
+}
+
+impl Body for Box<RawValue> {
+    fn parsed(&self) -> Option<Value> {
+        serde_json::from_str(self.get()).ok()
+    }
 }
 
 /// The first place a chain is broken.
@@ -127,7 +154,7 @@ pub struct ChainVerifier {
 
 impl ChainVerifier {
     /// Checks the next event (events must come in global order, read raw).
-    pub fn check(&mut self, event: &RecordedEvent) -> Result<(), ChainBreak> {
+    pub fn check<P: Body>(&mut self, event: &RecordedEvent<P>) -> Result<(), ChainBreak> {
         let broken = |reason: String| ChainBreak {
             global_position: event.global_position,
             event_id: event.event_id,
@@ -159,7 +186,14 @@ impl ChainVerifier {
                 "prev_hash does not equal the previous event's hash".to_owned(),
             ));
         }
-        let recomputed = recompute(event);
+        let mut recomputed = recompute(event);
+        if recomputed != event.hash
+            && let Some(parsed) = event.payload.parsed()
+        {
+            // Stored text that is not in canonical form (never written so by this service) is
+            // hashed as the definition says: parsed, keys sorted, compact.
+            recomputed = hash_with(event, &parsed);
+        }
         if recomputed != event.hash {
             return Err(broken(format!(
                 "stored hash {} does not match the recomputed {}",
@@ -254,6 +288,38 @@ mod tests {
         second.hash = recompute(&second);
         for e in [&first, &second] {
             assert_eq!(e.hash, by_the_definition(e));
+        }
+    }
+
+    #[test]
+    fn stored_text_verifies_as_it_is_or_in_canonical_form_and_a_changed_one_breaks() {
+        let stored = event(1, None, json!({"b": 1, "a": [true, "ñ"], "c": -0.0}));
+        let as_text = |body: &str| {
+            let mut e = crate::event_store::json_event(stored.clone()).expect("json");
+            if !body.is_empty() {
+                e.payload = RawValue::from_string(body.to_owned()).expect("json");
+            }
+            e
+        };
+        // As the service stores it: the canonical text itself.
+        let canonical = as_text("");
+        assert_eq!(canonical.payload.get(), r#"{"a":[true,"ñ"],"b":1,"c":-0.0}"#);
+        assert!(ChainVerifier::default().check(&canonical).is_ok());
+        // The same body in another form (spaces, key order): parsed, then it verifies.
+        assert!(
+            ChainVerifier::default()
+                .check(&as_text(r#"{ "c": -0.0, "b": 1, "a": [true, "\u00f1"] }"#))
+                .is_ok()
+        );
+        // Another body breaks the chain, in either form.
+        for changed in [
+            r#"{"a":[true,"ñ"],"b":2,"c":-0.0}"#,
+            r#"{ "b": 1, "a": [true] , "c": -0.0}"#,
+        ] {
+            let broken = ChainVerifier::default()
+                .check(&as_text(changed))
+                .expect_err(changed);
+            assert!(broken.reason.contains("does not match"), "{}", broken.reason);
         }
     }
 

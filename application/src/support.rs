@@ -336,7 +336,7 @@ pub async fn verify_store(
         let (store, limit) = (store.clone(), filter.limit);
         tokio::spawn(async move {
             store
-                .read_all_raw(&ReadFilter {
+                .read_all_raw_json(&ReadFilter {
                     after,
                     limit,
                     ..ReadFilter::default()

@@ -75,6 +75,14 @@ impl UpcasterChain {
         self
     }
 
+    /// Whether a step applies to a stored `(event_type, schema_version)`: when none does, the
+    /// stored body is already current and a reader may hand it on unparsed.
+    pub fn applies(&self, event_type: &str, schema_version: u32) -> bool {
+        self.steps
+            .iter()
+            .any(|s| s.can_upcast(event_type, schema_version))
+    }
+
     /// Applies steps until none matches. A step that does not raise the version is a bug and
     /// would loop; the chain stops after as many rounds as it has steps.
     pub fn apply(&self, event_type: String, schema_version: u32, payload: Value) -> (String, u32, Value) {

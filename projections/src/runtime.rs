@@ -129,19 +129,24 @@ pub enum RebuildError {
 
 /// Empties a projection and replays it from position 0. Inline projections are rebuilt in one
 /// transaction that holds appends back; catch-up ones are reset (under their checkpoint lock)
-/// and caught up. Side-effect subscriptions are refused.
+/// and caught up; then the tables are refreshed for the planner
+/// ([`kuatia_application::event_store::Store::refresh_tables`]).
+/// Side-effect subscriptions are refused.
 pub async fn rebuild(
     store: &SharedStore,
     projection: &dyn Projection,
     progress: &(dyn Fn(i64, i64) + Send + Sync),
 ) -> Result<u64, RebuildError> {
-    match projection.kind() {
-        ProjectionKind::SideEffect => Err(RebuildError::SideEffects(projection.name().to_owned())),
-        ProjectionKind::Inline => Ok(store.rebuild_inline(projection, progress).await?),
+    let replayed = match projection.kind() {
+        ProjectionKind::SideEffect => return Err(RebuildError::SideEffects(projection.name().to_owned())),
+        ProjectionKind::Inline => store.rebuild_inline(projection, progress).await?,
         ProjectionKind::CatchUp => {
             store.register_projection(projection).await?;
             store.reset_projection(projection).await?;
-            Ok(catch_up(store, projection, 1000, progress).await?)
+            catch_up(store, projection, 1000, progress).await?
         }
-    }
+    };
+    // Every row was deleted and written again: the planner's statistics go with them.
+    store.refresh_tables(projection).await?;
+    Ok(replayed)
 }

@@ -2,10 +2,11 @@
 //! upcasting.
 
 use chrono::{DateTime, Utc};
-use kuatia_application::event_store::{AppendOutcome, AppendRequest, RecordedEvent, StoreError};
+use kuatia_application::event_store::{AppendOutcome, AppendRequest, JsonEvent, RecordedEvent, StoreError};
 use kuatia_application::hash::{HashInput, chain_hash};
 use kuatia_application::upcast::UpcasterChain;
 use kuatia_domain::tenancy::TenantId;
+use serde_json::Value;
 use tokio::sync::watch;
 use uuid::Uuid;
 
@@ -129,6 +130,26 @@ pub(crate) fn upcast(chain: &UpcasterChain, mut event: RecordedEvent) -> Recorde
     event.schema_version = version;
     event.payload = payload;
     event
+}
+
+/// Runs the upcaster chain over a stored event read as JSON text: its body is parsed and written
+/// again only when a step applies.
+pub(crate) fn upcast_json(chain: &UpcasterChain, mut event: JsonEvent) -> Result<JsonEvent, StoreError> {
+    if !chain.applies(&event.event_type, event.schema_version) {
+        return Ok(event);
+    }
+    let id = event.event_id;
+    let corrupt = |e: serde_json::Error| StoreError::Corrupt(format!("payload of event {id}: {e}"));
+    let stored: Value = serde_json::from_str(event.payload.get()).map_err(corrupt)?;
+    let (ty, version, payload) = chain.apply(
+        std::mem::take(&mut event.event_type),
+        event.schema_version,
+        stored,
+    );
+    event.event_type = ty;
+    event.schema_version = version;
+    event.payload = serde_json::value::to_raw_value(&payload).map_err(corrupt)?;
+    Ok(event)
 }
 
 /// Parses a stored tenant id.

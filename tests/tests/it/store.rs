@@ -322,8 +322,13 @@ async fn upcasters_run_on_every_read_path_but_not_on_raw_reads() {
     {
         let store = db.open().await.store();
         let t = tenant();
-        let mut request = append(stream(t, "u1"), ExpectedVersion::NoStream, &["Deposited"]);
+        let mut request = append(
+            stream(t, "u1"),
+            ExpectedVersion::NoStream,
+            &["Deposited", "Noted"],
+        );
         request.events[0].payload = json!({"monto": 100});
+        request.events[1].payload = json!({"note": "sin cambio", "z": [1.5, -0.0]});
         store.append(request).await.expect("v1 event");
     }
     let chain = UpcasterChain::new().with(FnUpcaster::new("Deposited", 1, |p| json!({"amount": p["monto"]})));
@@ -346,6 +351,21 @@ async fn upcasters_run_on_every_read_path_but_not_on_raw_reads() {
         (1, json!({"monto": 100}))
     );
     assert_eq!(recompute(&raw[0]), raw[0].hash);
+    // Read as JSON text (`GET /v1/events`): upcast where a step applies, the stored text as it is
+    // where none does.
+    let text = store.read_all_json(&filter).await.expect("json");
+    assert_eq!(
+        (text[0].schema_version, text[0].payload.get()),
+        (2, r#"{"amount":100}"#)
+    );
+    assert_eq!(
+        (text[1].schema_version, text[1].payload.get()),
+        (1, r#"{"note":"sin cambio","z":[1.5,-0.0]}"#)
+    );
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(text[1].payload.get()).expect("parses"),
+        read[1].payload
+    );
 }
 
 #[tokio::test]

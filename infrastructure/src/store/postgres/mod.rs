@@ -56,6 +56,9 @@ struct PgInner {
     /// Folded aggregates by stream (`Store::aggregate_cache`).
     aggregates: AggregateCache,
     pool: PgPool,
+    /// The configured login (the migrations' user, the tables' owner): vacuums and analyses a
+    /// rebuilt projection's tables, which the application role may not.
+    owner_url: String,
     inline: Vec<Arc<dyn Projection>>,
     upcasters: Arc<UpcasterChain>,
     hint: watch::Sender<i64>,
@@ -117,6 +120,7 @@ impl PgStore {
             inner: Arc::new(PgInner {
                 aggregates: AggregateCache::default(),
                 pool,
+                owner_url: url,
                 inline,
                 upcasters,
                 hint,

@@ -17,10 +17,11 @@ macro_rules! event_columns {
 }
 
 impl PgStore {
-    pub(super) async fn read_raw_on(
+    /// The log's events as stored, their bodies parsed (`Value`) or kept as text (`RawValue`).
+    pub(super) async fn read_raw_on<P: Payload>(
         conn: &mut PgConnection,
         filter: &ReadFilter,
-    ) -> Result<Vec<RecordedEvent>, StoreError> {
+    ) -> Result<Vec<RecordedEvent<P>>, StoreError> {
         let limit = filter.limit.clamp(1, 100_000) as i64;
         if filter.event_type.is_some() || filter.company.is_some() {
             // The filtered reads of `GET /v1/events`: one statement; the company's streams come
@@ -108,7 +109,15 @@ pub(crate) async fn stream_events(
     rows.iter().map(event_from_row).collect()
 }
 
-fn event_from_row(row: &PgRow) -> Result<RecordedEvent, StoreError> {
+/// A body as a read gives it: the stored `json` decoded into a `Value`, or its text as it is.
+pub(crate) trait Payload:
+    for<'r> sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>
+{
+}
+impl Payload for serde_json::Value {}
+impl Payload for Box<serde_json::value::RawValue> {}
+
+fn event_from_row<P: Payload>(row: &PgRow) -> Result<RecordedEvent<P>, StoreError> {
     let corrupt = |e: sqlx::Error| StoreError::Corrupt(e.to_string());
     let metadata: serde_json::Value = row.try_get("metadata").map_err(corrupt)?;
     Ok(RecordedEvent {

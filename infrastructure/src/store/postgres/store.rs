@@ -4,8 +4,8 @@
 use async_trait::async_trait;
 use kuatia_application::aggregate_cache::AggregateCache;
 use kuatia_application::event_store::{
-    AppendOutcome, AppendRequest, BatchOutcome, ProjectionKind, ReadFilter, RecordedEvent, Store, StoreError,
-    SubscriptionStatus,
+    AppendOutcome, AppendRequest, BatchOutcome, JsonEvent, ProjectionKind, ReadFilter, RecordedEvent, Store,
+    StoreError, SubscriptionStatus,
 };
 use kuatia_application::projection::{Projection, SqlValue};
 use sqlx::Row;
@@ -13,7 +13,7 @@ use tokio::sync::watch;
 
 use super::read::stream_events;
 use super::{APPEND_LOCK, PgInner, PgStore};
-use crate::store::common::upcast;
+use crate::store::common::{upcast, upcast_json};
 use crate::store::group;
 use crate::store::sql_value::{bind_pg, decode_pg_row};
 use crate::store::{db_error, write_error};
@@ -72,6 +72,20 @@ impl Store for PgStore {
     }
 
     async fn read_all_raw(&self, filter: &ReadFilter) -> Result<Vec<RecordedEvent>, StoreError> {
+        kuatia_application::statements::note();
+        let mut conn = self.inner.pool.acquire().await.map_err(db_error)?;
+        Self::read_raw_on(&mut conn, filter).await
+    }
+
+    async fn read_all_json(&self, filter: &ReadFilter) -> Result<Vec<JsonEvent>, StoreError> {
+        let stored = self.read_all_raw_json(filter).await?;
+        stored
+            .into_iter()
+            .map(|e| upcast_json(&self.inner.upcasters, e))
+            .collect()
+    }
+
+    async fn read_all_raw_json(&self, filter: &ReadFilter) -> Result<Vec<JsonEvent>, StoreError> {
         kuatia_application::statements::note();
         let mut conn = self.inner.pool.acquire().await.map_err(db_error)?;
         Self::read_raw_on(&mut conn, filter).await
@@ -206,6 +220,23 @@ impl Store for PgStore {
             .await
             .map_err(db_error)?;
         tx.commit().await.map_err(db_error)
+    }
+
+    async fn refresh_tables(&self, projection: &dyn Projection) -> Result<(), StoreError> {
+        use sqlx::{Connection, Executor};
+        let mut owner = sqlx::PgConnection::connect(&self.inner.owner_url)
+            .await
+            .map_err(db_error)?;
+        for table in projection.tables() {
+            owner
+                .execute(sqlx::AssertSqlSafe(format!(
+                    "VACUUM (ANALYZE) {}",
+                    super::quote_ident(table)
+                )))
+                .await
+                .map_err(db_error)?;
+        }
+        owner.close().await.map_err(db_error)
     }
 
     async fn rebuild_inline(

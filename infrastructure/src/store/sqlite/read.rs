@@ -17,10 +17,11 @@ macro_rules! event_columns {
 }
 
 impl SqliteStore {
-    pub(super) async fn read_raw_on(
+    /// The log's events as stored, their bodies parsed (`Value`) or kept as text (`RawValue`).
+    pub(super) async fn read_raw_on<P: serde::de::DeserializeOwned>(
         conn: &mut SqliteConnection,
         filter: &ReadFilter,
-    ) -> Result<Vec<RecordedEvent>, StoreError> {
+    ) -> Result<Vec<RecordedEvent<P>>, StoreError> {
         let limit = filter.limit.clamp(1, 100_000) as i64;
         let tenant = filter.tenant.map(|t| t.as_uuid().to_string());
         let rows = sqlx::query(concat!(
@@ -69,7 +70,7 @@ pub(crate) async fn stream_events(
     rows.iter().map(event_from_row).collect()
 }
 
-fn event_from_row(row: &SqliteRow) -> Result<RecordedEvent, StoreError> {
+fn event_from_row<P: serde::de::DeserializeOwned>(row: &SqliteRow) -> Result<RecordedEvent<P>, StoreError> {
     let corrupt = |e: sqlx::Error| StoreError::Corrupt(e.to_string());
     let text = |name: &str| row.try_get::<String, _>(name).map_err(corrupt);
     Ok(RecordedEvent {
