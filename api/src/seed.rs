@@ -239,48 +239,55 @@ pub async fn seed(
     // A batch's append runs while the next batch is built and its artifacts stored (each
     // batch's bytes are durable before the append that names them, as in the pipeline).
     let mut appending: Option<tokio::task::JoinHandle<anyhow::Result<u64>>> = None;
-    for (setup, tenant) in setups.iter_mut().zip(&report.tenants) {
-        let mut written = 0u64;
-        while written < tenant.documents {
-            let n = (tenant.documents - written).min(batch as u64);
-            let mut requests = Vec::with_capacity(n as usize);
-            let mut blobs = Vec::new();
-            let building = Instant::now();
-            for k in 0..n {
-                let i = written + k;
-                // Issue times rise through the tenant's history, a little jitter on each.
-                let offset = span.num_seconds() * i as i64 / tenant.documents.max(1) as i64;
-                let at = now - span
-                    + Duration::seconds(offset)
-                    + Duration::milliseconds(rng.random_range(0..1000));
-                let (request, artifacts) = setup.document(&templates, &mut rng, at)?;
-                report.events += request.events.len() as u64;
-                requests.push(request);
-                blobs.extend(artifacts);
-            }
-            report.build_secs += building.elapsed().as_secs_f64();
-            report.artifacts += blobs.len() as u64;
-            report.artifact_bytes += blobs.iter().map(|b| b.len() as u64).sum::<u64>();
-            let storing = Instant::now();
-            store_blobs(&ports.artifacts, blobs).await?;
-            report.artifact_secs += storing.elapsed().as_secs_f64();
-            if let Some(previous) = appending.take() {
-                let waiting = Instant::now();
-                report.documents += previous.await.context("an append task")??;
-                report.append_wait_secs += waiting.elapsed().as_secs_f64();
-                progress(report.documents);
-            }
-            let (store, slug, first) = (ports.store.clone(), tenant.slug.clone(), written);
-            appending = Some(tokio::spawn(async move {
-                for (k, outcome) in store.append_all(requests).await.into_iter().enumerate() {
-                    outcome.with_context(|| {
-                        format!("appending document {} of tenant {slug}", first + k as u64)
-                    })?;
-                }
-                Ok(n)
-            }));
-            written += n;
+    // Tenants' documents interleave through the history, as a service's do: the next document is
+    // the one of the tenant furthest behind its share of the span, so that ids (UUIDv7, made as
+    // they are built) and issue times rise together across tenants.
+    let shares: Vec<u64> = report.tenants.iter().map(|t| t.documents).collect();
+    let mut written = vec![0u64; shares.len()];
+    let total: u64 = shares.iter().sum();
+    let mut done = 0u64;
+    while done < total {
+        let n = (total - done).min(batch as u64);
+        let mut requests = Vec::with_capacity(n as usize);
+        let mut labels = Vec::with_capacity(n as usize);
+        let mut blobs = Vec::new();
+        let building = Instant::now();
+        for _ in 0..n {
+            let Some(t) = next_tenant(&written, &shares) else {
+                break;
+            };
+            let (i, of) = (written[t], shares[t]);
+            written[t] += 1;
+            // Issue times rise through the tenant's history, a little jitter on each.
+            let offset = span.num_seconds() * i as i64 / of.max(1) as i64;
+            let at =
+                now - span + Duration::seconds(offset) + Duration::milliseconds(rng.random_range(0..1000));
+            let (request, artifacts) = setups[t].document(&templates, &mut rng, at)?;
+            report.events += request.events.len() as u64;
+            requests.push(request);
+            labels.push((report.tenants[t].slug.clone(), i));
+            blobs.extend(artifacts);
         }
+        report.build_secs += building.elapsed().as_secs_f64();
+        report.artifacts += blobs.len() as u64;
+        report.artifact_bytes += blobs.iter().map(|b| b.len() as u64).sum::<u64>();
+        let storing = Instant::now();
+        store_blobs(&ports.artifacts, blobs).await?;
+        report.artifact_secs += storing.elapsed().as_secs_f64();
+        if let Some(previous) = appending.take() {
+            let waiting = Instant::now();
+            report.documents += previous.await.context("an append task")??;
+            report.append_wait_secs += waiting.elapsed().as_secs_f64();
+            progress(report.documents);
+        }
+        let store = ports.store.clone();
+        appending = Some(tokio::spawn(async move {
+            for (outcome, (slug, i)) in store.append_all(requests).await.into_iter().zip(labels) {
+                outcome.with_context(|| format!("appending document {i} of tenant {slug}"))?;
+            }
+            Ok(n)
+        }));
+        done += n;
     }
     if let Some(last) = appending.take() {
         let waiting = Instant::now();
@@ -290,6 +297,24 @@ pub async fn seed(
     }
     report.document_secs = started.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// The tenant whose next document comes next: the one furthest behind in its own history
+/// (written ÷ share, compared as `(written + ½) × other share`), the first on a tie; `None` when
+/// every share is written.
+fn next_tenant(written: &[u64], shares: &[u64]) -> Option<usize> {
+    let mut next: Option<usize> = None;
+    for (t, &share) in shares.iter().enumerate() {
+        if written[t] >= share {
+            continue;
+        }
+        let behind = |t: usize| u128::from(2 * written[t] + 1);
+        next = match next {
+            Some(b) if behind(b) * u128::from(share) <= behind(t) * u128::from(shares[b]) => Some(b),
+            _ => Some(t),
+        };
+    }
+    next
 }
 
 /// Stores the blobs, 64 at a time (each is written and synced on its own).
@@ -890,4 +915,40 @@ impl TenantSetup {
 /// A protocol number's digits from the document's number (SIFEN's are opaque digits).
 fn rng_free(number: u64) -> u32 {
     (number.wrapping_mul(2_654_435_761) % 1_000_000_000) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::next_tenant;
+
+    /// The order in which tenants' documents are written for these shares.
+    fn order(shares: &[u64]) -> Vec<usize> {
+        let mut written = vec![0; shares.len()];
+        let mut order = Vec::new();
+        while let Some(t) = next_tenant(&written, shares) {
+            written[t] += 1;
+            order.push(t);
+        }
+        order
+    }
+
+    #[test]
+    fn tenants_documents_interleave_in_proportion_to_their_shares() {
+        assert_eq!(order(&[3, 1]), [0, 0, 1, 0]);
+        assert_eq!(order(&[2, 2, 0]), [0, 1, 0, 1]);
+        assert_eq!(order(&[0]), Vec::<usize>::new());
+        // A large tenant and nine small ones: every share written, and each tenant's documents
+        // spread over the whole sequence, not written one tenant after another.
+        let shares = [910, 10, 10, 10, 10, 10, 10, 10, 10, 10];
+        let order = order(&shares);
+        assert_eq!(order.len(), 1000);
+        for (t, &share) in shares.iter().enumerate() {
+            let places: Vec<usize> = (0..order.len()).filter(|&i| order[i] == t).collect();
+            assert_eq!(places.len() as u64, share, "tenant {t}");
+            assert!(
+                places[0] < 100 && places[places.len() - 1] >= 900,
+                "tenant {t}: {places:?}"
+            );
+        }
+    }
 }
