@@ -130,7 +130,8 @@ pub enum RebuildError {
 /// Empties a projection and replays it from position 0. Inline projections are rebuilt in one
 /// transaction that holds appends back; catch-up ones are reset (under their checkpoint lock)
 /// and caught up; then the tables are refreshed for the planner
-/// ([`kuatia_application::event_store::Store::refresh_tables`]).
+/// ([`kuatia_application::event_store::Store::refresh_tables`]; a refresh that fails is logged,
+/// the rebuild stands).
 /// Side-effect subscriptions are refused.
 pub async fn rebuild(
     store: &SharedStore,
@@ -146,7 +147,15 @@ pub async fn rebuild(
             catch_up(store, projection, 1000, progress).await?
         }
     };
-    // Every row was deleted and written again: the planner's statistics go with them.
-    store.refresh_tables(projection).await?;
+    // Every row was deleted and written again: the planner's statistics go with them. The
+    // rebuild itself has succeeded (committed) by now: a refresh that fails (no connection as the
+    // owner, say) is said, and left to autovacuum, not reported as a failed rebuild.
+    if let Err(err) = store.refresh_tables(projection).await {
+        tracing::warn!(
+            projection = projection.name(),
+            error = %err,
+            "refreshing the rebuilt tables' statistics failed; autovacuum will analyse them later"
+        );
+    }
     Ok(replayed)
 }
