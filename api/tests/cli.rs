@@ -235,6 +235,15 @@ fn migrate_then_projection_status_and_rebuild() {
         text.contains("rebuilt event_type_counts: 5 events replayed"),
         "{text}"
     );
+    // `access` reads tenant streams only: none of the five (ledger) events is replayed, but
+    // the whole log is gone through.
+    assert!(
+        text.contains("rebuilt access: 0 events replayed")
+            && text
+                .lines()
+                .all(|l| !l.starts_with("rebuilt") || l.contains("over a log of 5 events")),
+        "{text}"
+    );
     let after = stdout(&scratch.run(&["projections", "status"]));
     let counts_line = after
         .lines()

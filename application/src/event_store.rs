@@ -118,6 +118,9 @@ pub struct ReadFilter {
     /// transaction that blocks appends, so the answer is the same before and after a rebuild
     /// (docs/adr/0001-event-store.md, "Company of an event").
     pub company: Option<uuid::Uuid>,
+    /// Only events of streams of these types (a projection's
+    /// [`stream_types`](crate::projection::Projection::stream_types), for its rebuild).
+    pub stream_types: Option<&'static [&'static str]>,
 }
 
 /// Progress of a subscription batch.

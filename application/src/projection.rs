@@ -157,6 +157,12 @@ pub trait Projection: Send + Sync {
     fn kind(&self) -> ProjectionKind;
     /// The tables it owns (emptied by a rebuild).
     fn tables(&self) -> &'static [&'static str];
+    /// The stream types whose events it reads (`document`, `tenant`…); `None`, the default: every
+    /// stream. A rebuild of an inline projection replays only these (the store reads past the
+    /// rest without sending them), so `apply` must do nothing with an event of any other type.
+    fn stream_types(&self) -> Option<&'static [&'static str]> {
+        None
+    }
     /// Applies one event inside the given transaction.
     async fn apply(&self, tx: &mut dyn SqlTx, event: &RecordedEvent) -> Result<(), StoreError>;
     /// Applies several events in order inside the given transaction: the same rows as

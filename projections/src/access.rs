@@ -36,6 +36,10 @@ impl Projection for Access {
         &["tenants", "api_keys", "memberships", "invitations"]
     }
 
+    fn stream_types(&self) -> Option<&'static [&'static str]> {
+        Some(&["tenant"])
+    }
+
     async fn apply(&self, tx: &mut dyn SqlTx, event: &RecordedEvent) -> Result<(), StoreError> {
         if event.stream_type != "tenant" {
             return Ok(());

@@ -46,6 +46,10 @@ impl Projection for Configuration {
         ]
     }
 
+    fn stream_types(&self) -> Option<&'static [&'static str]> {
+        Some(&["company"])
+    }
+
     async fn apply(&self, tx: &mut dyn SqlTx, event: &RecordedEvent) -> Result<(), StoreError> {
         if event.stream_type != "company" {
             return Ok(());

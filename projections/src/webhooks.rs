@@ -41,6 +41,10 @@ impl Projection for Webhooks {
         &["webhook_endpoints"]
     }
 
+    fn stream_types(&self) -> Option<&'static [&'static str]> {
+        Some(&["webhook_endpoint"])
+    }
+
     async fn apply(&self, tx: &mut dyn SqlTx, event: &RecordedEvent) -> Result<(), StoreError> {
         if event.stream_type != "webhook_endpoint" {
             return Ok(());

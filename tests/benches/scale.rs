@@ -308,10 +308,11 @@ async fn scale(
     );
     let (rebuilt, _) = run(&bin, &env, &["projections", "rebuild", "--all"], false)?;
     let text = String::from_utf8_lossy(&rebuilt.stdout).to_string();
+    // Each projection goes through the whole log (replaying only its streams' events).
     let replayed: u64 = text
         .lines()
         .filter_map(|l| {
-            l.split(": ")
+            l.split("over a log of ")
                 .nth(1)?
                 .split_whitespace()
                 .next()?

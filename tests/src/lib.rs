@@ -203,6 +203,78 @@ pub async fn execute(db: &Database, sql: &'static str) -> Result<u64, sqlx::Erro
     }
 }
 
+/// A projection applied event by event: its own `apply` on each event of a batch (the trait's
+/// default `apply_all`), every stream read (the default `stream_types`). The reference a
+/// projection's batch path and stream filter are held to: rebuild with this, then with the
+/// projection itself, and compare the rows ([`table_rows`]).
+pub struct EventByEvent<'a>(pub &'a dyn kuatia_application::projection::Projection);
+
+#[async_trait::async_trait]
+impl kuatia_application::projection::Projection for EventByEvent<'_> {
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+
+    fn kind(&self) -> kuatia_application::event_store::ProjectionKind {
+        self.0.kind()
+    }
+
+    fn tables(&self) -> &'static [&'static str] {
+        self.0.tables()
+    }
+
+    async fn apply(
+        &self,
+        tx: &mut dyn kuatia_application::projection::SqlTx,
+        event: &kuatia_application::event_store::RecordedEvent,
+    ) -> Result<(), kuatia_application::event_store::StoreError> {
+        self.0.apply(tx, event).await
+    }
+}
+
+/// Every row of a table, each as one line of text, sorted: the table's whole content, to compare
+/// two states of it.
+pub async fn table_rows(db: &Database, table: &str) -> Vec<String> {
+    use sqlx::{AssertSqlSafe, Row, ValueRef};
+    match db {
+        Database::Postgres(s) => sqlx::query_scalar::<_, String>(AssertSqlSafe(format!(
+            "SELECT CAST(row_to_json(t) AS TEXT) FROM {table} AS t ORDER BY 1"
+        )))
+        .fetch_all(s.pool())
+        .await
+        .expect("table rows"),
+        Database::Sqlite(s) => {
+            let rows = sqlx::query(AssertSqlSafe(format!("SELECT * FROM {table}")))
+                .fetch_all(s.pool())
+                .await
+                .expect("table rows");
+            let mut lines: Vec<String> = rows
+                .iter()
+                .map(|row| {
+                    (0..row.len())
+                        .map(|i| {
+                            if row.try_get_raw(i).expect("column").is_null() {
+                                "NULL".to_owned()
+                            } else if let Ok(text) = row.try_get::<String, _>(i) {
+                                format!("{text:?}")
+                            } else if let Ok(int) = row.try_get::<i64, _>(i) {
+                                int.to_string()
+                            } else if let Ok(real) = row.try_get::<f64, _>(i) {
+                                real.to_string()
+                            } else {
+                                format!("{:?}", row.try_get::<Vec<u8>, _>(i).expect("a blob"))
+                            }
+                        })
+                        .collect::<Vec<_>>()
+                        .join("|")
+                })
+                .collect();
+            lines.sort();
+            lines
+        }
+    }
+}
+
 /// The real service, started on a fresh database.
 pub struct TestApp {
     /// `http://127.0.0.1:PORT`.

@@ -199,6 +199,7 @@ pub async fn list_events(
                 .map(|id| kuatia_domain::document::aggregate::stream_id(caller.tenant, id)),
             event_type: query.event_type,
             company,
+            stream_types: None,
         })
         .await?;
     let next_after = events.last().map_or(after, |e| e.global_position);

@@ -6,6 +6,7 @@ use kuatia_application::event_store::{RecordedEvent, StoreError};
 use kuatia_application::projection::{SqlTx, SqlValue, json_row_chunks, pg_timestamp};
 use kuatia_domain::document::aggregate::DocumentEvent;
 use serde_json::Value;
+use std::collections::HashMap;
 use uuid::Uuid;
 
 use super::{IntakeRun, associated_cdc, buyer_ruc, buyer_search, corrupt, document_id, json};
@@ -17,6 +18,8 @@ use super::{IntakeRun, associated_cdc, buyer_ruc, buyer_search, corrupt, documen
 pub(super) struct StepRows {
     /// Per document, in order of first appearance.
     documents: Vec<StepDocument>,
+    /// Each document's place in `documents`.
+    index: HashMap<Uuid, usize>,
     /// `document_artifacts` rows of the batch's `ArtifactRecorded`.
     artifacts: Vec<Value>,
 }
@@ -29,24 +32,28 @@ struct StepDocument {
     /// The last event's version and time.
     version: u64,
     at: DateTime<Utc>,
-    /// CDC and number, if the batch transformed the document.
-    numbered: Option<(String, String)>,
+    /// The CDC, if the batch transformed the document.
+    cdc: Option<String>,
+    /// The number, if the batch transformed the document or started rendering it (autoimpresor).
+    number: Option<String>,
 }
 
 impl StepRows {
     /// Takes one event. What it writes besides status and version (`apply_own`) joins
-    /// the batch's statements too when it is a CDC and number or an artifact; `false`: the caller
+    /// the batch's statements too when it is a CDC, a number or an artifact; `false`: the caller
     /// writes that part itself.
     pub(super) fn push(&mut self, event: &RecordedEvent, decoded: &DocumentEvent, document_id: Uuid) -> bool {
-        let entry = match self.documents.iter().position(|d| d.id == document_id) {
-            Some(i) => &mut self.documents[i],
+        let entry = match self.index.get(&document_id) {
+            Some(&i) => &mut self.documents[i],
             None => {
+                self.index.insert(document_id, self.documents.len());
                 self.documents.push(StepDocument {
                     id: document_id,
                     status: None,
                     version: event.stream_version,
                     at: event.recorded_at,
-                    numbered: None,
+                    cdc: None,
+                    number: None,
                 });
                 let last = self.documents.len() - 1;
                 &mut self.documents[last]
@@ -59,7 +66,12 @@ impl StepRows {
         entry.at = event.recorded_at;
         match decoded {
             DocumentEvent::DocumentTransformed { number, cdc, .. } => {
-                entry.numbered = Some((cdc.clone(), number.to_string()));
+                entry.cdc = Some(cdc.clone());
+                entry.number = Some(number.to_string());
+                true
+            }
+            DocumentEvent::DocumentRenderingStarted { number, .. } => {
+                entry.number = Some(number.to_string());
                 true
             }
             DocumentEvent::ArtifactRecorded {
@@ -88,18 +100,33 @@ impl StepRows {
         }
     }
 
+    /// Hands the documents whose rows `intake` holds pending over to it (see
+    /// [`IntakeRows::write`]); keeps the others.
+    fn hand_over(&mut self, intake: &mut IntakeRows) {
+        if intake.index.is_empty() {
+            return;
+        }
+        self.index.clear();
+        for document in std::mem::take(&mut self.documents) {
+            if !intake.absorb(&document) {
+                self.index.insert(document.id, self.documents.len());
+                self.documents.push(document);
+            }
+        }
+    }
+
     pub(super) async fn write(&mut self, tx: &mut dyn SqlTx) -> Result<(), StoreError> {
+        self.index.clear();
         let rows: Vec<Value> = std::mem::take(&mut self.documents)
             .into_iter()
             .map(|d| {
-                let (cdc, number) = d.numbered.unzip();
                 serde_json::json!({
                     "id": d.id,
                     "status": d.status,
                     "version": d.version,
                     "updated_at": pg_timestamp(d.at),
-                    "cdc": cdc,
-                    "number": number,
+                    "cdc": d.cdc,
+                    "number": d.number,
                 })
             })
             .collect();
@@ -138,6 +165,8 @@ pub const STEP_UPDATE: &str = "UPDATE documents AS d SET status = COALESCE(r.sta
 #[derive(Default)]
 pub(super) struct IntakeRows {
     documents: Vec<Value>,
+    /// Each pending document's place in `documents`.
+    index: HashMap<Uuid, usize>,
 }
 
 impl IntakeRows {
@@ -151,6 +180,7 @@ impl IntakeRows {
             return Err(corrupt("intake run"));
         };
         let document_id = document_id(received)?;
+        self.index.insert(document_id, self.documents.len());
         let state = run.fold();
         let (status, last) = (state.status, state.last);
         let (errors, warnings) = (json(&state.errors)?, json(&state.warnings)?);
@@ -170,6 +200,8 @@ impl IntakeRows {
             "grand_total": document.totals.grand_total.to_string(),
             "associated_cdc": associated_cdc(document),
             "buyer_search": buyer_search(document),
+            "cdc": null,
+            "number": null,
             "errors": errors,
             "warnings": warnings,
             "stream_id": received.stream_id,
@@ -180,8 +212,38 @@ impl IntakeRows {
         Ok(())
     }
 
-    /// Writes what is pending (PostgreSQL).
-    pub(super) async fn write(&mut self, tx: &mut dyn SqlTx) -> Result<(), StoreError> {
+    /// Whether the document's row is pending.
+    pub(super) fn holds(&self, document_id: Uuid) -> bool {
+        self.index.contains_key(&document_id)
+    }
+
+    /// Folds what later events of the batch leave into a pending row, as `STEP_UPDATE` would
+    /// write it after the row's insert; `false` when the document's row is not pending.
+    fn absorb(&mut self, step: &StepDocument) -> bool {
+        let Some(&i) = self.index.get(&step.id) else {
+            return false;
+        };
+        let row = &mut self.documents[i];
+        if let Some(status) = step.status {
+            row["status"] = Value::from(status);
+        }
+        row["version"] = Value::from(step.version);
+        row["updated_at"] = Value::from(pg_timestamp(step.at));
+        if let Some(cdc) = &step.cdc {
+            row["cdc"] = Value::from(cdc.as_str());
+        }
+        if let Some(number) = &step.number {
+            row["number"] = Value::from(number.as_str());
+        }
+        true
+    }
+
+    /// Writes what is pending (PostgreSQL), with what `steps` holds for these documents folded
+    /// in: a document whose events are all in the batch is written once, as they leave it (its
+    /// row inserted, then updated, paid every index twice: issue 30's profile of a rebuild).
+    pub(super) async fn write(&mut self, tx: &mut dyn SqlTx, steps: &mut StepRows) -> Result<(), StoreError> {
+        steps.hand_over(self);
+        self.index.clear();
         for chunk in json_row_chunks(std::mem::take(&mut self.documents)) {
             tx.execute(
                 "INSERT INTO documents (id, tenant_id, company_id, branch_id, issuance_point_id, channel, \
@@ -189,13 +251,13 @@ impl IntakeRows {
                    errors, warnings, state, stream_id, version, created_at, updated_at, associated_cdc, \
                    buyer_search) \
                  SELECT id, tenant_id, company_id, branch_id, issuance_point_id, channel, channel_id, doc_type, \
-                   external_id, status, NULL, NULL, buyer_ruc, issue_datetime, grand_total, errors, warnings, \
+                   external_id, status, cdc, number, buyer_ruc, issue_datetime, grand_total, errors, warnings, \
                    '{}'::jsonb, stream_id, version, created_at, updated_at, associated_cdc, buyer_search \
                  FROM jsonb_to_recordset($1) AS r(id uuid, tenant_id uuid, company_id uuid, branch_id uuid, \
                    issuance_point_id uuid, channel text, channel_id uuid, doc_type text, external_id text, \
                    status text, buyer_ruc text, issue_datetime timestamptz, grand_total text, errors jsonb, \
                    warnings jsonb, stream_id text, version bigint, created_at timestamptz, \
-                   updated_at timestamptz, associated_cdc text, buyer_search text) \
+                   updated_at timestamptz, associated_cdc text, buyer_search text, cdc text, number text) \
                  ON CONFLICT (id) DO NOTHING",
                 &[SqlValue::Json(chunk)],
             )

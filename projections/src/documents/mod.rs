@@ -19,6 +19,7 @@ use kuatia_application::event_store::{ProjectionKind, RecordedEvent, StoreError}
 use kuatia_application::projection::{Backend, Projection, SqlTx, SqlValue};
 use kuatia_domain::document::aggregate::{DocumentEvent, DocumentStatus};
 use kuatia_domain::document::issues::Issue;
+use serde::Deserialize;
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -32,7 +33,7 @@ pub use queries::{
     ArtifactRow, DocumentRow, Filter, TimelineEntry, artifacts, count_by_status, credit_notes_of, document,
     intake_row, list, status_counts, timeline,
 };
-use write::apply_own;
+use write::{apply_own, changes_row};
 
 /// The projection.
 #[derive(Debug, Default, Clone, Copy)]
@@ -77,6 +78,10 @@ impl Projection for Documents {
             "document_counts",
             "document_names",
         ]
+    }
+
+    fn stream_types(&self) -> Option<&'static [&'static str]> {
+        Some(&["document"])
     }
 
     async fn apply(&self, tx: &mut dyn SqlTx, event: &RecordedEvent) -> Result<(), StoreError> {
@@ -126,15 +131,20 @@ impl Projection for Documents {
                 }
                 None => {
                     if first.stream_type == "document" {
-                        intake.write(tx).await?;
                         let decoded = decode(first)?;
                         if matches!(decoded, DocumentEvent::DocumentReceived { .. }) {
                             // Not the start of an intake run: on its own, after what is pending.
+                            intake.write(tx, &mut steps).await?;
                             steps.write(tx).await?;
                             self.apply(tx, first).await?;
                         } else {
                             let document_id = document_id(first)?;
                             if !steps.push(first, &decoded, document_id) {
+                                // Written now: a change to its row needs the row there first.
+                                // Steps wait for the end, after every pending intake row.
+                                if intake.holds(document_id) && changes_row(&decoded) {
+                                    intake.write(tx, &mut steps).await?;
+                                }
                                 apply_own(tx, first, &decoded, document_id).await?;
                             }
                         }
@@ -143,7 +153,7 @@ impl Projection for Documents {
                 }
             }
         }
-        intake.write(tx).await?;
+        intake.write(tx, &mut steps).await?;
         steps.write(tx).await
     }
 }
@@ -219,7 +229,7 @@ fn intake_run(events: &[RecordedEvent]) -> Result<Option<(IntakeRun<'_>, usize)>
 }
 
 fn decode(event: &RecordedEvent) -> Result<DocumentEvent, StoreError> {
-    serde_json::from_value(event.payload.clone())
+    DocumentEvent::deserialize(&event.payload)
         .map_err(|e| StoreError::Corrupt(format!("document event {}: {e}", event.event_id)))
 }
 

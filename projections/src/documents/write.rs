@@ -192,6 +192,19 @@ pub(super) async fn apply_own(
     Ok(())
 }
 
+/// Whether `apply_own` changes the document's own row for this event (the others write rows of
+/// their own tables, or nothing).
+pub(super) fn changes_row(decoded: &DocumentEvent) -> bool {
+    matches!(
+        decoded,
+        DocumentEvent::DocumentValidated { .. }
+            | DocumentEvent::DocumentValidationFailed { .. }
+            | DocumentEvent::DocumentTransformed { .. }
+            | DocumentEvent::DocumentIssuanceRefused { .. }
+            | DocumentEvent::DocumentRenderingStarted { .. }
+    )
+}
+
 /// A value's name as the API writes it (`customer`, `email`).
 fn name<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_value(value)

@@ -32,6 +32,7 @@ impl SqliteStore {
               AND ($6 IS NULL OR stream_id IN ( \
                    SELECT stream_id FROM companies WHERE id = $6 AND tenant_id = $3 \
                    UNION ALL SELECT stream_id FROM documents WHERE company_id = $6 AND tenant_id = $3)) \
+              AND ($7 IS NULL OR stream_type IN (SELECT value FROM json_each($7))) \
               ORDER BY global_position LIMIT $2"
         ))
         .bind(filter.after)
@@ -40,6 +41,7 @@ impl SqliteStore {
         .bind(filter.stream_id.clone())
         .bind(filter.event_type.clone())
         .bind(filter.company.map(|c| c.to_string()))
+        .bind(filter.stream_types.map(|t| serde_json::json!(t).to_string()))
         .fetch_all(&mut *conn)
         .await
         .map_err(db_error)?;

@@ -229,6 +229,9 @@ impl Store for SqliteStore {
             let filter = ReadFilter {
                 after: position,
                 limit: 1000,
+                // Only the streams it reads: the store skips the rest (issue 30: `access` read
+                // 2 M events to use a few hundred).
+                stream_types: projection.stream_types(),
                 ..ReadFilter::default()
             };
             let events = Self::read_raw_on(&mut tx, &filter).await?;
